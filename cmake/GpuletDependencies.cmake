@@ -1,0 +1,12 @@
+# Every dependency comes from a Debian package installed by scripts/bootstrap.
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(yaml-cpp CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+if(GPULET_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
+if(GPULET_BUILD_BENCH)
+  find_package(benchmark CONFIG REQUIRED)
+endif()

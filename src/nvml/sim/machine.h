@@ -1,0 +1,107 @@
+// Machine: the static description of a simulated GPU node, as read from a
+// machine file (YAML) or a built-in profile. Plain values, no behaviour; the
+// simulator's run-time state (initialisation count, lost GPUs, event queues)
+// lives in SimState, not here.
+//
+// Parsing: machine_parser.h turns YAML text into a Machine and rejects
+// anything inconsistent with an error naming the source and line. Built-in
+// profiles (profiles/*.yaml) are compiled into the simulator library.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/nvml/nvml_api.h"
+
+namespace gpulet::sim {
+
+// A GPU instance profile as NVML reports it for one GPU model.
+struct GpuInstanceProfile {
+  unsigned id = 0;            // NVML_GPU_INSTANCE_PROFILE_*
+  std::string name;           // "1g.5gb" (NVML reports "MIG 1g.5gb")
+  unsigned slice_count = 0;
+  unsigned instance_count = 0;
+  unsigned multiprocessor_count = 0;
+  unsigned copy_engine_count = 0;
+  unsigned decoder_count = 0;
+  unsigned encoder_count = 0;
+  unsigned jpeg_count = 0;
+  unsigned ofa_count = 0;
+  uint64_t memory_size_mb = 0;
+};
+
+struct ComputeInstanceProfile {
+  unsigned id = 0;            // NVML_COMPUTE_INSTANCE_PROFILE_*
+  std::string name;           // "1c.1g.5gb" style, or "" when not given
+  unsigned slice_count = 0;
+  unsigned instance_count = 0;
+  unsigned multiprocessor_count = 0;
+};
+
+// One MIG device: a compute instance inside a GPU instance.
+struct MigDevice {
+  std::string uuid;           // "MIG-xxxxxxxx-..."
+  unsigned gpu_instance_id = 0;
+  unsigned gpu_instance_profile_id = 0;   // key into Gpu::gi_profiles
+  unsigned gi_placement_start = 0;
+  unsigned gi_placement_size = 0;
+  unsigned compute_instance_id = 0;
+  unsigned compute_instance_profile_id = 0;  // key into Gpu::ci_profiles
+  unsigned ci_placement_start = 0;
+  unsigned ci_placement_size = 0;
+};
+
+struct NvLink {
+  bool active = true;
+  nvmlIntNvLinkDeviceType_t remote_type = NVML_NVLINK_DEVICE_TYPE_GPU;
+  int peer_gpu = -1;          // index of the peer GPU when remote_type is GPU
+  std::string remote_bus_id;  // PCI bus ID of the remote end (GPU or switch)
+};
+
+struct Gpu {
+  std::string name;           // "NVIDIA H100 80GB HBM3"
+  std::string uuid;           // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string serial;
+  unsigned minor = 0;         // /dev/nvidia<minor>
+  std::string bus_id;         // "00000000:18:00.0" (NVML's 8-digit domain form)
+  uint32_t pci_device_id = 0;      // device << 16 | 0x10de
+  uint32_t pci_subsystem_id = 0;
+  int numa_node = -1;         // -1: no NUMA affinity reported
+  std::vector<unsigned> cpu_affinity;  // CPU numbers local to this GPU
+  int cc_major = 0;
+  int cc_minor = 0;
+  nvmlDeviceArchitecture_t architecture = NVML_DEVICE_ARCH_UNKNOWN;
+  nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
+  uint64_t memory_total = 0;      // bytes
+  uint64_t memory_reserved = 0;   // bytes
+  uint64_t memory_used = 0;       // bytes (includes reserved)
+  unsigned multiprocessor_count = 0;
+
+  bool mig_capable = false;
+  bool mig_enabled = false;   // current mode
+  bool mig_pending = false;   // pending mode
+  unsigned max_mig_devices = 0;   // nvmlDeviceGetMaxMigDeviceCount
+  std::vector<GpuInstanceProfile> gi_profiles;
+  std::vector<ComputeInstanceProfile> ci_profiles;
+  std::vector<MigDevice> mig_devices;
+
+  std::vector<NvLink> nvlinks;    // index = link number, at most 18
+  uint64_t supported_events = 0;  // nvmlEventType* mask
+};
+
+struct Machine {
+  std::string source;         // file path or "profile:<name>", for messages
+  // false: nvmlInit fails with init_error as on a node without the driver.
+  bool driver_loaded = true;
+  nvmlReturn_t init_error = NVML_ERROR_DRIVER_NOT_LOADED;
+  std::string driver_version;   // "550.54.15"
+  std::string nvml_version;     // "12.550.54.15"
+  int cuda_driver_version = 0;  // 12040 for CUDA 12.4
+  std::vector<Gpu> gpus;
+  // topology[i][j]: common ancestor of GPU i and j; INTERNAL on the diagonal.
+  std::vector<std::vector<nvmlGpuTopologyLevel_t>> topology;
+};
+
+}  // namespace gpulet::sim
