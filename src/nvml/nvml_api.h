@@ -43,7 +43,7 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_IN_USE = 19,
   NVML_ERROR_MEMORY = 20,
   NVML_ERROR_NO_DATA = 21,
-  NVML_ERROR_VGPU_ECC_NOT_ENABLED = 22,
+  NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
   NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
   NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
   NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
@@ -51,6 +51,7 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_NOT_READY = 27,
   NVML_ERROR_GPU_NOT_FOUND = 28,
   NVML_ERROR_INVALID_STATE = 29,
+  NVML_ERROR_RESET_TYPE_NOT_SUPPORTED = 30,
   NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
 
@@ -421,7 +422,11 @@ typedef struct nvmlComputeInstanceInfo_st {
     (nvmlDevice_t device1, nvmlDevice_t device2,                              \
      nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t * p2pStatus))         \
   X(nvmlDeviceGetCpuAffinity,                                                 \
-    (nvmlDevice_t device, unsigned int cpuSetSize, unsigned long* cpuSet))
+    (nvmlDevice_t device, unsigned int cpuSetSize, unsigned long* cpuSet))     \
+  /* Called at start-up by NVIDIA's plugin/GFD (go-nvlib IsFabricAttached);  \
+     gpulet never reads the struct, so it is passed as void*. */              \
+  X(nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t device, void* gpuFabricInfo))   \
+  X(nvmlDeviceGetGpuFabricInfoV, (nvmlDevice_t device, void* gpuFabricInfo))
 
 #define GPULET_NVML_DECLARE(name, params) nvmlReturn_t name params;
 GPULET_NVML_FUNCTIONS(GPULET_NVML_DECLARE)

@@ -20,6 +20,9 @@ namespace gpulet::sim {
 // A GPU instance profile as NVML reports it for one GPU model.
 struct GpuInstanceProfile {
   unsigned id = 0;            // NVML_GPU_INSTANCE_PROFILE_*
+  // nvmlGpuInstanceProfileInfo_t::id and nvmlGpuInstanceInfo_t::profileId:
+  // the ID nvidia-smi prints ("19" for 1g.5gb), distinct from `id`.
+  unsigned profile_id = 0;
   std::string name;           // "1g.5gb" (NVML reports "MIG 1g.5gb")
   unsigned slice_count = 0;
   unsigned instance_count = 0;
@@ -30,6 +33,10 @@ struct GpuInstanceProfile {
   unsigned jpeg_count = 0;
   unsigned ofa_count = 0;
   uint64_t memory_size_mb = 0;
+  bool p2p_supported = false;
+  // Valid placements: GI slots [start, start + placement_size).
+  std::vector<unsigned> placement_starts;
+  unsigned placement_size = 0;
 };
 
 struct ComputeInstanceProfile {
@@ -93,6 +100,7 @@ struct Gpu {
 
 struct Machine {
   std::string source;         // file path or "profile:<name>", for messages
+  std::string description;    // one line for listings, may be empty
   // false: nvmlInit fails with init_error as on a node without the driver.
   bool driver_loaded = true;
   nvmlReturn_t init_error = NVML_ERROR_DRIVER_NOT_LOADED;

@@ -1,0 +1,58 @@
+# gpulet: the two set-up commands are `make demo` and `make test`.
+# Everything is built with CMake + Ninja; scripts/bootstrap installs what is
+# missing from Debian packages first.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+JOBS       ?= $(shell nproc)
+LAUNCHER   := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
+CMAKE_COMMON := -G Ninja $(LAUNCHER) -DGPULET_WERROR=ON
+
+.PHONY: all build test test-unit test-asan demo bench fuzz bootstrap clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap --check >/dev/null 2>&1 || scripts/bootstrap
+
+$(BUILD)/build.ninja: | bootstrap
+	cmake -S . -B $(BUILD) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+$(ASAN_BUILD)/build.ninja: | bootstrap
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=Debug \
+	  -DGPULET_SANITIZE=ON -DGPULET_BUILD_BENCH=OFF
+
+$(FUZZ_BUILD)/build.ninja: | bootstrap
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_COMMON) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULET_FUZZ=ON \
+	  -DGPULET_BUILD_TESTS=OFF -DGPULET_BUILD_BENCH=OFF
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j $(JOBS)
+
+# Unit, integration and conformance tests, then the same tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+test: test-unit test-asan
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE no-sanitize
+
+# Every libFuzzer target, FUZZ_SECONDS each.
+fuzz: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) -j $(JOBS)
+	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+demo: build
+	scripts/demo $(BUILD)
+
+bench: build
+	scripts/run-benchmarks $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

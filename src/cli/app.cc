@@ -1,0 +1,100 @@
+#include "src/cli/app.h"
+
+#include <exception>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "src/cli/global_options.h"
+#include "src/cli/inventory_commands.h"
+#include "src/cli/sim_command.h"
+
+#ifndef GPULET_VERSION
+#define GPULET_VERSION "unknown"
+#endif
+
+namespace gpulet::cli {
+namespace {
+
+struct Commands {
+  GlobalOptions global;
+  InventoryOptions devices_options;
+  InventoryOptions topo_options;
+  SimOptions sim_options;
+  CLI::App* devices = nullptr;
+  CLI::App* topo = nullptr;
+  CLI::App* sim = nullptr;
+  CLI::App* version = nullptr;
+};
+
+void Register(CLI::App& app, Commands& c) {
+  AddGlobalOptions(app, c.global);
+  c.devices = AddDevicesCommand(app, c.devices_options);
+  c.topo = AddTopoCommand(app, c.topo_options);
+  c.sim = AddSimCommand(app, c.sim_options);
+  c.version = app.add_subcommand("version", "Print the gpulet version");
+  app.require_subcommand(1);
+}
+
+int Fail(std::ostream& err, int code, const std::string& message) {
+  err << "gpulet: " << message << "\n";
+  return code;
+}
+
+// Help and --help-all print to `out` and succeed; anything else the parser
+// rejects is a usage error.
+int HandleParseError(CLI::App& app, const CLI::ParseError& e, std::ostream& out,
+                     std::ostream& err) {
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+    return app.exit(e, out, err);
+  }
+  return Fail(err, kExitUsage,
+              std::string(e.what()) + " (run 'gpulet --help' for usage)");
+}
+
+absl::Status Dispatch(Commands& c, std::ostream& out) {
+  if (c.devices->parsed()) return RunDevices(c.global, c.devices_options, out);
+  if (c.topo->parsed()) return RunTopo(c.global, c.topo_options, out);
+  if (c.sim->parsed()) return RunSim(c.sim_options, out);
+  out << "gpulet " << GPULET_VERSION << "\n";
+  return absl::OkStatus();
+}
+
+int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
+  ApplyLogging(c.global);
+  if (c.sim->parsed()) {
+    ResolveSimVerb(*c.sim, c.sim_options);
+    absl::Status usage = ValidateSimOptions(c.sim_options);
+    if (!usage.ok()) return Fail(err, kExitUsage, std::string(usage.message()));
+  }
+  absl::Status status = Dispatch(c, out);
+  out.flush();
+  if (!status.ok()) {
+    return Fail(err, kExitRuntimeError, std::string(status.message()));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int Run(int argc, const char* const* argv, std::ostream& out,
+        std::ostream& err) {
+  try {
+    CLI::App app("gpulet: GPUs for Kubernetes", "gpulet");
+    Commands commands;
+    Register(app, commands);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return HandleParseError(app, e, out, err);
+    }
+    return RunParsed(commands, out, err);
+  } catch (const std::exception& e) {
+    return Fail(err, kExitRuntimeError,
+                std::string("internal error: ") + e.what());
+  } catch (...) {
+    return Fail(err, kExitRuntimeError, "internal error");
+  }
+}
+
+}  // namespace gpulet::cli

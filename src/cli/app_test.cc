@@ -1,0 +1,105 @@
+#include "src/cli/app.h"
+
+#include <stdlib.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpulet::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunArgs(std::vector<const char*> args) {
+  args.insert(args.begin(), "gpulet");
+  std::ostringstream out;
+  std::ostringstream err;
+  int code = Run(static_cast<int>(args.size()), args.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+class AppTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("GPULET_SIM_SOCKET");
+    unsetenv("GPULET_NVML_LIB");
+    unsetenv("NVIDIA_DRIVER_ROOT");
+  }
+};
+
+TEST_F(AppTest, Version) {
+  Result r = RunArgs({"version"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_THAT(r.out, StartsWith("gpulet "));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(AppTest, HelpSucceeds) {
+  Result r = RunArgs({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_THAT(r.out, HasSubstr("devices"));
+  EXPECT_THAT(r.out, HasSubstr("--driver-root"));
+}
+
+TEST_F(AppTest, UsageErrorsExitTwoWithOneLine) {
+  for (auto args :
+       std::vector<std::vector<const char*>>{{},
+                                             {"frobnicate"},
+                                             {"devices", "--bogus"},
+                                             {"--log-format", "xml", "version"},
+                                             {"-v", "-3", "version"}}) {
+    Result r = RunArgs(args);
+    EXPECT_EQ(r.code, kExitUsage) << r.err;
+    EXPECT_THAT(r.err, StartsWith("gpulet: "));
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+}
+
+TEST_F(AppTest, VerbosityAndLogFormatAccepted) {
+  EXPECT_EQ(RunArgs({"-v", "2", "version"}).code, kExitOk);
+  EXPECT_EQ(RunArgs({"--v=3", "--log-format", "json", "version"}).code,
+            kExitOk);
+}
+
+TEST_F(AppTest, SimWithoutSocketIsAUsageError) {
+  Result r = RunArgs({"sim", "status"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("GPULET_SIM_SOCKET"));
+}
+
+TEST_F(AppTest, SimWithUnreachableSocketIsARuntimeError) {
+  Result r = RunArgs({"sim", "--socket", "/tmp/gpulet-no-such.sock", "status"});
+  EXPECT_EQ(r.code, kExitRuntimeError);
+  EXPECT_THAT(r.err, StartsWith("gpulet: "));
+  EXPECT_THAT(r.err, HasSubstr("/tmp/gpulet-no-such.sock"));
+}
+
+TEST_F(AppTest, MissingLibraryIsARuntimeErrorNamingThePath) {
+  Result r =
+      RunArgs({"--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "devices"});
+  EXPECT_EQ(r.code, kExitRuntimeError);
+  EXPECT_THAT(r.err, StartsWith("gpulet: "));
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/libnvidia-ml.so.1"));
+}
+
+TEST_F(AppTest, EnvironmentSuppliesTheLibraryPath) {
+  setenv("GPULET_NVML_LIB", "/nonexistent/env/libnvidia-ml.so.1", 1);
+  Result r = RunArgs({"topo"});
+  unsetenv("GPULET_NVML_LIB");
+  EXPECT_EQ(r.code, kExitRuntimeError);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/env/libnvidia-ml.so.1"));
+}
+
+}  // namespace
+}  // namespace gpulet::cli

@@ -1,0 +1,68 @@
+#include "src/cli/sim_command.h"
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "gtest/gtest.h"
+
+namespace gpulet::cli {
+namespace {
+
+// Parses `args` (after "sim") and returns the control line, or "" on a
+// parse error.
+std::string Line(std::vector<std::string> args) {
+  CLI::App app("test");
+  SimOptions options;
+  CLI::App* sim = AddSimCommand(app, options);
+  args.insert(args.begin(), "sim");
+  std::vector<const char*> argv = {"gpulet"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError&) {
+    return "";
+  }
+  ResolveSimVerb(*sim, options);
+  return SimControlLine(options);
+}
+
+TEST(SimCommandTest, ControlLines) {
+  EXPECT_EQ(Line({"xid", "--gpu", "0", "--xid", "79"}), "xid 0 79");
+  EXPECT_EQ(
+      Line({"xid", "--gpu", "MIG-1", "--xid", "31", "--gi", "2", "--ci", "0"}),
+      "xid MIG-1 31 2 0");
+  EXPECT_EQ(Line({"dbe", "--gpu", "GPU-abc"}), "dbe GPU-abc");
+  EXPECT_EQ(Line({"sbe", "--gpu", "3"}), "sbe 3");
+  EXPECT_EQ(Line({"lose", "--gpu", "1"}), "lose 1");
+  EXPECT_EQ(Line({"restore", "--gpu", "1"}), "restore 1");
+  EXPECT_EQ(Line({"wait-error", "--code", "15"}), "wait-error 15");
+  EXPECT_EQ(Line({"wait-error", "--code", "15", "--count", "3"}),
+            "wait-error 15 3");
+  EXPECT_EQ(Line({"status"}), "status");
+  EXPECT_EQ(Line({"--socket", "/tmp/s", "status"}), "status");
+}
+
+TEST(SimCommandTest, UsageErrors) {
+  EXPECT_EQ(Line({}), "");                                   // no command
+  EXPECT_EQ(Line({"xid", "--gpu", "0"}), "");                // no --xid
+  EXPECT_EQ(Line({"xid", "--xid", "79"}), "");               // no --gpu
+  EXPECT_EQ(Line({"xid", "--gpu", "0", "--xid", "x"}), "");  // not a number
+  EXPECT_EQ(Line({"xid", "--gpu", "0", "--xid", "79", "--gi", "1"}), "");
+  EXPECT_EQ(Line({"wait-error"}), "");
+  EXPECT_EQ(Line({"wait-error", "--code", "0"}), "");  // NVML_SUCCESS
+  EXPECT_EQ(Line({"bogus"}), "");
+}
+
+TEST(SimCommandTest, SocketIsRequired) {
+  SimOptions options;
+  absl::Status status = ValidateSimOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("GPULET_SIM_SOCKET"),
+            absl::string_view::npos);
+  options.socket = "/tmp/x.sock";
+  EXPECT_TRUE(ValidateSimOptions(options).ok());
+}
+
+}  // namespace
+}  // namespace gpulet::cli

@@ -1,0 +1,39 @@
+// Discovery: reads the GPUs of this node through nvml::Library into the
+// plain device model (gpu.h). This and topology.h are the only places in the
+// device layer that call NVML.
+//
+// Optional facts degrade instead of failing: a driver without
+// nvmlDeviceGetNumaNodeId falls back to sysfs, a GPU without MIG support is
+// reported as not MIG-capable, a missing serial stays empty. Every other NVML
+// failure is returned, naming the GPU and the NVML call.
+//
+// Thread safety: Discover() may run concurrently with other Library users;
+// it keeps no state of its own.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/device/gpu.h"
+#include "src/nvml/library.h"
+
+namespace gpulet::device {
+
+struct DiscoveryOptions {
+  // Root of the sysfs tree, for the NUMA node fallback. Tests point it at a
+  // temporary directory.
+  std::string sysfs_root = "/sys";
+};
+
+// REQUIRES: lib.Init() has succeeded and Shutdown() has not been called yet.
+absl::StatusOr<Node> Discover(nvml::Library& lib,
+                              const DiscoveryOptions& options = {});
+
+// NUMA node of the PCI device `bus_id` (any spelling) read from
+// <sysfs_root>/bus/pci/devices/<domain:bus:dev.fn>/numa_node. nullopt when the
+// file is missing, unparseable or says -1 (no affinity).
+std::optional<int> ReadSysfsNumaNode(const std::string& sysfs_root,
+                                     const std::string& bus_id);
+
+}  // namespace gpulet::device
