@@ -1,0 +1,63 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"gpulet.dev/test/kubelet/internal/fakeplugin"
+	"gpulet.dev/test/kubelet/internal/mountns"
+)
+
+// fakeEnv makes the test binary act as the fake plugin when the harness
+// starts it, so the tests need no separately built plugin.
+const fakeEnv = "KUBELET_HARNESS_TEST_FAKE_PLUGIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeEnv) != "" {
+		os.Exit(fakeplugin.Main(os.Args[1:]))
+	}
+	// Scenarios share the process-wide device plugin directory, so tests in
+	// this package never run in parallel; separate `go test` processes may.
+	if err := mountns.Enter(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeSpec runs this test binary as the fake plugin with the given flags.
+func fakeSpec(t *testing.T, args ...string) Spec {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{
+		PluginArgv: append([]string{self}, args...),
+		PluginEnv:  []string{fakeEnv + "=1"},
+		Resource:   "example.com/gpu",
+		Devices:    4,
+		EnvName:    "EXAMPLE_VISIBLE_DEVICES",
+		FaultCmd:   "kill -USR1 $PLUGIN_PID",
+		RecoverCmd: "kill -USR2 $PLUGIN_PID",
+	}
+}
+
+// runAll runs every scenario as a subtest.
+func runAll(t *testing.T, spec Spec) {
+	for _, sc := range All() {
+		t.Run(sc.Name, func(t *testing.T) { runOne(t, spec, sc) })
+	}
+}
+
+func runOne(t *testing.T, spec Spec, sc Scenario) {
+	t.Helper()
+	err := Run(spec, sc, t)
+	if errors.Is(err, ErrSkipped) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatalf("scenario %s: %v", sc.Name, err)
+	}
+}

@@ -1,0 +1,115 @@
+// Package scenario holds the conformance scenarios the harness runs against a
+// device plugin: each starts the kubelet's real device manager and the plugin
+// process, drives them through one situation (registration, allocation,
+// kubelet restart, socket deletion, plugin crash, bad requests, health
+// change) and returns an error that says what the kubelet saw. Everything
+// plugin-specific is in Spec, so the same scenarios check the fake plugin and
+// gpulet.
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"gpulet.dev/test/kubelet/harness"
+)
+
+// Spec says how to run the plugin under test and what the kubelet must see.
+type Spec struct {
+	PluginArgv []string // command line of the plugin process
+	PluginEnv  []string // KEY=VALUE added to the harness's own environment
+
+	Resource string // resource name the plugin must register, e.g. nvidia.com/gpu
+	Devices  int    // devices it must advertise, all healthy at start
+
+	// EnvName, if set, is the environment variable every allocation must set
+	// to the allocated devices, comma-separated in any order, each passed
+	// through MapID (default: the device ID itself; duplicates collapse).
+	EnvName string
+	MapID   func(deviceID string) string
+	// CheckRunOptions, if set, is called for every admitted container with
+	// the devices the kubelet chose, for checks EnvName cannot express.
+	CheckRunOptions func(ids []string, opts *harness.RunOptions) error
+
+	// FaultCmd and RecoverCmd are `sh -c` commands for the health scenario
+	// (skipped when FaultCmd is empty), run with PLUGIN_PID set. FaultCmd must
+	// make exactly FaultDevices devices unhealthy (default 1); RecoverCmd,
+	// if set, must make them healthy again.
+	FaultCmd     string
+	RecoverCmd   string
+	FaultDevices int
+
+	NUMANodes       []int         // the machine's NUMA nodes (nil: harness.DefaultNUMANodes)
+	KubeletRestarts int           // kubelet restarts in kubelet-restart (default 3)
+	Timeout         time.Duration // limit for every wait (default 20s)
+	Verbose         io.Writer     // if set, plugin and kubelet logs are copied here live
+	KubeletLogLevel int           // klog -v for the device manager (default 0)
+}
+
+func (s Spec) withDefaults() Spec {
+	if s.MapID == nil {
+		s.MapID = func(id string) string { return id }
+	}
+	if s.FaultDevices == 0 {
+		s.FaultDevices = 1
+	}
+	if s.KubeletRestarts == 0 {
+		s.KubeletRestarts = 3
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 20 * time.Second
+	}
+	return s
+}
+
+func (s Spec) validate() error {
+	switch {
+	case len(s.PluginArgv) == 0:
+		return errors.New("spec: no plugin command line")
+	case s.Resource == "":
+		return errors.New("spec: no resource name")
+	case s.Devices < 1:
+		return fmt.Errorf("spec: expected device count must be at least 1, got %d", s.Devices)
+	}
+	return nil
+}
+
+// ErrSkipped is returned (wrapped) by a scenario that does not apply.
+var ErrSkipped = errors.New("skipped")
+
+func skipf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrSkipped, fmt.Sprintf(format, args...))
+}
+
+// Scenario is one named situation.
+type Scenario struct {
+	Name    string
+	Summary string
+	Run     func(e *Env) error
+}
+
+// All returns every scenario, in the order `run all` uses.
+func All() []Scenario {
+	return []Scenario{
+		{"register", "plugin registers; capacity, options and device IDs are as expected", runRegister},
+		{"allocate", "pods get disjoint devices and the expected run options; over-asking is rejected", runAllocate},
+		{"preferred", "GetPreferredAllocation answers are valid and the kubelet follows them", runPreferred},
+		{"kubelet-restart", "plugin re-registers after each kubelet restart; allocations survive", runKubeletRestart},
+		{"socket-deleted", "plugin re-registers after its socket is deleted", runSocketDeleted},
+		{"plugin-restart", "kubelet sees the plugin go away (SIGTERM, SIGKILL) and come back", runPluginRestart},
+		{"bad-requests", "Allocate with unknown IDs fails with INVALID_ARGUMENT naming the ID", runBadRequests},
+		{"health", "a device fault and recovery reach the kubelet through ListAndWatch", runHealth},
+	}
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range All() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
