@@ -1,0 +1,201 @@
+// The configuration gpulet runs with, in the shape of NVIDIA
+// k8s-device-plugin's `version: v1` file (api/config/v1), so an operator's
+// existing file, flags and environment variables keep their meaning.
+//
+// A Config is a plain value. ParseConfig (parser.h) builds one from a file,
+// Resolve (resolve.h) merges flags > environment > file > defaults into one,
+// Validate (validate.h) checks NVIDIA's rules on one. Default member values
+// are NVIDIA's defaults. Resource names held here are fully qualified
+// ("nvidia.com/gpu"), as NVIDIA's parser leaves them.
+//
+// `origins` remembers where each key path got its value ("f.yaml" line 3,
+// "flag --mig-strategy", ...) so that every error can point at it.
+//
+// Thread safety: values; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace gpulet::config {
+
+inline constexpr char kConfigVersion[] = "v1";
+
+enum class MigStrategy { kNone, kSingle, kMixed };
+enum class DeviceListStrategy {
+  kEnvvar,
+  kVolumeMounts,
+  kCdiAnnotations,
+  kCdiCri
+};
+enum class DeviceIdStrategy { kUuid, kIndex };
+enum class SharedDevicesAllocationPolicy { kDistributed, kPacked };
+// NVIDIA also knows "tegra"; gpulet discovers devices through NVML only.
+enum class DeviceDiscoveryStrategy { kAuto, kNvml };
+
+// The spelling of each value in flags and files ("none", "volume-mounts",
+// ...), in declaration order; the parsers match them exactly.
+template <typename E>
+using EnumNames = std::vector<std::pair<std::string, E>>;
+const EnumNames<MigStrategy>& MigStrategyNames();
+const EnumNames<DeviceListStrategy>& DeviceListStrategyNames();
+const EnumNames<DeviceIdStrategy>& DeviceIdStrategyNames();
+const EnumNames<SharedDevicesAllocationPolicy>& AllocationPolicyNames();
+const EnumNames<DeviceDiscoveryStrategy>& DeviceDiscoveryStrategyNames();
+
+std::string ToString(MigStrategy value);
+std::string ToString(DeviceListStrategy value);
+std::string ToString(DeviceIdStrategy value);
+std::string ToString(SharedDevicesAllocationPolicy value);
+std::string ToString(DeviceDiscoveryStrategy value);
+
+// Where a value came from: a file position (1-based line and column), or
+// a flag or environment variable (line 0). ToString gives
+// "f.yaml:3:5", "flag --mig-strategy" or "environment variable X".
+struct Origin {
+  std::string source;
+  int line = 0;
+  int column = 0;
+
+  std::string ToString() const;
+  bool operator==(const Origin&) const = default;
+};
+
+// Key path ("flags.plugin.deviceIDStrategy", "sharing.mps.resources[0].name")
+// -> where its value came from. Keys never set have no entry.
+using Origins = std::map<std::string, Origin>;
+
+// flags.plugin.* in the file: options only the device plugin reads.
+struct PluginFlags {
+  bool pass_device_specs = false;
+  // A set; kept in the order first given, without repeats. NVIDIA accepts a
+  // single string or a list in the file.
+  std::vector<DeviceListStrategy> device_list_strategy = {
+      DeviceListStrategy::kEnvvar};
+  DeviceIdStrategy device_id_strategy = DeviceIdStrategy::kUuid;
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+  std::string nvidia_ctk_path = "/usr/bin/nvidia-ctk";
+  std::string container_driver_root = "/driver-root";
+  SharedDevicesAllocationPolicy shared_devices_allocation_policy =
+      SharedDevicesAllocationPolicy::kDistributed;
+  std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
+  std::vector<std::string> cdi_feature_flags;
+
+  bool operator==(const PluginFlags&) const = default;
+};
+
+// flags.* in the file.
+struct Flags {
+  MigStrategy mig_strategy = MigStrategy::kNone;
+  bool fail_on_init_error = true;
+  std::string nvidia_driver_root = "/";
+  // Empty means "the driver root"; Resolve fills it in, as NVIDIA does.
+  std::string nvidia_dev_root;
+  std::string mps_root;
+  bool gdrcopy_enabled = false;
+  bool gds_enabled = false;
+  bool mofed_enabled = false;
+  DeviceDiscoveryStrategy device_discovery_strategy =
+      DeviceDiscoveryStrategy::kAuto;
+  PluginFlags plugin;
+
+  bool operator==(const Flags&) const = default;
+};
+
+// resources.gpus[] / resources.mig[]: devices whose product name (GPUs) or
+// profile (MIG, "1g.5gb") matches `pattern` ('*' is a wildcard) are
+// advertised as `name`.
+struct Resource {
+  std::string pattern;
+  std::string name;
+
+  bool operator==(const Resource&) const = default;
+};
+
+struct Resources {
+  std::vector<Resource> gpus;
+  std::vector<Resource> mig;
+
+  bool operator==(const Resources&) const = default;
+};
+
+// Which devices of a resource are shared: all, the first `count`, or the
+// listed ones (GPU index "0", MIG index "0:1", GPU-/MIG- UUIDs; see
+// ClassifyDeviceRef in names.h).
+struct ReplicaDevices {
+  enum class Kind { kAll, kCount, kList };
+  Kind kind = Kind::kAll;
+  int count = 0;
+  std::vector<std::string> list;
+
+  bool operator==(const ReplicaDevices&) const = default;
+};
+
+struct ReplicatedResource {
+  std::string name;
+  // Advertised name of the shared resource; empty keeps `name`. The parser
+  // fills in "<name>.shared" when renameByDefault is set, as NVIDIA does.
+  std::string rename;
+  ReplicaDevices devices;
+  int replicas = 0;
+
+  bool operator==(const ReplicatedResource&) const = default;
+};
+
+// sharing.timeSlicing and sharing.mps.
+struct ReplicatedResources {
+  bool rename_by_default = false;
+  // The parser defaults this to true for sharing.mps when the key is absent
+  // (NVIDIA's behaviour) and to false for sharing.timeSlicing.
+  bool fail_requests_greater_than_one = false;
+  std::vector<ReplicatedResource> resources;
+
+  bool operator==(const ReplicatedResources&) const = default;
+};
+
+enum class SharingStrategy { kNone, kTimeSlicing, kMps };
+
+struct Sharing {
+  std::optional<ReplicatedResources> time_slicing;
+  std::optional<ReplicatedResources> mps;
+
+  // MPS when configured, else time-slicing when configured, else none.
+  SharingStrategy Strategy() const;
+  // The section Strategy() names; null for kNone.
+  const ReplicatedResources* Active() const;
+
+  bool operator==(const Sharing&) const = default;
+};
+
+// imex.*: IMEX channels injected into every container.
+struct Imex {
+  std::vector<int> channel_ids;
+  bool required = false;
+
+  bool operator==(const Imex&) const = default;
+};
+
+struct Config {
+  std::string version = kConfigVersion;
+  Flags flags;
+  Resources resources;
+  Sharing sharing;
+  Imex imex;
+  // Keys NVIDIA's file allows that gpulet accepts and ignores (for example
+  // flags.gfd.*, read by GPU feature discovery), for a start-up warning.
+  std::vector<std::string> ignored_keys;
+  Origins origins;
+};
+
+// The name `resource` is advertised under: its rename, else
+// "<name>.shared" under renameByDefault, else its name.
+std::string AdvertisedName(const ReplicatedResources& section,
+                           const ReplicatedResource& resource);
+
+}  // namespace gpulet::config

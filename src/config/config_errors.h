@@ -1,0 +1,57 @@
+// Error plumbing shared by the config parser, validator and resolver: key
+// paths, and the one error format "<origin>: <key path>: <what>", origin
+// being "<source>:<line>:<col>" for a file value, "flag --x" or
+// "environment variable X" otherwise. Internal to gpulet_config.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "src/config/config.h"
+
+#define GPULET_CONFIG_CONCAT_INNER(a, b) a##b
+#define GPULET_CONFIG_CONCAT(a, b) GPULET_CONFIG_CONCAT_INNER(a, b)
+#define GPULET_CONFIG_RETURN_IF_ERROR(expr)               \
+  do {                                                    \
+    if (absl::Status _st = (expr); !_st.ok()) return _st; \
+  } while (0)
+#define GPULET_CONFIG_ASSIGN_OR_RETURN(lhs, expr)                            \
+  GPULET_CONFIG_ASSIGN_OR_RETURN_IMPL(GPULET_CONFIG_CONCAT(_sor_, __LINE__), \
+                                      lhs, expr)
+#define GPULET_CONFIG_ASSIGN_OR_RETURN_IMPL(var, lhs, expr) \
+  auto var = (expr);                                        \
+  if (!var.ok()) return var.status();                       \
+  lhs = std::move(var).value()
+
+namespace gpulet::config::internal {
+
+std::string JoinPath(absl::string_view parent, absl::string_view key);
+std::string IndexPath(absl::string_view parent, size_t index);
+
+// InvalidArgument "<origin>: <path>: <what>" with the origin recorded for
+// `path` or, failing that, its nearest recorded ancestor ("a.b[2].c" ->
+// "a.b[2]" -> "a.b" -> "a"); no origin part when none is known.
+absl::Status PathError(const Origins& origins, const std::string& path,
+                       absl::string_view what);
+
+// `s` quoted and C-escaped for a message, cut at 60 characters.
+std::string Quote(absl::string_view s);
+
+// "unknown value "x" (expected one of: a, b)" for enum parsers outside YAML.
+std::string UnknownValue(absl::string_view value,
+                         const std::vector<std::string>& names);
+
+template <typename E>
+std::vector<std::string> NamesOf(const EnumNames<E>& names) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : names) out.push_back(name);
+  return out;
+}
+
+}  // namespace gpulet::config::internal

@@ -1,0 +1,245 @@
+// NVIDIA-shaped config files, loaded unchanged from testdata/, against the
+// Config values they must produce.
+#include "src/config/parser.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/config/validate.h"
+
+namespace gpulet::config {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Kind = ReplicaDevices::Kind;
+
+std::string TestData(const std::string& name) {
+  return std::string(GPULET_SOURCE_DIR) + "/src/config/testdata/" + name;
+}
+
+ReplicatedResource Replicated(std::string name, int replicas,
+                              std::string rename = "",
+                              ReplicaDevices devices = {}) {
+  return ReplicatedResource{std::move(name), std::move(rename),
+                            std::move(devices), replicas};
+}
+
+struct FileCase {
+  std::string file;
+  // Applied to a default Config to give the expected one.
+  std::function<void(Config&)> expect;
+};
+
+class ParserFileTest : public ::testing::TestWithParam<FileCase> {};
+
+TEST_P(ParserFileTest, LoadsUnchangedNvidiaFile) {
+  absl::StatusOr<Config> got = LoadConfigFile(TestData(GetParam().file));
+  ASSERT_TRUE(got.ok()) << got.status();
+  Config want;
+  GetParam().expect(want);
+  EXPECT_EQ(got->version, want.version);
+  EXPECT_EQ(got->flags, want.flags);
+  EXPECT_EQ(got->resources, want.resources);
+  EXPECT_EQ(got->sharing, want.sharing);
+  EXPECT_EQ(got->imex, want.imex);
+  EXPECT_EQ(got->ignored_keys, want.ignored_keys);
+  EXPECT_TRUE(Validate(*got).ok()) << Validate(*got);
+}
+
+const FileCase kFileCases[] = {
+    {"version-only.yaml", [](Config&) {}},
+    {"plain-flags.yaml",
+     [](Config& c) { c.flags.nvidia_driver_root = "/run/nvidia/driver"; }},
+    {"no-version.yaml",
+     [](Config& c) { c.flags.mig_strategy = MigStrategy::kSingle; }},
+    {"all-flags.yaml",
+     [](Config& c) {
+       Flags& f = c.flags;
+       f.mig_strategy = MigStrategy::kSingle;
+       f.fail_on_init_error = false;
+       f.mps_root = "/run/nvidia/mps";
+       f.nvidia_driver_root = "/run/nvidia/driver";
+       f.nvidia_dev_root = "/";
+       f.gdrcopy_enabled = f.gds_enabled = f.mofed_enabled = true;
+       f.device_discovery_strategy = DeviceDiscoveryStrategy::kNvml;
+       PluginFlags& p = f.plugin;
+       p.pass_device_specs = true;
+       p.device_list_strategy = {DeviceListStrategy::kVolumeMounts,
+                                 DeviceListStrategy::kEnvvar};
+       p.device_id_strategy = DeviceIdStrategy::kIndex;
+       p.cdi_annotation_prefix = "nvidia.cdi.k8s.io/";
+       p.nvidia_ctk_path = "/usr/local/nvidia/toolkit/nvidia-ctk";
+       p.container_driver_root = "/host-driver";
+       p.shared_devices_allocation_policy =
+           SharedDevicesAllocationPolicy::kPacked;
+       p.cdi_feature_flags = {"disable-multiple-csv-devices"};
+       c.imex = Imex{{0}, true};
+     }},
+    {"time-slicing.yaml",
+     [](Config& c) {
+       c.sharing.time_slicing = ReplicatedResources{
+           true,
+           true,
+           {Replicated("nvidia.com/gpu", 10, "nvidia.com/gpu.shared")}};
+     }},
+    {"mps.yaml",
+     [](Config& c) {
+       c.flags.mps_root = "/run/nvidia/mps";
+       // failRequestsGreaterThanOne defaults to true for MPS.
+       c.sharing.mps =
+           ReplicatedResources{false, true, {Replicated("nvidia.com/gpu", 4)}};
+     }},
+    {"mig-mixed.yaml",
+     [](Config& c) {
+       c.flags.mig_strategy = MigStrategy::kMixed;
+       c.sharing.time_slicing =
+           ReplicatedResources{false,
+                               false,
+                               {Replicated("nvidia.com/gpu", 2),
+                                Replicated("nvidia.com/mig-1g.5gb", 2),
+                                Replicated("nvidia.com/mig-2g.10gb", 2),
+                                Replicated("nvidia.com/mig-3g.20gb", 3),
+                                Replicated("nvidia.com/mig-7g.40gb", 7)}};
+     }},
+    {"cdi-list.yaml",
+     [](Config& c) {
+       c.flags.plugin.device_list_strategy = {
+           DeviceListStrategy::kCdiAnnotations, DeviceListStrategy::kCdiCri};
+     }},
+    {"cdi-string.yaml",
+     [](Config& c) {
+       c.flags.plugin.device_list_strategy = {DeviceListStrategy::kCdiCri};
+     }},
+    {"devices.yaml",
+     [](Config& c) {
+       c.sharing.time_slicing = ReplicatedResources{
+           false,
+           false,
+           {Replicated("nvidia.com/gpu", 2, "", {Kind::kAll, 0, {}}),
+            Replicated("nvidia.com/mig-1g.5gb", 3, "", {Kind::kCount, 2, {}}),
+            Replicated(
+                "nvidia.com/mig-2g.10gb", 4, "",
+                {Kind::kList,
+                 0,
+                 {"0", "1", "0:1", "GPU-b1028956-cfa2-0990-bf4a-5da9abb51763",
+                  "MIG-GPU-b1028956-cfa2-0990-bf4a-5da9abb51763/3/0",
+                  "MIG-d8f3b9b0-24a2-5c1f-8b33-1b0c1bd9f5e1"}})}};
+     }},
+    {"rename.yaml",
+     [](Config& c) {
+       c.flags.mig_strategy = MigStrategy::kMixed;
+       c.resources.gpus = {{"*A100*", "nvidia.com/a100"},
+                           {"Tesla T4", "nvidia.com/t4"}};
+       c.resources.mig = {{"1g.5gb", "nvidia.com/mig-small"}};
+       c.sharing.time_slicing = ReplicatedResources{
+           false,
+           false,
+           {Replicated("nvidia.com/a100", 4, "nvidia.com/a100-shared"),
+            Replicated("nvidia.com/t4", 2)}};
+     }},
+    {"gfd-shared.yaml",
+     [](Config& c) {
+       c.flags.mig_strategy = MigStrategy::kSingle;
+       c.flags.plugin.pass_device_specs = true;
+       c.ignored_keys = {
+           "flags.useNodeFeatureAPI", "flags.gfd.oneshot",
+           "flags.gfd.noTimestamp",   "flags.gfd.sleepInterval",
+           "flags.gfd.outputFile",    "flags.gfd.machineTypeFile"};
+     }},
+    {"json-form.yaml",
+     [](Config& c) {
+       c.flags.plugin.device_list_strategy = {
+           DeviceListStrategy::kEnvvar, DeviceListStrategy::kCdiAnnotations};
+       c.flags.plugin.device_id_strategy = DeviceIdStrategy::kIndex;
+       c.sharing.time_slicing =
+           ReplicatedResources{false, false, {Replicated("nvidia.com/gpu", 3)}};
+     }},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Testdata, ParserFileTest, ::testing::ValuesIn(kFileCases),
+    [](const ::testing::TestParamInfo<FileCase>& param_info) {
+      std::string name =
+          param_info.param.file.substr(0, param_info.param.file.find('.'));
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+TEST(ParserTest, RecordsWhereEachValueCameFrom) {
+  absl::StatusOr<Config> c = LoadConfigFile(TestData("time-slicing.yaml"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string file = TestData("time-slicing.yaml");
+  EXPECT_EQ(c->origins.at("flags.migStrategy"), (Origin{file, 3, 16}));
+  EXPECT_EQ(c->origins.at("sharing.timeSlicing.resources[0].replicas"),
+            (Origin{file, 10, 17}));
+  // The derived rename points at the name it came from.
+  EXPECT_EQ(c->origins.at("sharing.timeSlicing.resources[0].rename"),
+            (Origin{file, 9, 13}));
+}
+
+TEST(ParserTest, EmptyTextIsAllDefaults) {
+  absl::StatusOr<Config> c = ParseConfig("", "empty.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->flags, Flags{});
+  EXPECT_FALSE(c->sharing.time_slicing.has_value());
+}
+
+TEST(ParserTest, KeysMatchIgnoringCaseAsNvidiaDoes) {
+  absl::StatusOr<Config> c =
+      ParseConfig("flags:\n  plugin:\n    deviceIdStrategy: index\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->flags.plugin.device_id_strategy, DeviceIdStrategy::kIndex);
+  EXPECT_TRUE(c->origins.contains("flags.plugin.deviceIDStrategy"));
+}
+
+TEST(ParserTest, NullValuesAreUnset) {
+  absl::StatusOr<Config> c =
+      ParseConfig("flags:\n  migStrategy:\n  plugin: ~\nsharing:\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->flags, Flags{});
+  EXPECT_EQ(c->sharing, Sharing{});
+}
+
+TEST(ParserTest, DuplicateStrategiesCollapse) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "flags: {plugin: {deviceListStrategy: [envvar, cdi-cri, envvar]}}",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(
+      c->flags.plugin.device_list_strategy,
+      ElementsAre(DeviceListStrategy::kEnvvar, DeviceListStrategy::kCdiCri));
+}
+
+TEST(ParserTest, MpsMayTurnOffFailRequestsGreaterThanOne) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "sharing:\n  mps:\n    failRequestsGreaterThanOne: false\n"
+      "    resources: [{name: gpu, replicas: 2}]\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->sharing.mps->fail_requests_greater_than_one);
+}
+
+TEST(ParserTest, MissingFileNamesThePath) {
+  absl::StatusOr<Config> c = LoadConfigFile("/nonexistent/gpulet.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/gpulet.yaml"));
+}
+
+TEST(ParserTest, AnchorsAndAliasesWork) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "sharing:\n  timeSlicing:\n    resources:\n"
+      "    - &r {name: gpu, replicas: 2}\n"
+      "  mps: {resources: [*r]}\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sharing.mps->resources[0].name, "nvidia.com/gpu");
+}
+
+}  // namespace
+}  // namespace gpulet::config

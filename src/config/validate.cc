@@ -1,0 +1,233 @@
+#include "src/config/validate.h"
+
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "src/config/config_errors.h"
+#include "src/config/names.h"
+
+namespace gpulet::config {
+namespace {
+
+using internal::IndexPath;
+using internal::JoinPath;
+using internal::Quote;
+
+constexpr int kMaxDeviceCount = 4096;
+
+// Validation of one Config: the origins give every error its position.
+class Checker {
+ public:
+  explicit Checker(const Config& config) : config_(config) {}
+
+  absl::Status Error(const std::string& path, absl::string_view what) const {
+    return internal::PathError(config_.origins, path, what);
+  }
+
+  absl::Status AbsolutePath(const std::string& path, const std::string& value,
+                            bool empty_ok) const {
+    if (value.empty() && empty_ok) return absl::OkStatus();
+    if (value.empty() || value[0] != '/') {
+      return Error(
+          path, absl::StrCat("must be an absolute path, got ", Quote(value)));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ResourceName(const std::string& path,
+                            const std::string& name) const {
+    absl::Status s = CheckQualifiedResourceName(name);
+    return s.ok() ? s : Error(path, s.message());
+  }
+
+  absl::Status Flags() const;
+  absl::Status Resources() const;
+  absl::Status Devices(const std::string& path,
+                       const ReplicaDevices& devices) const;
+  absl::Status Replicated(const std::string& path,
+                          const ReplicatedResources& section) const;
+  absl::Status Imex() const;
+
+ private:
+  const Config& config_;
+};
+
+absl::Status Checker::Flags() const {
+  const config::Flags& f = config_.flags;
+  const PluginFlags& p = f.plugin;
+  if (p.device_list_strategy.empty()) {
+    return Error(
+        "flags.plugin.deviceListStrategy",
+        absl::StrCat(
+            "no device list strategy specified; at least "
+            "one of ",
+            absl::StrJoin(internal::NamesOf(DeviceListStrategyNames()), ", "),
+            " is required"));
+  }
+  if (absl::Status s = CheckCdiAnnotationPrefix(p.cdi_annotation_prefix);
+      !s.ok()) {
+    return Error("flags.plugin.cdiAnnotationPrefix", s.message());
+  }
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"flags.nvidiaDriverRoot", &f.nvidia_driver_root},
+      {"flags.plugin.containerDriverRoot", &p.container_driver_root},
+      {"flags.plugin.nvidiaCTKPath", &p.nvidia_ctk_path}};
+  for (const auto& [path, value] : paths) {
+    GPULET_CONFIG_RETURN_IF_ERROR(AbsolutePath(path, *value, false));
+  }
+  const std::pair<const char*, const std::string*> optional_paths[] = {
+      {"flags.nvidiaDevRoot", &f.nvidia_dev_root},
+      {"flags.mpsRoot", &f.mps_root},
+      {"flags.plugin.kubeletSocket", &p.kubelet_socket}};
+  for (const auto& [path, value] : optional_paths) {
+    GPULET_CONFIG_RETURN_IF_ERROR(AbsolutePath(path, *value, true));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Checker::Resources() const {
+  const std::pair<const char*, const std::vector<Resource>*> lists[] = {
+      {"resources.gpus", &config_.resources.gpus},
+      {"resources.mig", &config_.resources.mig}};
+  for (const auto& [list_path, list] : lists) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string base = IndexPath(list_path, i);
+      if ((*list)[i].pattern.empty()) {
+        return Error(JoinPath(base, "pattern"), "must not be empty");
+      }
+      GPULET_CONFIG_RETURN_IF_ERROR(
+          ResourceName(JoinPath(base, "name"), (*list)[i].name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Checker::Devices(const std::string& path,
+                              const ReplicaDevices& devices) const {
+  switch (devices.kind) {
+    case ReplicaDevices::Kind::kAll:
+      return absl::OkStatus();
+    case ReplicaDevices::Kind::kCount:
+      if (devices.count < 1 || devices.count > kMaxDeviceCount) {
+        return Error(path,
+                     absl::StrCat("a device count must be in [1, ",
+                                  kMaxDeviceCount, "], got ", devices.count));
+      }
+      return absl::OkStatus();
+    case ReplicaDevices::Kind::kList:
+      for (size_t i = 0; i < devices.list.size(); ++i) {
+        if (ClassifyDeviceRef(devices.list[i]) == DeviceRefKind::kInvalid) {
+          return Error(IndexPath(path, i),
+                       absl::StrCat(Quote(devices.list[i]),
+                                    " is not a GPU index, a MIG index (i:j), "
+                                    "or a GPU-/MIG- UUID"));
+        }
+      }
+      return absl::OkStatus();
+  }
+  return Error(path, "unknown kind of device selection");
+}
+
+absl::Status Checker::Replicated(const std::string& path,
+                                 const ReplicatedResources& section) const {
+  const std::string list_path = JoinPath(path, "resources");
+  if (section.resources.empty()) {
+    return Error(list_path, "no resources specified");
+  }
+  std::map<std::string, std::string> names;       // name -> its path
+  std::map<std::string, std::string> advertised;  // advertised -> its path
+  for (size_t i = 0; i < section.resources.size(); ++i) {
+    const ReplicatedResource& r = section.resources[i];
+    const std::string base = IndexPath(list_path, i);
+    GPULET_CONFIG_RETURN_IF_ERROR(ResourceName(JoinPath(base, "name"), r.name));
+    if (!r.rename.empty()) {
+      GPULET_CONFIG_RETURN_IF_ERROR(
+          ResourceName(JoinPath(base, "rename"), r.rename));
+    }
+    if (r.replicas < 2 || r.replicas > kMaxReplicas) {
+      return Error(JoinPath(base, "replicas"),
+                   r.replicas < 2
+                       ? absl::StrCat("must be >= 2, got ", r.replicas)
+                       : absl::StrCat("must be <= ", kMaxReplicas, ", got ",
+                                      r.replicas));
+    }
+    GPULET_CONFIG_RETURN_IF_ERROR(
+        Devices(JoinPath(base, "devices"), r.devices));
+    auto [it, added] = names.emplace(r.name, base);
+    if (!added) {
+      return Error(JoinPath(base, "name"),
+                   absl::StrCat("duplicate resource ", r.name, " (also at ",
+                                it->second, ")"));
+    }
+    std::string shared = AdvertisedName(section, r);
+    auto [adv, adv_added] = advertised.emplace(shared, base);
+    if (!adv_added) {
+      return Error(JoinPath(base, r.rename.empty() ? "name" : "rename"),
+                   absl::StrCat("advertised name ", shared, " is also used by ",
+                                adv->second));
+    }
+    if (shared != r.name) {
+      GPULET_CONFIG_RETURN_IF_ERROR(
+          ResourceName(JoinPath(base, "rename"), shared));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Checker::Imex() const {
+  const std::vector<int>& ids = config_.imex.channel_ids;
+  if (ids.empty() || (ids.size() == 1 && ids[0] == 0)) {
+    return absl::OkStatus();
+  }
+  return Error("imex.channelIDs", absl::StrCat("must be [] or [0]; found [",
+                                               absl::StrJoin(ids, ", "), "]"));
+}
+
+}  // namespace
+
+absl::Status ValidateValues(const Config& config) {
+  Checker check(config);
+  if (config.version != kConfigVersion) {
+    return check.Error(
+        "version",
+        absl::StrCat("unknown version ", Quote(config.version),
+                     " (gpulet reads version: ", kConfigVersion, " files)"));
+  }
+  GPULET_CONFIG_RETURN_IF_ERROR(check.Flags());
+  GPULET_CONFIG_RETURN_IF_ERROR(check.Resources());
+  if (config.sharing.time_slicing) {
+    GPULET_CONFIG_RETURN_IF_ERROR(
+        check.Replicated("sharing.timeSlicing", *config.sharing.time_slicing));
+  }
+  if (config.sharing.mps) {
+    GPULET_CONFIG_RETURN_IF_ERROR(
+        check.Replicated("sharing.mps", *config.sharing.mps));
+  }
+  return check.Imex();
+}
+
+absl::Status Validate(const Config& config) {
+  GPULET_CONFIG_RETURN_IF_ERROR(ValidateValues(config));
+  if (!config.sharing.mps) return absl::OkStatus();
+  Checker check(config);
+  if (config.sharing.time_slicing) {
+    return check.Error("sharing.mps",
+                       "cannot be combined with sharing.timeSlicing; choose "
+                       "one (NVIDIA's plugin would silently ignore "
+                       "timeSlicing)");
+  }
+  if (config.flags.mig_strategy == MigStrategy::kMixed) {
+    return check.Error("flags.migStrategy",
+                       "mixed is not supported together with sharing.mps");
+  }
+  if (config.flags.mps_root.empty()) {
+    return check.Error("flags.mpsRoot",
+                       "sharing.mps needs an MPS root directory "
+                       "(--mps-root, MPS_ROOT or flags.mpsRoot)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpulet::config
