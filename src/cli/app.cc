@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
+#include "src/cli/plugin_command.h"
 #include "src/cli/sim_command.h"
 
 #ifndef GPULET_VERSION
@@ -21,9 +22,11 @@ struct Commands {
   InventoryOptions devices_options;
   InventoryOptions topo_options;
   SimOptions sim_options;
+  PluginCommandOptions plugin_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
+  CLI::App* plugin = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -32,6 +35,7 @@ void Register(CLI::App& app, Commands& c) {
   c.devices = AddDevicesCommand(app, c.devices_options);
   c.topo = AddTopoCommand(app, c.topo_options);
   c.sim = AddSimCommand(app, c.sim_options);
+  c.plugin = AddPluginCommand(app, c.plugin_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
 }
@@ -62,6 +66,7 @@ absl::Status Dispatch(Commands& c, std::ostream& out) {
 
 int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   ApplyLogging(c.global);
+  if (c.plugin->parsed()) return RunPlugin(c.global, c.plugin_options, err);
   if (c.sim->parsed()) {
     ResolveSimVerb(*c.sim, c.sim_options);
     absl::Status usage = ValidateSimOptions(c.sim_options);

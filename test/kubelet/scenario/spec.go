@@ -95,6 +95,7 @@ func All() []Scenario {
 	return []Scenario{
 		{"register", "plugin registers; capacity, options and device IDs are as expected", runRegister},
 		{"allocate", "pods get disjoint devices and the expected run options; over-asking is rejected", runAllocate},
+		{"allocate-sizes", "a pod of every size from 1 to all devices is admitted with that many devices", runAllocateSizes},
 		{"preferred", "GetPreferredAllocation answers are valid and the kubelet follows them", runPreferred},
 		{"kubelet-restart", "plugin re-registers after each kubelet restart; allocations survive", runKubeletRestart},
 		{"socket-deleted", "plugin re-registers after its socket is deleted", runSocketDeleted},

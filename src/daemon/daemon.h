@@ -1,0 +1,60 @@
+// Daemon: the device plugin process. Loads NVML, discovers the GPUs, serves
+// one PluginServer per resource in the kubelet's plugin directory,
+// registers each with the kubelet, keeps device health current through the
+// HealthMonitor and re-registers whenever the kubelet restarts or a plugin
+// socket disappears.
+//
+// Run() is the whole life of the process:
+//   - SIGHUP, SIGTERM and SIGINT are blocked before any thread exists and
+//     read from a signalfd by Run()'s event loop;
+//   - NVML failing to load or initialise, or a node without GPUs, ends Run()
+//     with 1 when fail_on_init_error, else is logged once and Run() waits for
+//     a signal, serving nothing (NVIDIA's failOnInitError=false);
+//   - SIGHUP reloads: everything is stopped, NVML re-initialised, GPUs
+//     rediscovered, servers restarted and registered again;
+//   - SIGTERM / SIGINT stop cleanly (health monitor, socket watcher,
+//     servers with their streams and sockets, NVML) and Run() returns 0.
+//
+// Ownership: the Daemon owns the NVML library, the runners (servers and
+// device lists), the watcher and the monitor. Thread safety: construct and
+// Run() on the main thread before any other thread is created; Run() once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "src/daemon/backoff.h"
+#include "src/health/xid_policy.h"
+#include "src/nvml/library_search.h"
+
+namespace gpulet::daemon {
+
+struct DaemonOptions {
+  nvml::LoadOptions nvml;
+  std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
+  bool fail_on_init_error = true;
+  std::string sysfs_root = "/sys";
+  health::MonitorOptions health;
+  std::string socket_prefix = "gpulet";
+  absl::Duration register_timeout = absl::Seconds(10);
+  BackoffPolicy backoff;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Runs until SIGTERM/SIGINT (returns 0) or a fatal start-up error
+  // (returns 1, the error logged).
+  int Run();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpulet::daemon

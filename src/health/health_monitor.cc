@@ -1,0 +1,284 @@
+#include "src/health/health_monitor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "src/common/logging.h"
+#include "src/device/nvml_error_kind.h"
+
+namespace gpulet::health {
+namespace {
+
+// Bounds how long a stop request waits for the thread; NVML has no other way
+// to interrupt a wait (freeing the set under a waiter is undefined).
+constexpr uint32_t kWaitTimeoutMs = 1000;
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr std::chrono::milliseconds kMaxBackoff{5000};
+// Distinct harmless event kinds logged at INFO before falling back to
+// verbosity 1, so a flood of odd Xid values cannot grow memory.
+constexpr size_t kMaxLoggedKinds = 1024;
+
+using GpuOfHandle = absl::flat_hash_map<nvml::Device, int>;
+
+struct Registration {
+  GpuOfHandle gpus;                   // registered handle -> NVML index
+  std::vector<HealthEvent> failures;  // GPUs to report unhealthy at start
+};
+
+// Registers `gpu`. Returns its handle, or nullptr when the GPU cannot
+// produce the events at all (left unmonitored, as NVIDIA does since it
+// stopped marking such GPUs unhealthy); other failures are errors.
+absl::StatusOr<nvml::Device> RegisterGpu(nvml::Library& lib,
+                                         nvml::EventSet& events,
+                                         const device::Gpu& gpu) {
+  absl::StatusOr<nvml::Device> handle =
+      gpu.uuid.empty() ? lib.DeviceGetHandleByIndex(gpu.index)
+                       : lib.DeviceGetHandleByUuid(gpu.uuid);
+  if (!handle.ok()) return handle.status();
+  absl::StatusOr<uint64_t> supported =
+      lib.DeviceGetSupportedEventTypes(*handle);
+  absl::Status status = supported.status();
+  if (supported.ok()) {
+    const uint64_t mask = kHealthEventMask & *supported;
+    if (mask == 0) {
+      GPULET_LOG(WARNING) << "GPU " << gpu.index
+                          << " supports none of the Xid and ECC events; its "
+                             "health is not monitored";
+      return nvml::Device{nullptr};
+    }
+    status = events.Register(*handle, mask);
+  }
+  if (device::IsNvmlUnsupported(status)) {
+    GPULET_LOG(WARNING) << "GPU " << gpu.index
+                        << " does not support health events (" << status
+                        << "); its health is not monitored";
+    return nvml::Device{nullptr};
+  }
+  if (!status.ok()) return status;
+  return *handle;
+}
+
+Registration RegisterAll(nvml::Library& lib, nvml::EventSet& events,
+                         const std::vector<device::Gpu>& gpus) {
+  Registration registration;
+  for (const device::Gpu& gpu : gpus) {
+    absl::StatusOr<nvml::Device> handle = RegisterGpu(lib, events, gpu);
+    if (!handle.ok()) {
+      HealthEvent failure;
+      failure.gpu_index = static_cast<int>(gpu.index);
+      failure.reason = absl::StrCat("cannot watch it for health events: ",
+                                    handle.status().message());
+      registration.failures.push_back(std::move(failure));
+    } else if (*handle != nullptr) {
+      registration.gpus.emplace(*handle, static_cast<int>(gpu.index));
+    }
+  }
+  return registration;
+}
+
+std::string Subject(const HealthEvent& event) {
+  std::string subject = absl::StrCat("GPU ", event.gpu_index);
+  if (event.gpu_instance_id || event.compute_instance_id) {
+    absl::StrAppend(&subject, " (");
+    if (event.gpu_instance_id) {
+      absl::StrAppend(&subject, "GPU instance ", *event.gpu_instance_id);
+    }
+    if (event.gpu_instance_id && event.compute_instance_id) {
+      absl::StrAppend(&subject, ", ");
+    }
+    if (event.compute_instance_id) {
+      absl::StrAppend(&subject, "compute instance ",
+                      *event.compute_instance_id);
+    }
+    absl::StrAppend(&subject, ")");
+  }
+  return subject;
+}
+
+// Why an Xid that Decide() did not act on was ignored, for the log.
+std::string WhyIgnored(const MonitorOptions& options, uint64_t xid) {
+  if (options.xids_disabled) return "Xid checks are disabled";
+  if (DefaultIgnoredXids().contains(xid)) {
+    return "an application error, ignored by default";
+  }
+  return "listed in DP_DISABLE_HEALTHCHECKS";
+}
+
+class IdleMonitor final : public HealthMonitor {};
+
+class EventMonitor final : public HealthMonitor {
+ public:
+  EventMonitor(nvml::EventSetPtr events, Registration registration,
+               MonitorOptions options, Callback callback)
+      : events_(std::move(events)),
+        gpus_(std::move(registration.gpus)),
+        options_(std::move(options)),
+        callback_(std::move(callback)),
+        thread_([this, failures = std::move(registration.failures)](
+                    std::stop_token stop) { Run(stop, failures); }) {}
+
+  ~EventMonitor() override {
+    thread_.request_stop();
+    thread_.join();
+  }
+
+ private:
+  using Key = std::tuple<int, uint32_t, uint32_t>;  // GPU, GI, CI
+
+  void Run(std::stop_token stop, const std::vector<HealthEvent>& failures);
+  void OnEvent(const nvml::Event& event);
+  void LogHarmless(const nvml::Event& event, int gpu);
+  void Report(const HealthEvent& event);
+  // Blocks for `delay` or until stop is requested; false on stop.
+  bool Sleep(std::stop_token stop, std::chrono::milliseconds delay);
+
+  const nvml::EventSetPtr events_;
+  const GpuOfHandle gpus_;
+  const MonitorOptions options_;
+  const Callback callback_;
+
+  // Touched by the monitor thread only.
+  absl::flat_hash_set<Key> reported_;
+  absl::flat_hash_set<std::tuple<int, uint64_t, uint64_t>> logged_;
+
+  std::mutex sleep_mu_;
+  std::condition_variable_any sleep_cv_;
+  // Last: starts after every member above is ready; joined first.
+  std::jthread thread_;
+};
+
+void EventMonitor::Run(std::stop_token stop,
+                       const std::vector<HealthEvent>& failures) {
+  for (const HealthEvent& failure : failures) Report(failure);
+  if (gpus_.empty()) return;
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  int failed_waits = 0;
+  while (!stop.stop_requested()) {
+    absl::StatusOr<nvml::Event> event = events_->Wait(kWaitTimeoutMs);
+    if (event.ok() || absl::IsDeadlineExceeded(event.status())) {
+      if (failed_waits > 0) {
+        GPULET_LOG(INFO) << "waiting for NVML events works again after "
+                         << failed_waits << " failed attempts";
+        failed_waits = 0;
+        backoff = kFirstBackoff;
+      }
+      if (event.ok()) OnEvent(*event);
+      continue;
+    }
+    // NVIDIA's plugin marks every GPU unhealthy here; a failed wait says
+    // nothing about any one GPU (a lost GPU also raises its own Xid 79).
+    if (failed_waits++ == 0) {
+      GPULET_LOG(WARNING) << "waiting for NVML events failed: "
+                          << event.status() << "; retrying with backoff (up to "
+                          << kMaxBackoff.count()
+                          << " ms), GPU health unchanged";
+    } else {
+      GPULET_VLOG(1) << "waiting for NVML events failed again (" << failed_waits
+                     << "): " << event.status();
+    }
+    if (!Sleep(stop, backoff)) return;
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+}
+
+void EventMonitor::OnEvent(const nvml::Event& event) {
+  const auto it = gpus_.find(event.device);
+  if (it == gpus_.end()) {
+    GPULET_VLOG(1) << "ignoring an NVML event of type " << event.type
+                   << " for a device that is not watched";
+    return;
+  }
+  if (std::optional<HealthEvent> unhealthy =
+          Decide(event, it->second, options_)) {
+    Report(*unhealthy);
+  } else {
+    LogHarmless(event, it->second);
+  }
+}
+
+void EventMonitor::LogHarmless(const nvml::Event& event, int gpu) {
+  const bool xid = (event.type & nvmlEventTypeXidCriticalError) != 0;
+  const auto kind = std::make_tuple(gpu, event.type, xid ? event.data : 0);
+  const bool first =
+      logged_.size() < kMaxLoggedKinds && logged_.insert(kind).second;
+  std::string message;
+  if (xid) {
+    message = absl::StrCat("Xid ", event.data);
+    const std::string description = XidDescription(event.data);
+    if (!description.empty()) absl::StrAppend(&message, " (", description, ")");
+    absl::StrAppend(&message, " on GPU ", gpu,
+                    " ignored: ", WhyIgnored(options_, event.data));
+  } else if ((event.type & nvmlEventTypeSingleBitEccError) != 0) {
+    message = absl::StrCat("single-bit ECC error on GPU ", gpu,
+                           ": corrected by the hardware, health unchanged");
+  } else if ((event.type & nvmlEventTypeDoubleBitEccError) != 0) {
+    message = absl::StrCat("double-bit ECC error on GPU ", gpu,
+                           " ignored: health checks are disabled");
+  } else {
+    message = absl::StrCat("NVML event of type ", event.type, " on GPU ", gpu,
+                           " ignored");
+  }
+  if (first) {
+    GPULET_LOG(INFO) << message << " (further ones logged at -v=1)";
+  } else {
+    GPULET_VLOG(1) << message;
+  }
+}
+
+void EventMonitor::Report(const HealthEvent& event) {
+  const Key whole_gpu{event.gpu_index, kNoInstance, kNoInstance};
+  const Key key{event.gpu_index, event.gpu_instance_id.value_or(kNoInstance),
+                event.compute_instance_id.value_or(kNoInstance)};
+  // A GPU already unhealthy as a whole covers each of its MIG devices.
+  if (reported_.contains(whole_gpu) || !reported_.insert(key).second) {
+    GPULET_VLOG(1) << Subject(event) << " is already unhealthy; "
+                   << event.reason;
+    return;
+  }
+  GPULET_LOG(WARNING) << "marking " << Subject(event)
+                      << " unhealthy: " << event.reason;
+  callback_(event);
+}
+
+bool EventMonitor::Sleep(std::stop_token stop,
+                         std::chrono::milliseconds delay) {
+  std::unique_lock lock(sleep_mu_);
+  sleep_cv_.wait_for(lock, stop, delay, [] { return false; });
+  return !stop.stop_requested();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
+    nvml::Library& lib, const std::vector<device::Gpu>& gpus,
+    MonitorOptions options, Callback callback) {
+  if (options.disabled) {
+    GPULET_LOG(INFO) << "GPU health checks are disabled";
+    return std::make_unique<IdleMonitor>();
+  }
+  if (gpus.empty()) return std::make_unique<IdleMonitor>();
+  absl::StatusOr<nvml::EventSetPtr> events = lib.EventSetCreate();
+  if (!events.ok()) return events.status();
+  Registration registration = RegisterAll(lib, **events, gpus);
+  GPULET_LOG(INFO) << "health monitor: watching " << registration.gpus.size()
+                   << " of " << gpus.size() << " GPUs; "
+                   << DescribeOptions(options);
+  return std::make_unique<EventMonitor>(
+      std::move(*events), std::move(registration), std::move(options),
+      std::move(callback));
+}
+
+}  // namespace gpulet::health

@@ -1,0 +1,59 @@
+// HealthMonitor: watches the GPUs' NVML events (Xid, double- and single-bit
+// ECC errors) on one background thread and reports which GPUs (or MIG
+// devices) should be marked Unhealthy. What is fatal is decided by the pure
+// policy in xid_policy.h (HealthEvent, MonitorOptions, ParseHealthEnv).
+//
+// Events are registered on full GPUs only; NVML reports a MIG device's
+// errors on its parent, with the GPU/compute instance ids set, and the
+// HealthEvent carries them. A GPU whose registration fails is reported
+// unhealthy once, as NVIDIA's plugin does, except when the GPU does not
+// support the events (NVML_ERROR_NOT_SUPPORTED or no event of the mask):
+// it is then only left unmonitored, with a warning.
+//
+// The thread blocks in nvmlEventSetWait with a timeout of one second so it
+// notices a stop request; there is no faster polling. A failure on one
+// device degrades that device only; a failed wait (including
+// NVML_ERROR_GPU_IS_LOST, on which NVIDIA's plugin marks every GPU
+// unhealthy) is retried with backoff (100 ms doubling to 5 s), never turned
+// into "everything unhealthy". Each GPU, or each MIG instance, is reported
+// unhealthy at most once per monitor; later fatal events for it are only
+// logged at verbosity 1. Recovery (healthy = true) is not implemented yet.
+//
+// Ownership: the monitor owns its NVML event set and thread; it borrows the
+// Library. Thread safety: Start() and the destructor from the owning
+// thread; the callback runs on the monitor's thread (never concurrently with
+// itself) and must not block for long. The destructor stops the thread and
+// joins it, which takes at most about a second.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/device/gpu.h"
+#include "src/health/xid_policy.h"
+#include "src/nvml/library.h"
+
+namespace gpulet::health {
+
+class HealthMonitor {
+ public:
+  using Callback = std::function<void(const HealthEvent&)>;
+
+  // Registers for events on every GPU of `gpus` (looked up by UUID, or by
+  // index when the UUID is empty) and starts the thread. Registration
+  // failures are delivered through the callback, from the monitor's thread,
+  // before any event. With options.disabled, or no GPU, no NVML call is made
+  // and no thread is started.
+  // Errors: the NVML event set cannot be created (the status names
+  // nvmlEventSetCreate).
+  // REQUIRES: lib is initialised and outlives the monitor.
+  static absl::StatusOr<std::unique_ptr<HealthMonitor>> Start(
+      nvml::Library& lib, const std::vector<device::Gpu>& gpus,
+      MonitorOptions options, Callback callback);
+
+  virtual ~HealthMonitor() = default;
+};
+
+}  // namespace gpulet::health

@@ -1,0 +1,323 @@
+// HealthMonitor against the NVML simulator, loaded through the production
+// dlopen path, with faults injected through the simulator's control socket.
+// Absence of a callback is proven by ordering, never by sleeping: an event
+// that must be ignored is followed by a fatal marker event on another GPU,
+// and the marker must be the next thing reported (one event set delivers in
+// order).
+#include "src/health/health_monitor.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/device/discovery.h"
+#include "src/nvml/sim/control_client.h"
+#include "src/nvml/sim_test_support.h"
+
+namespace gpulet::health {
+namespace {
+
+using ::gpulet::nvml::simtest::SimTest;
+using ::gpulet::nvml::simtest::TempDir;
+using ::testing::HasSubstr;
+
+// Collects callbacks; the test thread waits for them.
+class Recorder {
+ public:
+  HealthMonitor::Callback Callback() {
+    return [this](const HealthEvent& event) {
+      absl::MutexLock lock(&mu_);
+      events_.push_back(event);
+    };
+  }
+
+  // Every event so far, once there are at least `n` (or after 20 s, failing
+  // the test).
+  std::vector<HealthEvent> WaitFor(size_t n) {
+    absl::MutexLock lock(&mu_);
+    const auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return events_.size() >= n;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(20));
+    EXPECT_GE(events_.size(), n) << "timed out waiting for health events";
+    return events_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<HealthEvent> events_ ABSL_GUARDED_BY(mu_);
+};
+
+HealthEvent Unhealthy(int gpu, uint64_t xid, std::string reason) {
+  HealthEvent event;
+  event.gpu_index = gpu;
+  event.xid = xid;
+  event.reason = std::move(reason);
+  return event;
+}
+
+class HealthMonitorTest : public SimTest {
+ protected:
+  void TearDown() override {
+    const auto start = std::chrono::steady_clock::now();
+    monitor_.reset();
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    // The thread notices a stop within one wait timeout (1 s).
+    EXPECT_LT(elapsed, std::chrono::seconds(5));
+    RecordProperty(
+        "stop_ms",
+        static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(elapsed)
+                .count()));
+    // Lost GPUs stay lost for the whole process (by UUID).
+    for (const std::string& gpu : lost_) {
+      EXPECT_TRUE(sim::SendControlCommand(socket_, "restore " + gpu).ok());
+    }
+    lib_.reset();
+  }
+
+  // Loads the simulator for `machine` with a control socket and discovers
+  // its GPUs.
+  void Load(const std::string& machine) {
+    socket_ = dir_.path() + "/sim.sock";
+    ::setenv("GPULET_SIM_SOCKET", socket_.c_str(), 1);
+    lib_ = OpenSim(machine);
+    ASSERT_NE(lib_, nullptr);
+    absl::StatusOr<device::Node> node = device::Discover(*lib_);
+    ASSERT_TRUE(node.ok()) << node.status();
+    gpus_ = node->gpus;
+  }
+
+  void StartMonitor(MonitorOptions options = {}) {
+    absl::StatusOr<std::unique_ptr<HealthMonitor>> monitor =
+        HealthMonitor::Start(*lib_, gpus_, std::move(options),
+                             recorder_.Callback());
+    ASSERT_TRUE(monitor.ok()) << monitor.status();
+    monitor_ = std::move(*monitor);
+  }
+
+  void Control(const std::string& line) {
+    absl::StatusOr<std::string> reply = sim::SendControlCommand(socket_, line);
+    ASSERT_TRUE(reply.ok()) << line << ": " << reply.status();
+  }
+
+  void Lose(const std::string& gpu) {
+    lost_.push_back(gpu);
+    Control("lose " + gpu);
+  }
+
+  TempDir dir_;
+  std::string socket_;
+  std::vector<std::string> lost_;
+  nvml::LibraryPtr lib_;
+  std::vector<device::Gpu> gpus_;
+  Recorder recorder_;
+  std::unique_ptr<HealthMonitor> monitor_;  // last: destroyed first
+};
+
+#define CONTROL(line) ASSERT_NO_FATAL_FAILURE(Control(line))
+
+TEST_F(HealthMonitorTest, FatalXidMarksThatGpuUnhealthy) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("xid 3 79");
+  const std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], Unhealthy(3, 79, "Xid 79 (GPU has fallen off the bus)"));
+}
+
+TEST_F(HealthMonitorTest, IgnoredXidIsNotReported) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("xid 2 13");
+  CONTROL("xid 2 109");
+  CONTROL("xid 5 48");  // the marker
+  const std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], Unhealthy(5, 48, "Xid 48 (Double Bit ECC Error)"));
+}
+
+TEST_F(HealthMonitorTest, DoubleBitEccIsFatalSingleBitIsNot) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("sbe 6");
+  CONTROL("dbe 7");
+  const std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], Unhealthy(7, 0, "double-bit ECC error"));
+}
+
+TEST_F(HealthMonitorTest, EachGpuIsReportedOnce) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("xid 1 79");
+  CONTROL("xid 1 48");
+  CONTROL("dbe 1");
+  CONTROL("xid 4 94");
+  const std::vector<HealthEvent> events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].gpu_index, 1);
+  EXPECT_EQ(events[0].xid, 79u);
+  EXPECT_EQ(events[1], Unhealthy(4, 94, "Xid 94 (Contained ECC error)"));
+}
+
+TEST_F(HealthMonitorTest, MigScopedXidsCarryInstanceIds) {
+  ASSERT_NO_FATAL_FAILURE(Load("a100-mig"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  // GPU 0's GPU instance 1, by MIG UUID: Xid 94 is fatal, 31 ignored.
+  CONTROL("xid MIG-ec8cb5f9-6cc3-5bb2-bdeb-b84397098347 94");
+  CONTROL("xid MIG-ec8cb5f9-6cc3-5bb2-bdeb-b84397098347 31");
+  CONTROL("xid 1 95 7 0");
+  // The whole GPU 0, which then covers its GPU instance 5.
+  CONTROL("xid 0 79");
+  CONTROL("xid MIG-4dfe8ed0-b9b4-559c-b70e-c4d0dd21e338 94");
+  CONTROL("xid 3 79");  // the marker
+  const std::vector<HealthEvent> events = recorder_.WaitFor(4);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].gpu_index, 0);
+  EXPECT_EQ(events[0].xid, 94u);
+  EXPECT_EQ(events[0].gpu_instance_id, 1u);
+  EXPECT_EQ(events[0].compute_instance_id, 0u);
+  EXPECT_EQ(events[1].gpu_index, 1);
+  EXPECT_EQ(events[1].xid, 95u);
+  EXPECT_EQ(events[1].gpu_instance_id, 7u);
+  EXPECT_EQ(events[1].compute_instance_id, 0u);
+  EXPECT_EQ(events[2], Unhealthy(0, 79, "Xid 79 (GPU has fallen off the bus)"));
+  EXPECT_EQ(events[3].gpu_index, 3);
+  EXPECT_FALSE(events[3].gpu_instance_id.has_value());
+}
+
+TEST_F(HealthMonitorTest, FailedWaitsAreRetriedAndChangeNothing) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("wait-error 999 3");
+  CONTROL("xid 4 79");
+  std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu_index, 4);
+  // NVML_ERROR_GPU_IS_LOST (15): NVIDIA marks every GPU unhealthy here.
+  CONTROL("wait-error 15 2");
+  CONTROL("xid 5 79");
+  events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].gpu_index, 5);
+}
+
+TEST_F(HealthMonitorTest, LostGpuIsReportedThroughItsXid79) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  ASSERT_NO_FATAL_FAILURE(Lose("1"));
+  const std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], Unhealthy(1, 79, "Xid 79 (GPU has fallen off the bus)"));
+}
+
+TEST_F(HealthMonitorTest, GpuThatCannotBeRegisteredIsReportedOnce) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("xid 3 79");  // the other GPUs are watched
+  const std::vector<HealthEvent> events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].gpu_index, 2);
+  EXPECT_EQ(events[0].xid, 0u);
+  EXPECT_FALSE(events[0].healthy);
+  EXPECT_THAT(events[0].reason, HasSubstr("cannot watch it"));
+  EXPECT_THAT(events[0].reason, HasSubstr("NVML_ERROR_GPU_IS_LOST"));
+  EXPECT_EQ(events[1].gpu_index, 3);
+}
+
+TEST_F(HealthMonitorTest, GpuWithoutHealthEventsIsLeftUnmonitored) {
+  const std::string machine = dir_.path() + "/m.yaml";
+  std::ofstream(machine) << R"(description: one T4 without Xid events
+gpuDefaults: {model: T4}
+gpus:
+  - {uuid: GPU-11111111-2222-3333-4444-555555555555, busId: "00000000:3B:00.0",
+     events: [pstate, clock]}
+  - {uuid: GPU-11111111-2222-3333-4444-666666666666, busId: "00000000:3C:00.0",
+     events: [xid]}
+)";
+  ASSERT_NO_FATAL_FAILURE(Load(machine));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  CONTROL("xid 0 79");  // reaches no event set
+  CONTROL("xid 1 79");
+  const std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu_index, 1);
+}
+
+TEST_F(HealthMonitorTest, EnabledXidsStillCountWhenXidChecksAreDisabled) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  absl::StatusOr<MonitorOptions> options = ParseHealthEnv("xids", "79");
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(*options));
+  CONTROL("xid 0 48");
+  CONTROL("dbe 2");
+  CONTROL("xid 1 79");
+  const std::vector<HealthEvent> events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], Unhealthy(2, 0, "double-bit ECC error"));
+  EXPECT_EQ(events[1].gpu_index, 1);
+}
+
+TEST_F(HealthMonitorTest, DisabledMonitorRegistersNothing) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  absl::StatusOr<MonitorOptions> options = ParseHealthEnv("all", nullptr);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(*options));
+  absl::StatusOr<std::string> status =
+      sim::SendControlCommand(socket_, "status");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_THAT(*status, HasSubstr("\"event_sets\":0"));
+}
+
+TEST_F(HealthMonitorTest, NoGpusStartsNothing) {
+  ASSERT_NO_FATAL_FAILURE(Load("none"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  EXPECT_NE(monitor_, nullptr);
+}
+
+// 10,000 Xids across the 8 GPUs, faster than the set's 1024-event queue may
+// hold: GPUs 0, 2, 4, 6 get a fatal Xid every 80 events (so some survive any
+// overflow), the odd GPUs only ignored ones. Each fatal GPU must be reported
+// exactly once, and nothing else.
+TEST_F(HealthMonitorTest, FloodOfXidsIsHandled) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor());
+  constexpr uint64_t kIgnored[] = {13, 31, 43, 45, 68, 109};
+  int failed = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const int gpu = i % 8;
+    const bool fatal = gpu % 2 == 0 && (i / 8) % 10 == 0;
+    const uint64_t xid = fatal ? 79 : kIgnored[(i / 8) % 6];
+    if (!sim::SendControlCommand(socket_, absl::StrCat("xid ", gpu, " ", xid))
+             .ok()) {
+      ++failed;
+    }
+  }
+  EXPECT_EQ(failed, 0);
+  std::vector<HealthEvent> events = recorder_.WaitFor(4);
+  CONTROL("dbe 1");  // the marker
+  events = recorder_.WaitFor(5);
+  ASSERT_EQ(events.size(), 5u);
+  std::set<int> fatal_gpus;
+  for (int i = 0; i < 4; ++i) {
+    fatal_gpus.insert(events[i].gpu_index);
+    EXPECT_EQ(events[i].xid, 79u);
+  }
+  EXPECT_EQ(fatal_gpus, (std::set<int>{0, 2, 4, 6}));
+  EXPECT_EQ(events[4], Unhealthy(1, 0, "double-bit ECC error"));
+}
+
+}  // namespace
+}  // namespace gpulet::health

@@ -1,0 +1,107 @@
+// XID policy: which NVML events make a GPU unhealthy, and the environment
+// knobs that change it, with NVIDIA k8s-device-plugin's semantics
+// (docs/health.md):
+//
+//   DP_DISABLE_HEALTHCHECKS  "all" | "xids" | list of extra Xids to ignore
+//   DP_ENABLE_HEALTHCHECKS   "all" | list of Xids to act on regardless
+//
+// An Xid critical error makes its GPU (or MIG device) unhealthy unless the
+// Xid is ignored; NVIDIA ignores Xids 13, 31, 43, 45, 68 and 109 by default,
+// as they are raised by faulty applications, not by faulty GPUs. A
+// double-bit ECC event is fatal too (NVIDIA registers for it but ignores it;
+// the driver reports the same fault as Xid 48, which NVIDIA acts on). A
+// single-bit ECC event is corrected by the hardware and only logged.
+//
+// Pure: values in, values out; no NVML calls, no environment reads.
+// Thread safety: as for plain values and free functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/nvml/library.h"
+#include "src/nvml/nvml_api.h"
+
+namespace gpulet::health {
+
+// The events the monitor registers for, intersected with what each GPU
+// supports (nvmlDeviceGetSupportedEventTypes), as NVIDIA does.
+inline constexpr uint64_t kHealthEventMask = nvmlEventTypeXidCriticalError |
+                                             nvmlEventTypeDoubleBitEccError |
+                                             nvmlEventTypeSingleBitEccError;
+
+// NVML's "not scoped to a MIG device" value for gpuInstanceId and
+// computeInstanceId.
+inline constexpr uint32_t kNoInstance = 0xFFFFFFFF;
+
+// One health decision about one GPU, or one MIG device of it.
+struct HealthEvent {
+  int gpu_index = -1;  // NVML index of the (parent) GPU
+  // Set when NVML attributed the event to one GPU instance / compute
+  // instance of the GPU (MIG); unset means the whole GPU.
+  std::optional<unsigned> gpu_instance_id;
+  std::optional<unsigned> compute_instance_id;
+  // Always false for now; true is reserved for recovery (not implemented).
+  bool healthy = false;
+  uint64_t xid = 0;    // 0 when the event was not an Xid
+  std::string reason;  // "Xid 79 (GPU has fallen off the bus)", ...
+
+  bool operator==(const HealthEvent&) const = default;
+};
+
+struct MonitorOptions {
+  // Nothing is monitored: HealthMonitor::Start registers no event and starts
+  // no thread. Set by DP_DISABLE_HEALTHCHECKS=all without any Xid
+  // re-enabled by DP_ENABLE_HEALTHCHECKS.
+  bool disabled = false;
+  // Every Xid is ignored except those in `enabled_xids`
+  // (DP_DISABLE_HEALTHCHECKS=xids or all).
+  bool xids_disabled = false;
+  // Ignored Xids when !xids_disabled: NVIDIA's defaults, plus the Xids listed
+  // in DP_DISABLE_HEALTHCHECKS, minus `enabled_xids`.
+  std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  // Xids always acted on (DP_ENABLE_HEALTHCHECKS), overriding both of the
+  // above.
+  std::set<uint64_t> enabled_xids;
+  // A double-bit ECC event makes the GPU unhealthy. Off only with
+  // DP_DISABLE_HEALTHCHECKS=all.
+  bool dbe_unhealthy = true;
+
+  bool operator==(const MonitorOptions&) const = default;
+};
+
+// NVIDIA's default ignored Xids (application errors).
+const std::set<uint64_t>& DefaultIgnoredXids();
+
+// Builds the options from the two variables' values; nullptr or "" means
+// unset. Tokens are separated by commas and/or whitespace, case-insensitive.
+// Unlike NVIDIA's plugin, which logs and skips a malformed token, a token
+// that is not "all", "xids" or a positive decimal Xid is an InvalidArgument
+// error naming the variable and the token, e.g.
+//   DP_DISABLE_HEALTHCHECKS: "4x" is not an Xid (a positive decimal number),
+//   "all" or "xids"
+// DP_ENABLE_HEALTHCHECKS=all turns every check on, whatever
+// DP_DISABLE_HEALTHCHECKS says (NVIDIA's precedence).
+absl::StatusOr<MonitorOptions> ParseHealthEnv(const char* disable,
+                                              const char* enable);
+
+// True when an Xid critical error with this Xid does not change health.
+bool IsXidIgnored(const MonitorOptions& options, uint64_t xid);
+
+// The meaning of a well-known Xid from NVIDIA's Xid catalog ("GPU has fallen
+// off the bus"), or "" for others.
+std::string XidDescription(uint64_t xid);
+
+// The decision for one NVML event on the GPU with NVML index `gpu_index`:
+// an unhealthy HealthEvent, or nullopt when the event changes nothing
+// (ignored Xid, single-bit ECC, other event types, monitoring disabled).
+std::optional<HealthEvent> Decide(const nvml::Event& event, int gpu_index,
+                                  const MonitorOptions& options);
+
+// One line for the startup log: what is acted on and what is ignored.
+std::string DescribeOptions(const MonitorOptions& options);
+
+}  // namespace gpulet::health

@@ -1,0 +1,132 @@
+#include "src/plugin/device_list.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace gpulet::plugin {
+namespace {
+
+std::vector<Device> Replicas() {
+  // GPU 0 shared three ways, GPU 1 whole.
+  return {{"GPU-a::0", true, {0}, "GPU-a", 0},
+          {"GPU-a::1", true, {0}, "GPU-a", 0},
+          {"GPU-a::2", true, {0}, "GPU-a", 0},
+          {"GPU-b", true, {1}, "GPU-b", 1}};
+}
+
+TEST(DeviceListTest, StartsAtVersionOneWithTheDevices) {
+  DeviceList list(Replicas());
+  DeviceSnapshotPtr s = list.Snapshot();
+  EXPECT_EQ(s->version, 1u);
+  ASSERT_EQ(s->devices.size(), 4u);
+  ASSERT_NE(s->Find("GPU-b"), nullptr);
+  EXPECT_EQ(s->Find("GPU-b")->gpu_index, 1);
+  EXPECT_EQ(s->Find("GPU-c"), nullptr);
+}
+
+TEST(DeviceListTest, ReplaceBumpsVersionOnlyOnRealChange) {
+  DeviceList list(Replicas());
+  list.Replace(Replicas());
+  EXPECT_EQ(list.Snapshot()->version, 1u);
+
+  std::vector<Device> moved = Replicas();
+  moved[3].numa_nodes = {0};
+  list.Replace(moved);
+  EXPECT_EQ(list.Snapshot()->version, 2u);
+  EXPECT_EQ(list.Snapshot()->devices, moved);
+
+  list.Replace({});
+  EXPECT_EQ(list.Snapshot()->version, 3u);
+  EXPECT_TRUE(list.Snapshot()->devices.empty());
+}
+
+TEST(DeviceListTest, OldSnapshotsStayUnchanged) {
+  DeviceList list(Replicas());
+  DeviceSnapshotPtr before = list.Snapshot();
+  ASSERT_EQ(list.SetGpuHealth(0, false), 3);
+  EXPECT_TRUE(before->Find("GPU-a::1")->healthy);
+  EXPECT_FALSE(list.Snapshot()->Find("GPU-a::1")->healthy);
+}
+
+TEST(DeviceListTest, SetGpuHealthFansOutToEveryReplica) {
+  DeviceList list(Replicas());
+  EXPECT_EQ(list.SetGpuHealth(0, false), 3);
+  DeviceSnapshotPtr s = list.Snapshot();
+  EXPECT_EQ(s->version, 2u);
+  for (const Device& d : s->devices) {
+    EXPECT_EQ(d.healthy, d.gpu_index != 0) << d.id;
+  }
+  EXPECT_EQ(list.SetGpuHealth(0, false), 0);
+  EXPECT_EQ(list.SetGpuHealth(7, false), 0);
+  EXPECT_EQ(list.Snapshot()->version, 2u);
+  EXPECT_EQ(list.SetGpuHealth(0, true), 3);
+  EXPECT_EQ(list.Snapshot()->version, 3u);
+}
+
+TEST(DeviceListTest, SetHealthByIdChangesOneDevice) {
+  DeviceList list(Replicas());
+  EXPECT_FALSE(list.SetHealth("GPU-zz", false));
+  EXPECT_TRUE(list.SetHealth("GPU-b", true));
+  EXPECT_EQ(list.Snapshot()->version, 1u);
+  EXPECT_TRUE(list.SetHealth("GPU-a::1", false));
+  DeviceSnapshotPtr s = list.Snapshot();
+  EXPECT_EQ(s->version, 2u);
+  EXPECT_FALSE(s->Find("GPU-a::1")->healthy);
+  EXPECT_TRUE(s->Find("GPU-a::0")->healthy);
+}
+
+TEST(DeviceListTest, WaitForChangeReturnsAtOnceWhenAlreadyChanged) {
+  DeviceList list(Replicas());
+  list.SetGpuHealth(1, false);
+  EXPECT_EQ(list.WaitForChange(1, absl::Hours(1))->version, 2u);
+}
+
+TEST(DeviceListTest, WaitForChangeTimesOutWithTheSameSnapshot) {
+  DeviceList list(Replicas());
+  EXPECT_EQ(list.WaitForChange(1, absl::Milliseconds(1))->version, 1u);
+}
+
+TEST(DeviceListTest, WaitForChangeWakesOnAChange) {
+  DeviceList list(Replicas());
+  uint64_t got = 0;
+  std::thread waiter(
+      [&] { got = list.WaitForChange(1, absl::Hours(1))->version; });
+  list.SetGpuHealth(0, false);
+  waiter.join();
+  EXPECT_EQ(got, 2u);
+}
+
+TEST(DeviceListTest, CloseWakesWaitersForGood) {
+  DeviceList list(Replicas());
+  std::thread waiter([&] { list.WaitForChange(1, absl::Hours(1)); });
+  list.Close();
+  waiter.join();
+  EXPECT_TRUE(list.closed());
+  EXPECT_EQ(list.WaitForChange(1, absl::Hours(1))->version, 1u);
+}
+
+TEST(DeviceListTest, InterruptWakesOnlyItsOwnWaiters) {
+  DeviceList list(Replicas());
+  std::atomic<bool> mine{false};
+  std::atomic<bool> theirs{false};
+  std::atomic<bool> other_done{false};
+  std::thread other([&] {
+    list.WaitForChange(1, absl::Hours(1), &theirs);
+    other_done = true;
+  });
+  std::thread waiter([&] { list.WaitForChange(1, absl::Hours(1), &mine); });
+  mine = true;
+  list.WakeWaiters();
+  waiter.join();
+  EXPECT_FALSE(other_done);
+  EXPECT_FALSE(list.closed());
+  theirs = true;
+  list.WakeWaiters();
+  other.join();
+  EXPECT_EQ(list.Snapshot()->version, 1u);
+}
+
+}  // namespace
+}  // namespace gpulet::plugin

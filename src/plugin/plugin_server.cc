@@ -1,0 +1,191 @@
+#include "src/plugin/plugin_server.h"
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "src/common/errors.h"
+#include "src/common/logging.h"
+#include "src/plugin/device_plugin_service.h"
+
+namespace gpulet::plugin {
+namespace {
+
+// In-flight unary calls get this long once Stop() begins; streams end at
+// once because the service is stopped first.
+constexpr auto kShutdownGrace = std::chrono::seconds(1);
+
+absl::Status CheckSocketPath(const std::string& dir, const std::string& name,
+                             const std::string& path) {
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "socket name \"", name, "\" must be a plain file name in ", dir));
+  }
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket path ", path, " is ", path.size(),
+                     " bytes; unix sockets allow at most ",
+                     sizeof(sockaddr_un::sun_path) - 1));
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    return common::ErrnoToStatus(errno, absl::StrCat("plugin directory ", dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plugin directory ", dir, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// A socket file left by a killed plugin would make bind() fail. Anything
+// else at the path is not ours to delete.
+absl::Status RemoveStaleSocket(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return common::ErrnoToStatus(errno, absl::StrCat("stat ", path));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " exists and is not a socket; not removing it"));
+  }
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return common::ErrnoToStatus(errno,
+                                 absl::StrCat("remove stale socket ", path));
+  }
+  GPULET_LOG(INFO) << "removed stale socket " << path;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+class PluginServer::Impl {
+ public:
+  Impl(PluginOptions options, DeviceList& devices, AllocateHandler allocate,
+       PreferredHandler preferred)
+      : options_(std::move(options)),
+        devices_(devices),
+        allocate_(std::move(allocate)),
+        preferred_(std::move(preferred)) {}
+
+  absl::Status Start(const std::string& plugin_dir);
+  void Stop();
+  bool running() const {
+    absl::MutexLock lock(&mu_);
+    return server_ != nullptr;
+  }
+
+  const PluginOptions options_;
+  std::string socket_path_;
+
+ private:
+  absl::Status Serve() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  DeviceList& devices_;
+  const AllocateHandler allocate_;
+  const PreferredHandler preferred_;
+  mutable absl::Mutex mu_;
+  // One run: a fresh service per Start, so a stopped one never serves.
+  std::unique_ptr<DevicePluginService> service_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status PluginServer::Impl::Start(const std::string& plugin_dir) {
+  absl::MutexLock lock(&mu_);
+  const std::string path = absl::StrCat(plugin_dir, "/", options_.socket_name);
+  if (server_ != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options_.resource_name, " is already served on ",
+                     socket_path_, "; cannot start on ", path));
+  }
+  socket_path_ = path;
+  if (absl::Status s = CheckSocketPath(plugin_dir, options_.socket_name, path);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = RemoveStaleSocket(path); !s.ok()) return s;
+  return Serve();
+}
+
+absl::Status PluginServer::Impl::Serve() {
+  service_ = std::make_unique<DevicePluginService>(options_, devices_,
+                                                   allocate_, preferred_);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat("unix:", socket_path_),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
+    service_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve ", options_.resource_name, " on ", socket_path_,
+        ": gRPC failed to listen (see its log above)"));
+  }
+  // Only the kubelet (root) may talk to the plugin.
+  if (chmod(socket_path_.c_str(), 0600) != 0) {
+    absl::Status status =
+        common::ErrnoToStatus(errno, absl::StrCat("chmod 0600 ", socket_path_));
+    StopLocked();
+    return status;
+  }
+  GPULET_LOG(INFO) << "serving " << options_.resource_name << " on "
+                   << socket_path_;
+  return absl::OkStatus();
+}
+
+void PluginServer::Impl::Stop() {
+  absl::MutexLock lock(&mu_);
+  StopLocked();
+}
+
+void PluginServer::Impl::StopLocked() {
+  if (server_ == nullptr) return;
+  service_->Stop();
+  server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  server_->Wait();
+  server_.reset();
+  service_.reset();
+  if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
+    const absl::Status status = common::ErrnoToStatus(
+        errno, absl::StrCat("remove socket ", socket_path_));
+    GPULET_LOG(WARNING) << status.message();
+  }
+  GPULET_LOG(INFO) << "stopped serving " << options_.resource_name << " on "
+                   << socket_path_;
+}
+
+PluginServer::PluginServer(PluginOptions options, DeviceList& devices,
+                           AllocateHandler allocate, PreferredHandler preferred)
+    : impl_(std::make_unique<Impl>(std::move(options), devices,
+                                   std::move(allocate), std::move(preferred))) {
+}
+
+PluginServer::~PluginServer() { Stop(); }
+
+absl::Status PluginServer::Start(const std::string& plugin_dir) {
+  return impl_->Start(plugin_dir);
+}
+
+void PluginServer::Stop() { impl_->Stop(); }
+
+bool PluginServer::running() const { return impl_->running(); }
+
+const PluginOptions& PluginServer::options() const { return impl_->options_; }
+
+const std::string& PluginServer::socket_path() const {
+  return impl_->socket_path_;
+}
+
+}  // namespace gpulet::plugin

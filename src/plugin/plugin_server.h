@@ -1,0 +1,65 @@
+// PluginServer: one kubelet device plugin (API v1beta1) for one resource,
+// served over gRPC on a unix socket in the kubelet's plugin directory.
+//
+// Lifecycle: Start() removes a stale socket file, listens on
+// <plugin_dir>/<socket_name> (mode 0600) and serves the DevicePlugin service
+// on its own threads; only then may the caller register with the kubelet.
+// Stop() ends every ListAndWatch stream, shuts the server down and removes the
+// socket. A PluginServer can be started again after Stop() (kubelet restart).
+//
+// The server reads devices from a DeviceList it does not own (the daemon
+// owns it, the health monitor writes to it) and answers Allocate through an
+// AllocateHandler, so response strategies live outside the gRPC code.
+//
+// Thread safety: Start/Stop from one controlling thread; running() and the
+// accessors from any thread; the gRPC side is internal. The DeviceList must
+// outlive the server; the handlers are owned by it and are called
+// concurrently from gRPC threads.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "src/plugin/device_list.h"
+#include "src/plugin/handlers.h"
+
+namespace gpulet::plugin {
+
+struct PluginOptions {
+  std::string resource_name;  // "nvidia.com/gpu"
+  std::string socket_name;    // "gpulet-gpu.sock", relative to the plugin dir
+  bool get_preferred_allocation_available = true;
+  bool pre_start_required = false;
+};
+
+class PluginServer {
+ public:
+  PluginServer(PluginOptions options, DeviceList& devices,
+               AllocateHandler allocate, PreferredHandler preferred);
+  ~PluginServer();
+  PluginServer(const PluginServer&) = delete;
+  PluginServer& operator=(const PluginServer&) = delete;
+
+  // Serves on <plugin_dir>/<socket_name>. Errors name the path:
+  // FAILED_PRECONDITION when already running or when something that is not
+  // a socket sits at the path, INVALID_ARGUMENT for an empty or nested
+  // socket name or a path longer than a unix socket allows, NOT_FOUND when
+  // plugin_dir is missing, UNAVAILABLE when gRPC cannot listen.
+  absl::Status Start(const std::string& plugin_dir);
+  // Ends every ListAndWatch stream, then shuts the server down (in-flight
+  // unary calls get up to a second) and removes the socket file. Returns
+  // when nothing of this run is left. No-op when not running.
+  void Stop();
+  bool running() const;
+  const PluginOptions& options() const;
+  // Full path of the socket, set by Start() and kept after Stop().
+  // REQUIRES: not called concurrently with Start().
+  const std::string& socket_path() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpulet::plugin

@@ -1,0 +1,29 @@
+// Registration with the kubelet: the v1beta1.Registration/Register call on
+// the kubelet's socket. Synchronous: inside Register the kubelet dials the
+// plugin's socket and calls GetDevicePluginOptions, so the plugin must
+// already be serving.
+//
+// Thread safety: stateless functions.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace gpulet::registration {
+
+struct RegisterParams {
+  std::string kubelet_socket;  // full path of kubelet.sock
+  std::string endpoint;        // plugin socket file name, relative to its dir
+  std::string resource_name;
+  bool get_preferred_allocation_available = true;
+  bool pre_start_required = false;
+};
+
+// Registers once. Errors carry the gRPC code and the kubelet's message, with
+// the resource name, e.g. "register nvidia.com/gpu with
+// /var/lib/kubelet/device-plugins/kubelet.sock: UNAVAILABLE: ...".
+absl::Status Register(const RegisterParams& params, absl::Duration timeout);
+
+}  // namespace gpulet::registration

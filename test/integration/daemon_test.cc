@@ -1,0 +1,276 @@
+// `gpulet plugin` end to end: the real binary, the NVML simulator loaded
+// through the production dlopen path, and a fake kubelet that registers the
+// plugin the way the kubelet does (dialling it back inside Register).
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "test/integration/daemon_fake_kubelet.h"
+#include "test/integration/daemon_process.h"
+#include "test/integration/gpulet_runner.h"
+
+namespace gpulet::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr absl::Duration kTimeout = absl::Seconds(20);
+constexpr char kSocket[] = "gpulet-gpu.sock";
+
+std::unique_ptr<v1beta1::DevicePlugin::Stub> Dial(const std::string& path) {
+  return v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+      "unix://" + path, grpc::InsecureChannelCredentials()));
+}
+
+std::optional<v1beta1::ListAndWatchResponse> FirstListAndWatch(
+    const std::string& path) {
+  auto stub = Dial(path);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  auto reader = stub->ListAndWatch(&context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse response;
+  bool ok = reader->Read(&response);
+  context.TryCancel();
+  reader->Finish().ok();
+  if (!ok) return std::nullopt;
+  return response;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    std::filesystem::create_directory(dir_);
+  }
+
+  std::unique_ptr<DaemonProcess> StartPlugin(
+      const std::string& machine, std::vector<std::string> args = {},
+      const std::vector<std::string>& env = {}) {
+    args.push_back("--kubelet-socket");
+    args.push_back(kubelet_.socket_path());
+    return std::make_unique<DaemonProcess>(machine, args, log_, env);
+  }
+
+  // Registered, serving, and the socket is there.
+  void ExpectRegistrations(DaemonProcess& plugin, int n) {
+    ASSERT_TRUE(kubelet_.WaitForRegistrations(n, kTimeout))
+        << "registrations " << kubelet_.registration_count() << " of " << n
+        << "\n--- plugin log\n"
+        << plugin.Log();
+  }
+
+  std::string SocketPath() const { return dir_ + "/" + kSocket; }
+
+  TempDir tmp_;
+  std::string dir_ = tmp_.path() + "/plugins";
+  std::string log_ = tmp_.path() + "/gpulet.log";
+  FakeKubelet kubelet_{dir_};
+};
+
+TEST_F(DaemonTest, RegistersOnceAndServesEightGpusWithNuma) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100");
+  ExpectRegistrations(*plugin, 1);
+  auto reg = kubelet_.registrations().at(0);
+  EXPECT_EQ(reg.version(), "v1beta1");
+  EXPECT_EQ(reg.endpoint(), kSocket);
+  EXPECT_EQ(reg.resource_name(), "nvidia.com/gpu");
+  EXPECT_TRUE(reg.options().get_preferred_allocation_available());
+  EXPECT_FALSE(reg.options().pre_start_required());
+
+  auto list = FirstListAndWatch(SocketPath());
+  ASSERT_TRUE(list.has_value());
+  ASSERT_EQ(list->devices_size(), 8);
+  int on_node1 = 0;
+  for (const auto& device : list->devices()) {
+    EXPECT_THAT(device.id(), StartsWith("GPU-"));
+    EXPECT_EQ(device.health(), "Healthy");
+    ASSERT_EQ(device.topology().nodes_size(), 1) << device.id();
+    on_node1 += device.topology().nodes(0).id() == 1 ? 1 : 0;
+  }
+  EXPECT_EQ(on_node1, 4);
+
+  v1beta1::AllocateRequest request;
+  auto* container = request.add_container_requests();
+  container->add_devices_ids(list->devices(0).id());
+  container->add_devices_ids(list->devices(5).id());
+  v1beta1::AllocateResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(Dial(SocketPath())->Allocate(&context, request, &response).ok());
+  ASSERT_EQ(response.container_responses_size(), 1);
+  EXPECT_EQ(response.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"),
+            list->devices(0).id() + "," + list->devices(5).id());
+
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  EXPECT_FALSE(std::filesystem::exists(SocketPath()));
+  EXPECT_TRUE(std::filesystem::exists(kubelet_.socket_path()));
+  EXPECT_EQ(kubelet_.registration_count(), 1);
+  EXPECT_THAT(kubelet_.rejections(), ::testing::IsEmpty());
+}
+
+TEST_F(DaemonTest, ReRegistersOnEveryKubeletRestartWithoutLeaking) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100");
+  ExpectRegistrations(*plugin, 1);
+  const int fds = plugin->OpenFds();
+  const int threads = plugin->Threads();
+  constexpr int kRestarts = 20;
+  for (int i = 1; i <= kRestarts; ++i) {
+    kubelet_.Restart();
+    ExpectRegistrations(*plugin, 1 + i);
+  }
+  ASSERT_TRUE(std::filesystem::exists(SocketPath()));
+  ASSERT_TRUE(FirstListAndWatch(SocketPath()).has_value());
+  EXPECT_LE(plugin->OpenFds(), fds + 4) << "fds before: " << fds;
+  EXPECT_LE(plugin->Threads(), threads + 4) << "threads before: " << threads;
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  // Exactly one registration per kubelet start, however the inotify events
+  // of a restart were batched.
+  EXPECT_EQ(kubelet_.registration_count(), 1 + kRestarts) << plugin->Log();
+}
+
+TEST_F(DaemonTest, ReRegistersWhenItsSocketIsDeleted) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100");
+  ExpectRegistrations(*plugin, 1);
+  for (int i = 2; i <= 3; ++i) {
+    ASSERT_EQ(::unlink(SocketPath().c_str()), 0);
+    ExpectRegistrations(*plugin, i);
+    EXPECT_TRUE(FirstListAndWatch(SocketPath()).has_value());
+  }
+  EXPECT_THAT(plugin->Log(), HasSubstr("was deleted"));
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  EXPECT_EQ(kubelet_.registration_count(), 3);
+}
+
+TEST_F(DaemonTest, SurvivesThePluginDirectoryBeingRecreated) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100");
+  ExpectRegistrations(*plugin, 1);
+  kubelet_.Stop();
+  std::filesystem::remove_all(dir_);
+  ASSERT_TRUE(plugin->WaitForLog("was removed", kTimeout)) << plugin->Log();
+  std::filesystem::create_directory(dir_);
+  ASSERT_TRUE(kubelet_.Start());
+  ExpectRegistrations(*plugin, 2);
+  EXPECT_TRUE(FirstListAndWatch(SocketPath()).has_value());
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  EXPECT_EQ(kubelet_.registration_count(), 2) << plugin->Log();
+}
+
+TEST_F(DaemonTest, SighupReloadsAndReRegisters) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100");
+  ExpectRegistrations(*plugin, 1);
+  plugin->Signal(SIGHUP);
+  ExpectRegistrations(*plugin, 2);
+  EXPECT_TRUE(plugin->Running());
+  auto list = FirstListAndWatch(SocketPath());
+  ASSERT_TRUE(list.has_value());
+  EXPECT_EQ(list->devices_size(), 8);
+  EXPECT_THAT(plugin->Log(), HasSubstr("received SIGHUP; reloading"));
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+TEST_F(DaemonTest, WaitsForTheKubeletAndRegistersWhenItAppears) {
+  auto plugin = StartPlugin("dgx-h100");
+  ASSERT_TRUE(plugin->WaitForLog("UNAVAILABLE", kTimeout)) << plugin->Log();
+  ASSERT_TRUE(kubelet_.Start());
+  ExpectRegistrations(*plugin, 1);
+  plugin->Signal(SIGINT);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  EXPECT_FALSE(std::filesystem::exists(SocketPath()));
+}
+
+struct InitFailureCase {
+  const char* machine;
+  const char* message;
+};
+
+void PrintTo(const InitFailureCase& c, std::ostream* os) { *os << c.machine; }
+
+class InitFailureTest : public DaemonTest,
+                        public ::testing::WithParamInterface<InitFailureCase> {
+};
+
+TEST_P(InitFailureTest, FailOnInitErrorExitsOne) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin(GetParam().machine, {"--fail-on-init-error=true"});
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 1) << plugin->Log();
+  EXPECT_THAT(plugin->Log(), HasSubstr(GetParam().message));
+  EXPECT_THAT(plugin->Log(), HasSubstr("failOnInitError=true"));
+  EXPECT_EQ(kubelet_.registration_count(), 0);
+}
+
+TEST_P(InitFailureTest, WithoutFailOnInitErrorWaitsIdleUntilSigterm) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin =
+      StartPlugin(GetParam().machine, {}, {"FAIL_ON_INIT_ERROR=false"});
+  ASSERT_TRUE(plugin->WaitForLog("waiting indefinitely", kTimeout))
+      << plugin->Log();
+  const long ticks = plugin->CpuTicks();
+  absl::SleepFor(absl::Seconds(1));  // measuring idleness, not ordering
+  EXPECT_TRUE(plugin->Running());
+  // Blocked in a wait: at most a couple of clock ticks (10 ms each).
+  EXPECT_LE(plugin->CpuTicks() - ticks, 2);
+  EXPECT_EQ(kubelet_.registration_count(), 0);
+  EXPECT_FALSE(std::filesystem::exists(SocketPath()));
+  EXPECT_THAT(plugin->Log(), HasSubstr(GetParam().message));
+  // SIGHUP tries again from the start, and waits again.
+  plugin->Signal(SIGHUP);
+  ASSERT_TRUE(plugin->WaitForLog("received SIGHUP; starting again", kTimeout))
+      << plugin->Log();
+  EXPECT_TRUE(plugin->Running());
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Profiles, InitFailureTest,
+    ::testing::Values(
+        InitFailureCase{"no-driver",
+                        "failed to initialize NVML: nvmlInit_v2: Driver Not "
+                        "Loaded [NVML_ERROR_DRIVER_NOT_LOADED]"},
+        InitFailureCase{"none", "No devices found"}),
+    [](const ::testing::TestParamInfo<InitFailureCase>& param_info) {
+      return std::string(param_info.param.machine) == "none" ? "NoGpus"
+                                                             : "NoDriver";
+    });
+
+TEST_F(DaemonTest, BadFlagValuesAreUsageErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    const char* message;
+  } cases[] = {
+      {{"--fail-on-init-error=maybe"}, {}, "--fail-on-init-error"},
+      {{}, {"DP_DISABLE_HEALTHCHECKS=4x"}, "DP_DISABLE_HEALTHCHECKS"},
+  };
+  for (const Case& c : cases) {
+    std::filesystem::remove(log_);
+    auto plugin = StartPlugin("dgx-h100", c.args, c.env);
+    EXPECT_EQ(plugin->WaitExit(kTimeout), 2) << plugin->Log();
+    EXPECT_THAT(plugin->Log(), HasSubstr(c.message));
+  }
+  EXPECT_EQ(kubelet_.registration_count(), 0);
+}
+
+}  // namespace
+}  // namespace gpulet::testing
