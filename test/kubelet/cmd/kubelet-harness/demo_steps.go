@@ -122,6 +122,8 @@ func (d *demo) restartKubelet() error {
 	d.say("The kubelet restarts (as after an upgrade). It deletes every socket in its directory,\n" +
 		"    the plugin's too, and opens a new kubelet.sock; the plugin must notice and register again.")
 	before := harness.Registrations(d.spec.Resource)
+	// Devices that were unhealthy before the restart stay so after it.
+	wantAllocatable := d.kubelet.Resources()[d.spec.Resource].Allocatable
 	start := time.Now()
 	var err error
 	if d.kubelet, err = d.kubelet.Restart(); err != nil {
@@ -129,8 +131,9 @@ func (d *demo) restartKubelet() error {
 	}
 	err = harness.Wait(d.spec.Timeout, "the plugin to register again", func() (bool, string, error) {
 		r := d.kubelet.Resources()[d.spec.Resource]
-		return harness.Registrations(d.spec.Resource) > before && r.Allocatable == int64(len(d.all)),
-			fmt.Sprintf("allocatable %d", r.Allocatable), nil
+		return harness.Registrations(d.spec.Resource) > before &&
+				r.Capacity == int64(len(d.all)) && r.Allocatable == wantAllocatable,
+			fmt.Sprintf("capacity %d, allocatable %d", r.Capacity, r.Allocatable), nil
 	})
 	if err != nil {
 		return err
