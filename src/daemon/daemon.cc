@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "src/allocation/score.h"
+#include "src/allocation/topology_preferred.h"
 #include "src/common/errors.h"
 #include "src/common/logging.h"
 #include "src/daemon/plugin_runner.h"
@@ -21,6 +23,7 @@
 #include "src/daemon/signal_channel.h"
 #include "src/device/discovery.h"
 #include "src/device/nvml_error_kind.h"
+#include "src/device/topology.h"
 #include "src/health/health_monitor.h"
 #include "src/nvml/dynamic_library.h"
 #include "src/registration/socket_watcher.h"
@@ -64,6 +67,7 @@ class Daemon::Impl {
   absl::StatusOr<device::Node> LoadNode();
   SessionEnd InitFailed(const std::string& message, SignalChannel& signals);
   absl::Status StartSession(const device::Node& node);
+  plugin::PreferredHandler GpuPreferredHandler(const device::Node& node);
   SessionEnd Loop(SignalChannel& signals);
   void StopSession();
   void ShutdownNvml();
@@ -178,11 +182,14 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
   }
   RunnerOptions runner_options{plugin_dir_, options_.kubelet_socket,
                                options_.register_timeout, options_.backoff};
+  plugin::PreferredHandler gpu_preferred = GpuPreferredHandler(node);
   std::vector<std::string> sockets;
   for (ResourceSpec& spec : BuildResources(node, options_.socket_prefix)) {
     sockets.push_back(spec.socket_name);
-    runners_.push_back(
-        std::make_unique<PluginRunner>(std::move(spec), runner_options));
+    plugin::PreferredHandler preferred =
+        spec.resource_name == kGpuResource ? gpu_preferred : nullptr;
+    runners_.push_back(std::make_unique<PluginRunner>(
+        std::move(spec), runner_options, std::move(preferred)));
   }
   // Watch before the first registration so no kubelet restart is missed.
   absl::StatusOr<std::unique_ptr<registration::SocketWatcher>> watcher =
@@ -203,6 +210,25 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
                       << monitor.status().message();
   }
   return absl::OkStatus();
+}
+
+// Reads the topology once per session; allocation then never touches NVML.
+// Without it the full-GPU resource keeps the simple NUMA-aware policy.
+plugin::PreferredHandler Daemon::Impl::GpuPreferredHandler(
+    const device::Node& node) {
+  absl::StatusOr<device::Topology> topology =
+      device::BuildTopology(*lib_, node);
+  if (!topology.ok()) {
+    GPULET_LOG(WARNING) << "topology unavailable, preferred allocation "
+                           "falls back to NUMA order: "
+                        << topology.status().message();
+    return nullptr;
+  }
+  GPULET_LOG(INFO) << "preferred allocation: topology-aware over "
+                   << topology->size() << " GPUs";
+  return allocation::MakeTopologyPreferred(
+      std::make_shared<const allocation::ScoreMatrix>(
+          allocation::BuildScoreMatrix(*topology)));
 }
 
 SessionEnd Daemon::Impl::Loop(SignalChannel& signals) {

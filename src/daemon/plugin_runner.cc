@@ -32,13 +32,15 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path) {
                       st.st_ctim.tv_nsec};
 }
 
-PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options)
+PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options,
+                           plugin::PreferredHandler preferred)
     : spec_(std::move(spec)),
       options_(std::move(options)),
       devices_(spec_.devices),
       server_(std::make_unique<plugin::PluginServer>(
           ServerOptions(spec_), devices_, plugin::EnvvarResponse,
-          plugin::SimplePreferred)),
+          preferred ? std::move(preferred)
+                    : plugin::PreferredHandler(plugin::SimplePreferred))),
       backoff_(options_.backoff) {}
 
 PluginRunner::~PluginRunner() { Stop(); }

@@ -37,6 +37,7 @@
 #include "src/daemon/backoff.h"
 #include "src/daemon/resources.h"
 #include "src/plugin/device_list.h"
+#include "src/plugin/handlers.h"
 #include "src/plugin/plugin_server.h"
 
 namespace gpulet::daemon {
@@ -60,7 +61,10 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path);
 
 class PluginRunner {
  public:
-  PluginRunner(ResourceSpec spec, RunnerOptions options);
+  // `preferred` answers GetPreferredAllocation (plugin::SimplePreferred
+  // when empty).
+  PluginRunner(ResourceSpec spec, RunnerOptions options,
+               plugin::PreferredHandler preferred = nullptr);
   ~PluginRunner();
   PluginRunner(const PluginRunner&) = delete;
   PluginRunner& operator=(const PluginRunner&) = delete;
