@@ -97,6 +97,7 @@ func All() []Scenario {
 		{"allocate", "pods get disjoint devices and the expected run options; over-asking is rejected", runAllocate},
 		{"allocate-sizes", "a pod of every size from 1 to all devices is admitted with that many devices", runAllocateSizes},
 		{"preferred", "GetPreferredAllocation answers are valid and the kubelet follows them", runPreferred},
+		{"islands", "with two free devices on each of two NUMA nodes, a 2-device pod stays on one node", runIslands},
 		{"kubelet-restart", "plugin re-registers after each kubelet restart; allocations survive", runKubeletRestart},
 		{"socket-deleted", "plugin re-registers after its socket is deleted", runSocketDeleted},
 		{"plugin-restart", "kubelet sees the plugin go away (SIGTERM, SIGKILL) and come back", runPluginRestart},
