@@ -9,6 +9,10 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 LAUNCHER   := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 CMAKE_COMMON := -G Ninja $(LAUNCHER) -DGPULET_WERROR=ON
+# ccache keys on paths relative to the checkout, so a fresh clone elsewhere
+# (CI) reuses what an earlier build compiled.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
 
 .PHONY: all build test test-unit test-asan demo bench fuzz bootstrap clean
 

@@ -52,13 +52,18 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
 
 absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
     const GlobalOptions& global, const PluginCommandOptions& options,
-    const char* disable_healthchecks, const char* enable_healthchecks) {
+    const char* disable_healthchecks, const char* enable_healthchecks,
+    const char* health_quiet_period) {
   if (absl::Status s = CheckKubeletSocket(options.kubelet_socket); !s.ok()) {
     return s;
   }
   absl::StatusOr<health::MonitorOptions> health =
       health::ParseHealthEnv(disable_healthchecks, enable_healthchecks);
   if (!health.ok()) return health.status();
+  absl::StatusOr<absl::Duration> quiet_period =
+      health::ParseQuietPeriod(health_quiet_period);
+  if (!quiet_period.ok()) return quiet_period.status();
+  health->quiet_period = *quiet_period;
   daemon::DaemonOptions d;
   d.nvml.driver_root = global.driver_root;
   d.nvml.library_path = global.nvml_lib;
@@ -73,7 +78,8 @@ int RunPlugin(const GlobalOptions& global, const PluginCommandOptions& options,
               std::ostream& err) {
   absl::StatusOr<daemon::DaemonOptions> daemon_options =
       MakeDaemonOptions(global, options, std::getenv("DP_DISABLE_HEALTHCHECKS"),
-                        std::getenv("DP_ENABLE_HEALTHCHECKS"));
+                        std::getenv("DP_ENABLE_HEALTHCHECKS"),
+                        std::getenv("GPULET_HEALTH_QUIET_PERIOD"));
   if (!daemon_options.ok()) {
     err << "gpulet: " << daemon_options.status().message() << "\n";
     return kExitUsage;

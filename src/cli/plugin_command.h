@@ -4,6 +4,7 @@
 //                         /var/lib/kubelet/device-plugins/kubelet.sock)
 //   --fail-on-init-error  FAIL_ON_INIT_ERROR  (true|false, default true)
 //   DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS (health::ParseHealthEnv)
+//   GPULET_HEALTH_QUIET_PERIOD (health::ParseQuietPeriod)
 // plus the global --driver-root, --nvml-lib, --sysfs-root, -v, --log-format,
 // which may also follow the subcommand.
 //
@@ -28,12 +29,13 @@ struct PluginCommandOptions {
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options);
 
-// The daemon's options from the parsed flags and the two health variables'
-// values (nullptr when unset). InvalidArgument naming the flag or variable
-// when a value is unusable.
+// The daemon's options from the parsed flags and the health variables'
+// values (nullptr when unset), GPULET_HEALTH_QUIET_PERIOD included.
+// InvalidArgument naming the flag or variable when a value is unusable.
 absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
     const GlobalOptions& global, const PluginCommandOptions& options,
-    const char* disable_healthchecks, const char* enable_healthchecks);
+    const char* disable_healthchecks, const char* enable_healthchecks,
+    const char* health_quiet_period = nullptr);
 
 // Runs the daemon until SIGTERM/SIGINT and returns the process exit code:
 // 0 clean stop, 1 start-up failure (failOnInitError), 2 unusable option

@@ -29,7 +29,7 @@ class PluginCommandTest : public ::testing::Test {
   void SetUp() override {
     for (const char* name :
          {"KUBELET_SOCKET", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS",
-          "DP_ENABLE_HEALTHCHECKS"}) {
+          "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD"}) {
       unsetenv(name);
     }
   }
@@ -65,6 +65,19 @@ TEST_F(PluginCommandTest, CopiesGlobalAndPluginOptions) {
   EXPECT_EQ(d->kubelet_socket, "/tmp/k/kubelet.sock");
   EXPECT_FALSE(d->fail_on_init_error);
   EXPECT_TRUE(d->health.xids_disabled);
+}
+
+TEST_F(PluginCommandTest, HealthQuietPeriod) {
+  auto d = MakeDaemonOptions(GlobalOptions{}, PluginCommandOptions{}, nullptr,
+                             nullptr, "2s");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->health.quiet_period, absl::Seconds(2));
+  d = MakeDaemonOptions(GlobalOptions{}, PluginCommandOptions{}, nullptr,
+                        nullptr, "soon");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(d.status().message()),
+              HasSubstr("GPULET_HEALTH_QUIET_PERIOD"));
 }
 
 TEST_F(PluginCommandTest, UnusableValuesNameTheFlagOrVariable) {

@@ -16,8 +16,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "src/common/clock.h"
 #include "src/common/logging.h"
 #include "src/device/nvml_error_kind.h"
+#include "src/health/recovery_policy.h"
 
 namespace gpulet::health {
 namespace {
@@ -27,6 +29,9 @@ namespace {
 constexpr uint32_t kWaitTimeoutMs = 1000;
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
+// Unhealthy GPUs are probed at every idle wait timeout, and at least this
+// often while events keep the waits from timing out.
+constexpr std::chrono::milliseconds kProbeInterval{1000};
 // Distinct harmless event kinds logged at INFO before falling back to
 // verbosity 1, so a flood of odd Xid values cannot grow memory.
 constexpr size_t kMaxLoggedKinds = 1024;
@@ -119,14 +124,38 @@ std::string WhyIgnored(const MonitorOptions& options, uint64_t xid) {
 
 class IdleMonitor final : public HealthMonitor {};
 
+// Probes one GPU: NVML must answer on its handle. NVML_ERROR_GPU_IS_LOST and
+// the other "device gone" codes map to Unavailable (nvml_status.h). A memory
+// query refused as unsupported or not permitted still proves the GPU
+// answers.
+ProbeResult ProbeGpu(nvml::Library& lib, nvml::Device handle, int gpu) {
+  absl::Status status = lib.DeviceGetUuid(handle).status();
+  if (status.ok()) {
+    status = lib.DeviceGetMemoryInfo(handle).status();
+    if (device::IsNvmlUnsupported(status) ||
+        device::IsNvmlNoPermission(status)) {
+      status = absl::OkStatus();
+    }
+  }
+  if (status.ok()) return ProbeResult::kOk;
+  GPULET_VLOG(1) << "probing unhealthy GPU " << gpu << ": " << status;
+  return absl::IsUnavailable(status) ? ProbeResult::kLost
+                                     : ProbeResult::kFailed;
+}
+
 class EventMonitor final : public HealthMonitor {
  public:
-  EventMonitor(nvml::EventSetPtr events, Registration registration,
-               MonitorOptions options, Callback callback)
-      : events_(std::move(events)),
+  EventMonitor(nvml::Library& lib, nvml::EventSetPtr events,
+               Registration registration, MonitorOptions options,
+               Callback callback)
+      : lib_(lib),
+        events_(std::move(events)),
         gpus_(std::move(registration.gpus)),
         options_(std::move(options)),
+        clock_(options_.clock != nullptr ? *options_.clock
+                                         : common::RealClock::Get()),
         callback_(std::move(callback)),
+        recovery_(options_.quiet_period),
         thread_([this, failures = std::move(registration.failures)](
                     std::stop_token stop) { Run(stop, failures); }) {}
 
@@ -142,15 +171,23 @@ class EventMonitor final : public HealthMonitor {
   void OnEvent(const nvml::Event& event);
   void LogHarmless(const nvml::Event& event, int gpu);
   void Report(const HealthEvent& event);
+  // Probes the unhealthy GPUs when `idle` or kProbeInterval has passed since
+  // the last round, and reports those that recovered.
+  void MaybeProbe(bool idle);
+  void Recover(int gpu, const std::string& reason);
   // Blocks for `delay` or until stop is requested; false on stop.
   bool Sleep(std::stop_token stop, std::chrono::milliseconds delay);
 
+  nvml::Library& lib_;
   const nvml::EventSetPtr events_;
   const GpuOfHandle gpus_;
   const MonitorOptions options_;
+  const common::Clock& clock_;
   const Callback callback_;
 
   // Touched by the monitor thread only.
+  RecoveryPolicy recovery_;
+  std::chrono::steady_clock::time_point last_probe_{};
   absl::flat_hash_set<Key> reported_;
   absl::flat_hash_set<std::tuple<int, uint64_t, uint64_t>> logged_;
 
@@ -176,6 +213,7 @@ void EventMonitor::Run(std::stop_token stop,
         backoff = kFirstBackoff;
       }
       if (event.ok()) OnEvent(*event);
+      MaybeProbe(!event.ok());
       continue;
     }
     // NVIDIA's plugin marks every GPU unhealthy here; a failed wait says
@@ -189,6 +227,7 @@ void EventMonitor::Run(std::stop_token stop,
       GPULET_VLOG(1) << "waiting for NVML events failed again (" << failed_waits
                      << "): " << event.status();
     }
+    MaybeProbe(false);
     if (!Sleep(stop, backoff)) return;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
@@ -203,6 +242,9 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
   }
   if (std::optional<HealthEvent> unhealthy =
           Decide(event, it->second, options_)) {
+    // Also when already reported: a new fault restarts the quiet period.
+    recovery_.OnFatal(it->second, unhealthy->xid, unhealthy->reason,
+                      clock_.Now());
     Report(*unhealthy);
   } else {
     LogHarmless(event, it->second);
@@ -253,6 +295,44 @@ void EventMonitor::Report(const HealthEvent& event) {
   callback_(event);
 }
 
+void EventMonitor::MaybeProbe(bool idle) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!idle && now - last_probe_ < kProbeInterval) return;
+  last_probe_ = now;
+  const std::vector<int> unhealthy = recovery_.Unhealthy();
+  if (unhealthy.empty()) return;
+  // Probe every GPU first, so one round sees them all at the same instant.
+  std::vector<std::pair<int, ProbeResult>> results;
+  for (const auto& [handle, gpu] : gpus_) {
+    if (std::find(unhealthy.begin(), unhealthy.end(), gpu) != unhealthy.end()) {
+      results.emplace_back(gpu, ProbeGpu(lib_, handle, gpu));
+    }
+  }
+  std::sort(results.begin(), results.end());
+  const absl::Time at = clock_.Now();
+  for (const auto& [gpu, result] : results) {
+    if (std::optional<std::string> why = recovery_.OnProbe(gpu, result, at)) {
+      Recover(gpu, *why);
+    }
+  }
+}
+
+void EventMonitor::Recover(int gpu, const std::string& reason) {
+  // Forget every report for the GPU, its MIG devices included, so a later
+  // fault is reported again.
+  std::vector<Key> forget;
+  for (const Key& key : reported_) {
+    if (std::get<0>(key) == gpu) forget.push_back(key);
+  }
+  for (const Key& key : forget) reported_.erase(key);
+  HealthEvent event;
+  event.gpu_index = gpu;
+  event.healthy = true;
+  event.reason = reason;
+  GPULET_LOG(INFO) << "marking GPU " << gpu << " healthy: " << reason;
+  callback_(event);
+}
+
 bool EventMonitor::Sleep(std::stop_token stop,
                          std::chrono::milliseconds delay) {
   std::unique_lock lock(sleep_mu_);
@@ -277,7 +357,7 @@ absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
                    << " of " << gpus.size() << " GPUs; "
                    << DescribeOptions(options);
   return std::make_unique<EventMonitor>(
-      std::move(*events), std::move(registration), std::move(options),
+      lib, std::move(*events), std::move(registration), std::move(options),
       std::move(callback));
 }
 

@@ -16,8 +16,16 @@
 // NVML_ERROR_GPU_IS_LOST, on which NVIDIA's plugin marks every GPU
 // unhealthy) is retried with backoff (100 ms doubling to 5 s), never turned
 // into "everything unhealthy". Each GPU, or each MIG instance, is reported
-// unhealthy at most once per monitor; later fatal events for it are only
-// logged at verbosity 1. Recovery (healthy = true) is not implemented yet.
+// unhealthy at most once per monitor until it recovers; later fatal events
+// for it are only logged at verbosity 1 (but restart its quiet period).
+//
+// Recovery (recovery_policy.h): at every idle wait timeout (at least once a
+// second while events keep arriving) the monitor probes each unhealthy
+// registered GPU (nvmlDeviceGetUUID and nvmlDeviceGetMemoryInfo on its
+// handle) and reports HealthEvent{healthy = true} for the whole GPU when the
+// policy says it recovered, forgetting its earlier reports so a later fault
+// is reported again. Time for the quiet period comes from options.clock.
+// GPUs that could not be registered are never probed and stay unhealthy.
 //
 // Ownership: the monitor owns its NVML event set and thread; it borrows the
 // Library. Thread safety: Start() and the destructor from the owning

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/common/clock.h"
 #include "src/device/discovery.h"
 #include "src/nvml/sim/control_client.h"
 #include "src/nvml/sim_test_support.h"
@@ -116,16 +117,38 @@ class HealthMonitorTest : public SimTest {
     Control("lose " + gpu);
   }
 
+  void Restore(const std::string& gpu) {
+    std::erase(lost_, gpu);
+    Control("restore " + gpu);
+  }
+
+  // Options whose quiet period runs on clock_.
+  MonitorOptions WithQuietPeriod(absl::Duration quiet_period) {
+    MonitorOptions options;
+    options.quiet_period = quiet_period;
+    options.clock = &clock_;
+    return options;
+  }
+
   TempDir dir_;
   std::string socket_;
   std::vector<std::string> lost_;
   nvml::LibraryPtr lib_;
   std::vector<device::Gpu> gpus_;
+  common::FakeClock clock_;
   Recorder recorder_;
   std::unique_ptr<HealthMonitor> monitor_;  // last: destroyed first
 };
 
 #define CONTROL(line) ASSERT_NO_FATAL_FAILURE(Control(line))
+
+HealthEvent Recovered(const HealthEvent& event) {
+  HealthEvent want;
+  want.gpu_index = event.gpu_index;
+  want.healthy = true;
+  want.reason = event.reason;
+  return want;
+}
 
 TEST_F(HealthMonitorTest, FatalXidMarksThatGpuUnhealthy) {
   ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
@@ -317,6 +340,90 @@ TEST_F(HealthMonitorTest, FloodOfXidsIsHandled) {
   }
   EXPECT_EQ(fatal_gpus, (std::set<int>{0, 2, 4, 6}));
   EXPECT_EQ(events[4], Unhealthy(1, 0, "double-bit ECC error"));
+}
+
+// Xid 32 needs no reset: the GPU recovers once NVML answers and the quiet
+// period has passed since its last fatal event. Absence is proven by order:
+// one probe round reports its recoveries in GPU order.
+TEST_F(HealthMonitorTest, GpuRecoversAfterTheQuietPeriod) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::Minutes(5))));
+  CONTROL("xid 1 32");
+  CONTROL("xid 3 32");
+  std::vector<HealthEvent> events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  clock_.Advance(absl::Minutes(4));
+  CONTROL("xid 1 32");  // restarts GPU 1's quiet period (not reported again)
+  CONTROL("xid 4 32");  // the marker: GPU 1's Xid was handled before it
+  events = recorder_.WaitFor(3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2].gpu_index, 4);
+  clock_.Advance(absl::Minutes(2));  // 6 minutes after GPU 3's fault
+  events = recorder_.WaitFor(4);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[3].gpu_index, 3);
+  EXPECT_TRUE(events[3].healthy);
+  EXPECT_THAT(events[3].reason,
+              HasSubstr("recovered after Xid 32 (Invalid or corrupted push "
+                        "buffer stream)"));
+  EXPECT_EQ(events[3], Recovered(events[3]));
+  clock_.Advance(absl::Minutes(5));
+  events = recorder_.WaitFor(6);
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_EQ(events[4].gpu_index, 1);
+  EXPECT_TRUE(events[4].healthy);
+  EXPECT_EQ(events[5].gpu_index, 4);
+  EXPECT_TRUE(events[5].healthy);
+  // Recovered GPUs are reported again.
+  CONTROL("xid 1 48");
+  events = recorder_.WaitFor(7);
+  ASSERT_EQ(events.size(), 7u);
+  EXPECT_EQ(events[6], Unhealthy(1, 48, "Xid 48 (Double Bit ECC Error)"));
+}
+
+// Xid 79 needs a reset: the GPU stays unhealthy while it is lost, whatever
+// the quiet period, and recovers once it answers NVML again.
+TEST_F(HealthMonitorTest, LostGpuRecoversOnlyAfterItComesBack) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::ZeroDuration())));
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], Unhealthy(2, 79, "Xid 79 (GPU has fallen off the bus)"));
+  // The marker: GPU 5 recovers in a probe round that also probed GPU 2.
+  CONTROL("xid 5 32");
+  events = recorder_.WaitFor(3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1].gpu_index, 5);
+  EXPECT_FALSE(events[1].healthy);
+  EXPECT_EQ(events[2].gpu_index, 5);
+  EXPECT_TRUE(events[2].healthy);
+  ASSERT_NO_FATAL_FAILURE(Restore("2"));
+  events = recorder_.WaitFor(4);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[3].gpu_index, 2);
+  EXPECT_TRUE(events[3].healthy);
+  EXPECT_THAT(events[3].reason, HasSubstr("recovered after Xid 79"));
+  EXPECT_THAT(events[3].reason, HasSubstr("reset"));
+  // It is watched again: a new fault is reported.
+  CONTROL("xid 2 48");
+  events = recorder_.WaitFor(5);
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[4], Unhealthy(2, 48, "Xid 48 (Double Bit ECC Error)"));
+}
+
+// A GPU that needs a reset but never goes away is not trusted again.
+TEST_F(HealthMonitorTest, ResetXidWithoutAResetDoesNotRecover) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::ZeroDuration())));
+  CONTROL("xid 0 48");
+  CONTROL("xid 6 32");
+  const std::vector<HealthEvent> events = recorder_.WaitFor(3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].gpu_index, 0);
+  EXPECT_EQ(events[1].gpu_index, 6);
+  EXPECT_EQ(events[2].gpu_index, 6);  // GPU 0 was probed in the same round
+  EXPECT_TRUE(events[2].healthy);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char kDisableVar[] = "DP_DISABLE_HEALTHCHECKS";
 constexpr const char kEnableVar[] = "DP_ENABLE_HEALTHCHECKS";
+constexpr const char kQuietVar[] = "GPULET_HEALTH_QUIET_PERIOD";
 
 // One variable's value, tokenised.
 struct XidList {
@@ -91,6 +92,20 @@ absl::StatusOr<MonitorOptions> ParseHealthEnv(const char* disable,
   // documentation.
   options.disabled = disabled->all && options.enabled_xids.empty();
   return options;
+}
+
+absl::StatusOr<absl::Duration> ParseQuietPeriod(const char* value,
+                                                absl::Duration fallback) {
+  if (value == nullptr || *value == '\0') return fallback;
+  absl::Duration period;
+  if (!absl::ParseDuration(value, &period) || period < absl::ZeroDuration() ||
+      period == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kQuietVar, ": \"", value,
+        "\" is not a duration (a non-negative number with a unit, e.g. "
+        "\"30s\", \"5m\", \"1h30m\")"));
+  }
+  return period;
 }
 
 bool IsXidIgnored(const MonitorOptions& options, uint64_t xid) {
@@ -173,7 +188,8 @@ std::string DescribeOptions(const MonitorOptions& options) {
   }
   return absl::StrCat(xids, "; double-bit ECC errors ",
                       options.dbe_unhealthy ? "fatal" : "ignored",
-                      "; single-bit ECC errors logged only");
+                      "; single-bit ECC errors logged only; recovery after ",
+                      absl::FormatDuration(options.quiet_period), " quiet");
 }
 
 }  // namespace gpulet::health

@@ -22,6 +22,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "src/common/clock.h"
 #include "src/nvml/library.h"
 #include "src/nvml/nvml_api.h"
 
@@ -44,7 +46,8 @@ struct HealthEvent {
   // instance of the GPU (MIG); unset means the whole GPU.
   std::optional<unsigned> gpu_instance_id;
   std::optional<unsigned> compute_instance_id;
-  // Always false for now; true is reserved for recovery (not implemented).
+  // True when the GPU recovered (recovery_policy.h); the event then names
+  // the whole GPU (no instance ids) and xid is 0.
   bool healthy = false;
   uint64_t xid = 0;    // 0 when the event was not an Xid
   std::string reason;  // "Xid 79 (GPU has fallen off the bus)", ...
@@ -69,6 +72,12 @@ struct MonitorOptions {
   // A double-bit ECC event makes the GPU unhealthy. Off only with
   // DP_DISABLE_HEALTHCHECKS=all.
   bool dbe_unhealthy = true;
+  // An unhealthy GPU recovers after this long without a fatal event or a
+  // failed probe (recovery_policy.h); GPULET_HEALTH_QUIET_PERIOD.
+  absl::Duration quiet_period = absl::Minutes(5);
+  // The time source for the quiet period; nullptr means the real clock.
+  // Borrowed: must outlive the monitor.
+  const common::Clock* clock = nullptr;
 
   bool operator==(const MonitorOptions&) const = default;
 };
@@ -87,6 +96,13 @@ const std::set<uint64_t>& DefaultIgnoredXids();
 // DP_DISABLE_HEALTHCHECKS says (NVIDIA's precedence).
 absl::StatusOr<MonitorOptions> ParseHealthEnv(const char* disable,
                                               const char* enable);
+
+// The quiet period from GPULET_HEALTH_QUIET_PERIOD's value (nullptr or ""
+// means unset: `fallback`): a Go-style duration such as "30s", "5m",
+// "1h30m" or "0". A malformed, negative or infinite value is an
+// InvalidArgument error naming the variable and the value.
+absl::StatusOr<absl::Duration> ParseQuietPeriod(
+    const char* value, absl::Duration fallback = absl::Minutes(5));
 
 // True when an Xid critical error with this Xid does not change health.
 bool IsXidIgnored(const MonitorOptions& options, uint64_t xid);

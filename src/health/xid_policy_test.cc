@@ -237,12 +237,42 @@ TEST(XidPolicyTest, MalformedTokensAreErrorsNamingVariableAndToken) {
 TEST(XidPolicyTest, DescribeOptions) {
   EXPECT_EQ(DescribeOptions({}),
             "ignoring Xids 13,31,43,45,68,109; double-bit ECC errors fatal; "
-            "single-bit ECC errors logged only");
+            "single-bit ECC errors logged only; recovery after 5m quiet");
   EXPECT_THAT(DescribeOptions(Parse("all", nullptr)), HasSubstr("disabled"));
   EXPECT_THAT(DescribeOptions(Parse("xids", "79,48")),
               HasSubstr("Xid checks disabled except Xids 48,79"));
   EXPECT_THAT(DescribeOptions(Parse(nullptr, "all")),
               HasSubstr("every Xid is fatal"));
+}
+
+TEST(XidPolicyTest, QuietPeriodTakesGoDurations) {
+  const struct {
+    const char* value;
+    absl::Duration want;
+  } cases[] = {
+      {nullptr, absl::Minutes(5)},        {"", absl::Minutes(5)},
+      {"0", absl::ZeroDuration()},        {"2s", absl::Seconds(2)},
+      {"5m", absl::Minutes(5)},           {"1h30m", absl::Minutes(90)},
+      {"1.5s", absl::Milliseconds(1500)},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<absl::Duration> period = ParseQuietPeriod(c.value);
+    ASSERT_TRUE(period.ok())
+        << (c.value ? c.value : "null") << ": " << period.status();
+    EXPECT_EQ(*period, c.want) << (c.value ? c.value : "null");
+  }
+  EXPECT_EQ(*ParseQuietPeriod(nullptr, absl::Seconds(1)), absl::Seconds(1));
+}
+
+TEST(XidPolicyTest, BadQuietPeriodNamesTheVariable) {
+  for (const char* value : {"5", "five minutes", "-1s", "inf", "3x"}) {
+    absl::StatusOr<absl::Duration> period = ParseQuietPeriod(value);
+    ASSERT_FALSE(period.ok()) << value;
+    EXPECT_EQ(period.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string message(period.status().message());
+    EXPECT_THAT(message, HasSubstr("GPULET_HEALTH_QUIET_PERIOD"));
+    EXPECT_THAT(message, HasSubstr(value));
+  }
 }
 
 }  // namespace
