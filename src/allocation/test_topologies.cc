@@ -123,7 +123,9 @@ std::vector<int> BruteForceBestSet(const ScoreMatrix& m,
   std::optional<Key> best;
   ForEachSet(available, must, size, [&](std::vector<int> set) {
     std::sort(set.begin(), set.end());
-    int64_t rest = std::numeric_limits<int64_t>::min();
+    // Pair scores are positive; -1 stands for "no pair left" and, unlike
+    // INT64_MIN, can be negated below.
+    int64_t rest = -1;
     for (int a : available) {
       for (int b : available) {
         if (a < b && !std::binary_search(set.begin(), set.end(), a) &&
