@@ -15,6 +15,7 @@ using gpulet::sim::Gpu;
 using gpulet::sim::GpuInstanceProfile;
 using gpulet::sim::PciAddress;
 using gpulet::sim::State;
+using gpulet::sim::WithGpu;
 
 namespace {
 
@@ -25,14 +26,6 @@ constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
 PciAddress AddressOf(const Gpu& gpu) {
   std::optional<PciAddress> address = gpulet::sim::ParsePciBusId(gpu.bus_id);
   return address.value_or(PciAddress{});
-}
-
-// Only full GPUs answer these; MIG handles get NOT_SUPPORTED.
-template <typename Fn>
-nvmlReturn_t WithGpu(nvmlDevice_t device, Fn fn) {
-  return State().WithDevice(device, [&](const DeviceView& d) {
-    return d.mig != nullptr ? NVML_ERROR_NOT_SUPPORTED : fn(d);
-  });
 }
 
 struct MemoryFigures {

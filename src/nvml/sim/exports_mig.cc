@@ -17,15 +17,9 @@ using gpulet::sim::FindGiProfile;
 using gpulet::sim::GpuInstanceProfile;
 using gpulet::sim::GpuInstanceView;
 using gpulet::sim::State;
+using gpulet::sim::WithGpu;
 
 namespace {
-
-template <typename Fn>
-nvmlReturn_t WithGpu(nvmlDevice_t device, Fn fn) {
-  return State().WithDevice(device, [&](const DeviceView& d) {
-    return d.mig != nullptr ? NVML_ERROR_NOT_SUPPORTED : fn(d);
-  });
-}
 
 template <typename Fn>
 nvmlReturn_t WithMig(nvmlDevice_t device, Fn fn) {

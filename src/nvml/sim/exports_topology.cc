@@ -14,15 +14,9 @@ using gpulet::sim::Gpu;
 using gpulet::sim::NvLink;
 using gpulet::sim::PciAddress;
 using gpulet::sim::State;
+using gpulet::sim::WithGpu;
 
 namespace {
-
-template <typename Fn>
-nvmlReturn_t WithGpu(nvmlDevice_t device, Fn fn) {
-  return State().WithDevice(device, [&](const DeviceView& d) {
-    return d.mig != nullptr ? NVML_ERROR_NOT_SUPPORTED : fn(d);
-  });
-}
 
 template <typename Fn>
 nvmlReturn_t WithGpuPair(nvmlDevice_t a, nvmlDevice_t b, Fn fn) {

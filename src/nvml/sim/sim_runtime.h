@@ -20,6 +20,15 @@ inline constexpr char kSocketEnv[] = "GPULET_SIM_SOCKET";
 
 SimState& State();
 
+// Runs fn on a full GPU's view; MIG handles get NVML_ERROR_NOT_SUPPORTED, as
+// NVML answers for calls that only make sense on a physical GPU.
+template <typename Fn>
+nvmlReturn_t WithGpu(nvmlDevice_t device, Fn fn) {
+  return State().WithDevice(device, [&](const DeviceView& d) {
+    return d.mig != nullptr ? NVML_ERROR_NOT_SUPPORTED : fn(d);
+  });
+}
+
 // Called after an nvmlInit that moved the count from 0 to 1. If
 // $GPULET_SIM_SOCKET names a path other than the one served, (re)starts the
 // control server there; if another live simulator owns the path, warns on
