@@ -28,7 +28,21 @@ struct Device {
   // What the container runtime is told for this device (NVIDIA_VISIBLE_DEVICES
   // entry): the GPU or MIG UUID, or its index, without any replica suffix.
   std::string visible_id;
-  int gpu_index = -1;  // parent GPU, for health fan-out
+  int gpu_index = -1;  // parent GPU (of a replica or MIG device), for
+                       // health fan-out and topology
+  // A MIG device's GPU instance and compute instance IDs; -1 for a full GPU
+  // (or a replica of one). A MIG-scoped health event affects only the
+  // devices with the same gpu_index, gpu_instance_id and compute_instance_id.
+  int gpu_instance_id = -1;
+  int compute_instance_id = -1;
+  // Which replica of the underlying GPU or MIG device this is (time-slicing,
+  // MPS): 0..replicas-1; -1 when the device is not shared.
+  int replica = -1;
+  // Device nodes only this device needs, as container paths without the dev
+  // root: "/dev/nvidia3" for a GPU; for a MIG device also its GPU-instance and
+  // compute-instance access nodes "/dev/nvidia-caps/nvidia-cap<N>". Control
+  // nodes (nvidiactl, nvidia-uvm, ...) are per node, not listed here.
+  std::vector<std::string> device_nodes;
 
   friend bool operator==(const Device&, const Device&) = default;
 };
