@@ -9,7 +9,7 @@
 namespace gpulet::cli {
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& options) {
-  app.add_option("--driver-root", options.driver_root,
+  app.add_option("--driver-root,--nvidia-driver-root", options.driver_root,
                  "Root of the NVIDIA driver installation to search for "
                  "libnvidia-ml.so.1")
       ->envname("NVIDIA_DRIVER_ROOT")

@@ -1,12 +1,15 @@
 #include "src/cli/plugin_command.h"
 
+#include <sys/stat.h>
 #include <sys/un.h>
 
-#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/cli/app.h"
+#include "src/common/logging.h"
+#include "src/config/flag_table.h"
 #include "src/health/xid_policy.h"
 
 namespace gpulet::cli {
@@ -29,61 +32,131 @@ absl::Status CheckKubeletSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
+std::string HelpFor(const config::FlagSpec& spec) {
+  std::string help = spec.help;
+  if (!spec.env_vars.empty()) {
+    absl::StrAppend(&help, " [env: ", absl::StrJoin(spec.env_vars, ", "), "]");
+  }
+  if (!spec.default_value.empty()) {
+    absl::StrAppend(&help, " [default: ", spec.default_value, "]");
+  }
+  return help;
+}
+
+// Where to look for libnvidia-ml.so.1: inside the container, NVIDIA's
+// charts mount the host's driver root at flags.plugin.containerDriverRoot
+// (/driver-root); NVIDIA's plugin loads NVML from there when it exists and
+// otherwise from the driver root itself (gpulet running on the host).
+std::string NvmlSearchRoot(const config::Config& config) {
+  const std::string& in_container = config.flags.plugin.container_driver_root;
+  struct stat st;
+  if (!in_container.empty() && ::stat(in_container.c_str(), &st) == 0 &&
+      S_ISDIR(st.st_mode)) {
+    return in_container;
+  }
+  return config.flags.nvidia_driver_root;
+}
+
+const char* GetEnv(const config::EnvLookup& env, const std::string& name,
+                   std::optional<std::string>& holder) {
+  holder = env(name);
+  return holder.has_value() ? holder->c_str() : nullptr;
+}
+
 }  // namespace
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
   CLI::App* cmd = app.add_subcommand(
-      "plugin", "Run the kubelet device plugin (advertises nvidia.com/gpu)");
+      "plugin",
+      "Run the kubelet device plugin, configured by NVIDIA k8s-device-plugin's "
+      "flags, environment variables and config file");
   // Global options after the subcommand, as in NVIDIA's plugin flags.
   cmd->fallthrough();
-  cmd->add_option("--kubelet-socket", options.kubelet_socket,
-                  "The kubelet's device plugin registration socket; plugin "
-                  "sockets are created in its directory")
-      ->envname("KUBELET_SOCKET")
-      ->capture_default_str();
-  cmd->add_flag("--fail-on-init-error", options.fail_on_init_error,
-                "Exit with an error when NVML cannot be loaded or "
-                "initialised or there is no GPU; with "
-                "--fail-on-init-error=false, log it and wait")
-      ->envname("FAIL_ON_INIT_ERROR")
-      ->capture_default_str();
+  options.driver_root = app.get_option("--driver-root");
+  for (const config::FlagSpec& spec : config::FlagTable()) {
+    if (spec.name == "driver-root") continue;
+    std::string names = absl::StrCat("--", spec.name);
+    for (const std::string& alias : spec.aliases) {
+      absl::StrAppend(&names, ",--", alias);
+    }
+    CLI::Option* opt = cmd->add_option(names);
+    opt->description(HelpFor(spec));
+    if (spec.kind == config::FlagKind::kBool) {
+      opt->expected(0, 1);
+    } else {
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    }
+    options.flags.emplace_back(spec.name, opt);
+  }
   return cmd;
 }
 
-absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
-    const GlobalOptions& global, const PluginCommandOptions& options,
-    const char* disable_healthchecks, const char* enable_healthchecks,
-    const char* health_quiet_period) {
-  if (absl::Status s = CheckKubeletSocket(options.kubelet_socket); !s.ok()) {
-    return s;
+config::FlagValues GivenFlags(const PluginCommandOptions& options,
+                              const GlobalOptions& global,
+                              const config::EnvLookup& env) {
+  config::FlagValues given;
+  for (const auto& [name, opt] : options.flags) {
+    if (opt->count() == 0) continue;
+    std::vector<std::string> values = opt->results();
+    if (values.empty()) values.emplace_back();  // bare boolean flag
+    given[name] = std::move(values);
   }
-  absl::StatusOr<health::MonitorOptions> health =
-      health::ParseHealthEnv(disable_healthchecks, enable_healthchecks);
+  if (options.driver_root != nullptr && options.driver_root->count() > 0) {
+    std::optional<std::string> from_env = env("NVIDIA_DRIVER_ROOT");
+    if (!from_env.has_value() || *from_env != global.driver_root) {
+      given["driver-root"] = {global.driver_root};
+    }
+  }
+  return given;
+}
+
+absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
+    const GlobalOptions& global, const config::Config& config,
+    const config::EnvLookup& env) {
+  const std::string& socket = config.flags.plugin.kubelet_socket;
+  if (absl::Status s = CheckKubeletSocket(socket); !s.ok()) return s;
+  std::optional<std::string> disable, enable, quiet;
+  absl::StatusOr<health::MonitorOptions> health = health::ParseHealthEnv(
+      GetEnv(env, "DP_DISABLE_HEALTHCHECKS", disable),
+      GetEnv(env, "DP_ENABLE_HEALTHCHECKS", enable));
   if (!health.ok()) return health.status();
   absl::StatusOr<absl::Duration> quiet_period =
-      health::ParseQuietPeriod(health_quiet_period);
+      health::ParseQuietPeriod(GetEnv(env, "GPULET_HEALTH_QUIET_PERIOD", quiet));
   if (!quiet_period.ok()) return quiet_period.status();
   health->quiet_period = *quiet_period;
   daemon::DaemonOptions d;
-  d.nvml.driver_root = global.driver_root;
+  d.config = config;
+  d.nvml.driver_root = NvmlSearchRoot(config);
   d.nvml.library_path = global.nvml_lib;
   d.sysfs_root = global.sysfs_root;
-  d.kubelet_socket = options.kubelet_socket;
-  d.fail_on_init_error = options.fail_on_init_error;
+  d.kubelet_socket = socket;
+  d.fail_on_init_error = config.flags.fail_on_init_error;
   d.health = *std::move(health);
   return d;
 }
 
 int RunPlugin(const GlobalOptions& global, const PluginCommandOptions& options,
               std::ostream& err) {
+  config::EnvLookup env = config::ProcessEnvironment();
+  config::FlagValues given = GivenFlags(options, global, env);
+  absl::StatusOr<config::Config> config = config::LoadAndResolve(given, env);
+  if (!config.ok()) {
+    err << "gpulet: " << config.status().message() << "\n";
+    return kExitUsage;
+  }
   absl::StatusOr<daemon::DaemonOptions> daemon_options =
-      MakeDaemonOptions(global, options, std::getenv("DP_DISABLE_HEALTHCHECKS"),
-                        std::getenv("DP_ENABLE_HEALTHCHECKS"),
-                        std::getenv("GPULET_HEALTH_QUIET_PERIOD"));
+      MakeDaemonOptions(global, *config, env);
   if (!daemon_options.ok()) {
     err << "gpulet: " << daemon_options.status().message() << "\n";
     return kExitUsage;
   }
+  for (const std::string& key : config->ignored_keys) {
+    GPULET_LOG(WARNING) << "config key " << key
+                        << " is accepted for compatibility and ignored";
+  }
+  daemon_options->reload_config = [given, env]() {
+    return config::LoadAndResolve(given, env);
+  };
   daemon::Daemon daemon(*std::move(daemon_options));
   return daemon.Run();
 }

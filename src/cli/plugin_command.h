@@ -1,12 +1,12 @@
-// `gpulet plugin`: the kubelet device plugin daemon (src/daemon), with
-// NVIDIA k8s-device-plugin's flag names and environment variables:
-//   --kubelet-socket      KUBELET_SOCKET      (default
-//                         /var/lib/kubelet/device-plugins/kubelet.sock)
-//   --fail-on-init-error  FAIL_ON_INIT_ERROR  (true|false, default true)
+// `gpulet plugin`: the kubelet device plugin daemon (src/daemon), configured
+// as NVIDIA k8s-device-plugin is: every flag of config::FlagTable() (same
+// names, aliases and environment variables), a `version: v1` file named by
+// --config-file / CONFIG_FILE, with flag > environment > file > default
+// precedence (config::Resolve). Besides those:
 //   DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS (health::ParseHealthEnv)
 //   GPULET_HEALTH_QUIET_PERIOD (health::ParseQuietPeriod)
-// plus the global --driver-root, --nvml-lib, --sysfs-root, -v, --log-format,
-// which may also follow the subcommand.
+// and the global --driver-root (alias --nvidia-driver-root), --nvml-lib,
+// --sysfs-root, -v, --log-format, which may also follow the subcommand.
 //
 // Thread safety: run on the main thread, before any other thread exists
 // (the daemon blocks signals first thing).
@@ -14,32 +14,44 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "CLI/App.hpp"
 #include "absl/status/statusor.h"
 #include "src/cli/global_options.h"
+#include "src/config/config.h"
+#include "src/config/resolve.h"
 #include "src/daemon/daemon.h"
 
 namespace gpulet::cli {
 
 struct PluginCommandOptions {
-  std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
-  bool fail_on_init_error = true;
+  // The subcommand's options, one per FlagTable() entry but driver-root
+  // (the global option), by canonical flag name. Filled by AddPluginCommand.
+  std::vector<std::pair<std::string, CLI::Option*>> flags;
+  CLI::Option* driver_root = nullptr;  // the global --driver-root
 };
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options);
 
-// The daemon's options from the parsed flags and the health variables'
-// values (nullptr when unset), GPULET_HEALTH_QUIET_PERIOD included.
-// InvalidArgument naming the flag or variable when a value is unusable.
+// The flags the command line gave, for config::Resolve. The global
+// --driver-root counts only when it did not come from NVIDIA_DRIVER_ROOT
+// (CLI11 reads that variable for the other subcommands).
+config::FlagValues GivenFlags(const PluginCommandOptions& options,
+                              const GlobalOptions& global,
+                              const config::EnvLookup& env);
+
+// The daemon's options from a resolved configuration, the global options and
+// the health variables read through `env`. InvalidArgument naming the flag
+// or variable when a value is unusable.
 absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
-    const GlobalOptions& global, const PluginCommandOptions& options,
-    const char* disable_healthchecks, const char* enable_healthchecks,
-    const char* health_quiet_period = nullptr);
+    const GlobalOptions& global, const config::Config& config,
+    const config::EnvLookup& env);
 
 // Runs the daemon until SIGTERM/SIGINT and returns the process exit code:
-// 0 clean stop, 1 start-up failure (failOnInitError), 2 unusable option
-// (the message, naming the flag or variable, on `err`).
+// 0 clean stop, 1 start-up failure, 2 unusable flag, variable or config
+// file (the message, naming the key or flag, on `err`).
 int RunPlugin(const GlobalOptions& global, const PluginCommandOptions& options,
               std::ostream& err);
 

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,12 +25,21 @@ int RunArgs(std::vector<const char*> args, std::string* err_text) {
   return code;
 }
 
+config::EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
 class PluginCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name :
          {"KUBELET_SOCKET", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS",
-          "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD"}) {
+          "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD",
+          "CONFIG_FILE", "MIG_STRATEGY", "NVIDIA_DRIVER_ROOT"}) {
       unsetenv(name);
     }
   }
@@ -37,9 +47,7 @@ class PluginCommandTest : public ::testing::Test {
 };
 
 TEST_F(PluginCommandTest, DefaultsMatchNvidia) {
-  GlobalOptions global;
-  PluginCommandOptions options;
-  auto d = MakeDaemonOptions(global, options, nullptr, nullptr);
+  auto d = MakeDaemonOptions(GlobalOptions{}, config::Config{}, Env({}));
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->kubelet_socket, "/var/lib/kubelet/device-plugins/kubelet.sock");
   EXPECT_TRUE(d->fail_on_init_error);
@@ -49,31 +57,34 @@ TEST_F(PluginCommandTest, DefaultsMatchNvidia) {
   EXPECT_EQ(d->health, health::MonitorOptions{});
 }
 
-TEST_F(PluginCommandTest, CopiesGlobalAndPluginOptions) {
+TEST_F(PluginCommandTest, CopiesConfigAndGlobalOptions) {
   GlobalOptions global;
-  global.driver_root = "/run/nvidia/driver";
   global.nvml_lib = "/x/libnvidia-ml.so.1";
   global.sysfs_root = "/fake/sys";
-  PluginCommandOptions options;
-  options.kubelet_socket = "/tmp/k/kubelet.sock";
-  options.fail_on_init_error = false;
-  auto d = MakeDaemonOptions(global, options, "xids", nullptr);
+  config::Config config;
+  config.flags.nvidia_driver_root = "/run/nvidia/driver";
+  config.flags.plugin.kubelet_socket = "/tmp/k/kubelet.sock";
+  config.flags.fail_on_init_error = false;
+  config.flags.mig_strategy = config::MigStrategy::kMixed;
+  auto d = MakeDaemonOptions(global, config,
+                             Env({{"DP_DISABLE_HEALTHCHECKS", "xids"}}));
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->nvml.driver_root, "/run/nvidia/driver");
   EXPECT_EQ(d->nvml.library_path, "/x/libnvidia-ml.so.1");
   EXPECT_EQ(d->sysfs_root, "/fake/sys");
   EXPECT_EQ(d->kubelet_socket, "/tmp/k/kubelet.sock");
   EXPECT_FALSE(d->fail_on_init_error);
+  EXPECT_EQ(d->config.flags.mig_strategy, config::MigStrategy::kMixed);
   EXPECT_TRUE(d->health.xids_disabled);
 }
 
 TEST_F(PluginCommandTest, HealthQuietPeriod) {
-  auto d = MakeDaemonOptions(GlobalOptions{}, PluginCommandOptions{}, nullptr,
-                             nullptr, "2s");
+  auto d = MakeDaemonOptions(GlobalOptions{}, config::Config{},
+                             Env({{"GPULET_HEALTH_QUIET_PERIOD", "2s"}}));
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->health.quiet_period, absl::Seconds(2));
-  d = MakeDaemonOptions(GlobalOptions{}, PluginCommandOptions{}, nullptr,
-                        nullptr, "soon");
+  d = MakeDaemonOptions(GlobalOptions{}, config::Config{},
+                        Env({{"GPULET_HEALTH_QUIET_PERIOD", "soon"}}));
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(d.status().message()),
@@ -83,18 +94,20 @@ TEST_F(PluginCommandTest, HealthQuietPeriod) {
 TEST_F(PluginCommandTest, UnusableValuesNameTheFlagOrVariable) {
   struct Case {
     std::string socket;
-    const char* disable;
+    std::string disable;
     const char* want;
   } cases[] = {
-      {"", nullptr, "--kubelet-socket"},
-      {"/var/lib/kubelet/device-plugins/", nullptr, "--kubelet-socket"},
-      {"/" + std::string(120, 'x'), nullptr, "--kubelet-socket"},
+      {"", "", "--kubelet-socket"},
+      {"/var/lib/kubelet/device-plugins/", "", "--kubelet-socket"},
+      {"/" + std::string(120, 'x'), "", "--kubelet-socket"},
       {"/tmp/kubelet.sock", "4x", "DP_DISABLE_HEALTHCHECKS"},
   };
   for (const Case& c : cases) {
-    PluginCommandOptions options;
-    options.kubelet_socket = c.socket;
-    auto d = MakeDaemonOptions(GlobalOptions{}, options, c.disable, nullptr);
+    config::Config config;
+    config.flags.plugin.kubelet_socket = c.socket;
+    std::map<std::string, std::string> vars;
+    if (!c.disable.empty()) vars["DP_DISABLE_HEALTHCHECKS"] = c.disable;
+    auto d = MakeDaemonOptions(GlobalOptions{}, config, Env(vars));
     ASSERT_FALSE(d.ok()) << c.socket;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(d.status().message()), HasSubstr(c.want));
@@ -109,13 +122,59 @@ TEST_F(PluginCommandTest, BadFlagValuesExitTwo) {
   EXPECT_THAT(err, HasSubstr("--fail-on-init-error"));
   EXPECT_EQ(RunArgs({"plugin", "--kubelet-socket", ""}, &err), kExitUsage);
   EXPECT_THAT(err, HasSubstr("--kubelet-socket"));
+  EXPECT_EQ(RunArgs({"plugin", "--mig-strategy=half"}, &err), kExitUsage);
+  EXPECT_THAT(err, HasSubstr("flags.migStrategy"));
+  EXPECT_EQ(RunArgs({"plugin", "--device-list-strategy=envvar,floppy"}, &err),
+            kExitUsage);
+  EXPECT_THAT(err, HasSubstr("floppy"));
+  EXPECT_EQ(RunArgs({"plugin", "--config-file=/nonexistent/gpulet.yaml"}, &err),
+            kExitUsage);
+  EXPECT_THAT(err, HasSubstr("/nonexistent/gpulet.yaml"));
   setenv("FAIL_ON_INIT_ERROR", "sometimes", 1);
   EXPECT_EQ(RunArgs({"plugin"}, &err), kExitUsage);
-  EXPECT_THAT(err, HasSubstr("--fail-on-init-error"));
+  EXPECT_THAT(err, HasSubstr("FAIL_ON_INIT_ERROR"));
   unsetenv("FAIL_ON_INIT_ERROR");
   setenv("DP_ENABLE_HEALTHCHECKS", "79,x", 1);
   EXPECT_EQ(RunArgs({"plugin"}, &err), kExitUsage);
   EXPECT_THAT(err, HasSubstr("DP_ENABLE_HEALTHCHECKS"));
+}
+
+TEST_F(PluginCommandTest, GivenFlagsRecordsOnlyWhatTheCommandLineSaid) {
+  CLI::App app;
+  GlobalOptions global;
+  AddGlobalOptions(app, global);
+  PluginCommandOptions options;
+  AddPluginCommand(app, options);
+  const char* args[] = {"gpulet",
+                        "plugin",
+                        "--pass-device-specs",
+                        "--device-list-strategy=envvar,cdi-cri",
+                        "--device-list-strategy",
+                        "volume-mounts",
+                        "--nvidia-driver-root=/run/nvidia/driver",
+                        "--fail-on-init-error=false"};
+  app.parse(static_cast<int>(std::size(args)), args);
+  config::FlagValues given = GivenFlags(options, global, Env({}));
+  EXPECT_EQ(given,
+            (config::FlagValues{
+                {"pass-device-specs", {""}},
+                {"device-list-strategy", {"envvar,cdi-cri", "volume-mounts"}},
+                {"driver-root", {"/run/nvidia/driver"}},
+                {"fail-on-init-error", {"false"}}}));
+}
+
+TEST_F(PluginCommandTest, DriverRootFromTheEnvironmentIsNotAFlag) {
+  setenv("NVIDIA_DRIVER_ROOT", "/from/env", 1);
+  CLI::App app;
+  GlobalOptions global;
+  AddGlobalOptions(app, global);
+  PluginCommandOptions options;
+  AddPluginCommand(app, options);
+  const char* args[] = {"gpulet", "plugin"};
+  app.parse(2, args);
+  EXPECT_TRUE(
+      GivenFlags(options, global, Env({{"NVIDIA_DRIVER_ROOT", "/from/env"}}))
+          .empty());
 }
 
 TEST_F(PluginCommandTest, HelpListsNvidiaFlagsAndEnv) {
@@ -123,10 +182,13 @@ TEST_F(PluginCommandTest, HelpListsNvidiaFlagsAndEnv) {
   std::ostringstream err;
   const char* args[] = {"gpulet", "plugin", "--help"};
   EXPECT_EQ(cli::Run(3, args, out, err), kExitOk);
-  EXPECT_THAT(out.str(), HasSubstr("--kubelet-socket"));
-  EXPECT_THAT(out.str(), HasSubstr("KUBELET_SOCKET"));
-  EXPECT_THAT(out.str(), HasSubstr("--fail-on-init-error"));
-  EXPECT_THAT(out.str(), HasSubstr("FAIL_ON_INIT_ERROR"));
+  for (const char* want :
+       {"--kubelet-socket", "KUBELET_SOCKET", "--fail-on-init-error",
+        "FAIL_ON_INIT_ERROR", "--mig-strategy", "MIG_STRATEGY",
+        "--device-list-strategy", "--config-file", "CONFIG_FILE",
+        "--nvidia-dev-root", "--shared-devices-allocation-policy"}) {
+    EXPECT_THAT(out.str(), HasSubstr(want));
+  }
 }
 
 }  // namespace

@@ -136,7 +136,8 @@ absl::Status Checker::Replicated(const std::string& path,
   if (section.resources.empty()) {
     return Error(list_path, "no resources specified");
   }
-  std::map<std::string, std::string> names;       // name -> its path
+  std::map<std::string, size_t> names;      // name -> its first entry
+  std::map<std::string, size_t> adv_source;  // advertised -> first entry
   std::map<std::string, std::string> advertised;  // advertised -> its path
   for (size_t i = 0; i < section.resources.size(); ++i) {
     const ReplicatedResource& r = section.resources[i];
@@ -155,19 +156,28 @@ absl::Status Checker::Replicated(const std::string& path,
     }
     GPULET_CONFIG_RETURN_IF_ERROR(
         Devices(JoinPath(base, "devices"), r.devices));
-    auto [it, added] = names.emplace(r.name, base);
-    if (!added) {
+    // One resource may be split over several entries (different replica
+    // counts for different GPUs) when each entry lists its devices.
+    auto [it, added] = names.emplace(r.name, i);
+    if (!added &&
+        (r.devices.kind != ReplicaDevices::Kind::kList ||
+         section.resources[it->second].devices.kind !=
+             ReplicaDevices::Kind::kList)) {
       return Error(JoinPath(base, "name"),
                    absl::StrCat("duplicate resource ", r.name, " (also at ",
-                                it->second, ")"));
+                                IndexPath(list_path, it->second),
+                                "); entries sharing one resource must each "
+                                "list their devices"));
     }
     std::string shared = AdvertisedName(section, r);
     auto [adv, adv_added] = advertised.emplace(shared, base);
-    if (!adv_added) {
+    if (!adv_added &&
+        section.resources[adv_source[shared]].name != r.name) {
       return Error(JoinPath(base, r.rename.empty() ? "name" : "rename"),
                    absl::StrCat("advertised name ", shared, " is also used by ",
                                 adv->second));
     }
+    adv_source.emplace(shared, i);
     if (shared != r.name) {
       GPULET_CONFIG_RETURN_IF_ERROR(
           ResourceName(JoinPath(base, "rename"), shared));

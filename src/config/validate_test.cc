@@ -136,7 +136,14 @@ const BadCase kBadCases[] = {
      OneShared("      replicas: 2\n    - name: nvidia.com/gpu\n"
                "      replicas: 4\n"),
      "t.yaml:6:13: sharing.timeSlicing.resources[1].name: duplicate resource "
-     "nvidia.com/gpu (also at sharing.timeSlicing.resources[0])"},
+     "nvidia.com/gpu (also at sharing.timeSlicing.resources[0]); entries "
+     "sharing one resource must each list their devices"},
+    {"DuplicateNameOneListed",
+     OneShared("      devices: [0]\n      replicas: 2\n    - name: nvidia.com/gpu\n"
+               "      replicas: 4\n"),
+     "t.yaml:7:13: sharing.timeSlicing.resources[1].name: duplicate resource "
+     "nvidia.com/gpu (also at sharing.timeSlicing.resources[0]); entries "
+     "sharing one resource must each list their devices"},
     {"DuplicateAdvertisedName",
      OneShared("      rename: t4\n      replicas: 2\n    - name: t4\n"
                "      replicas: 4\n"),
@@ -245,6 +252,24 @@ TEST(ValidateTest, MpsWithSingleMigIsAllowedAsInNvidia) {
   EXPECT_TRUE(Check("flags:\n  migStrategy: single\n  mpsRoot: /run/mps\n"
                     "sharing:\n  mps:\n    resources: [{name: gpu, "
                     "replicas: 2}]\n")
+                  .ok());
+}
+
+}  // namespace
+}  // namespace gpulet::config
+
+namespace gpulet::config {
+namespace {
+
+TEST(ValidateTest, OneResourceSplitOverEntriesWithDeviceLists) {
+  EXPECT_TRUE(Check("sharing:\n  timeSlicing:\n    resources:\n"
+                    "    - {name: gpu, replicas: 2, devices: [0, 1]}\n"
+                    "    - {name: gpu, replicas: 8, devices: [2, 3]}\n")
+                  .ok());
+  EXPECT_TRUE(Check("sharing:\n  timeSlicing:\n    renameByDefault: true\n"
+                    "    resources:\n"
+                    "    - {name: gpu, replicas: 2, devices: [0]}\n"
+                    "    - {name: gpu, replicas: 8, devices: [1]}\n")
                   .ok());
 }
 

@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "src/allocation/score.h"
-#include "src/allocation/topology_preferred.h"
+#include "src/allocation/preferred_handler.h"
 #include "src/common/errors.h"
 #include "src/common/logging.h"
 #include "src/daemon/plugin_runner.h"
@@ -57,6 +57,7 @@ class Daemon::Impl {
  public:
   explicit Impl(DaemonOptions options)
       : options_(std::move(options)),
+        config_(options_.config),
         plugin_dir_(DirName(options_.kubelet_socket)),
         kubelet_name_(BaseName(options_.kubelet_socket)) {}
 
@@ -67,7 +68,8 @@ class Daemon::Impl {
   absl::StatusOr<device::Node> LoadNode();
   SessionEnd InitFailed(const std::string& message, SignalChannel& signals);
   absl::Status StartSession(const device::Node& node);
-  plugin::PreferredHandler GpuPreferredHandler(const device::Node& node);
+  std::shared_ptr<const allocation::ScoreMatrix> ScoreTopology(
+      const device::Node& node);
   SessionEnd Loop(SignalChannel& signals);
   void StopSession();
   void ShutdownNvml();
@@ -76,7 +78,10 @@ class Daemon::Impl {
   void HandleWake();
   void OnHealth(const health::HealthEvent& event);
 
+  void ReloadConfig();
+
   const DaemonOptions options_;
+  config::Config config_;
   std::string plugin_dir_;
   std::string kubelet_name_;
   nvml::LibraryPtr lib_;
@@ -115,7 +120,21 @@ int Daemon::Impl::Run() {
   while (true) {
     SessionEnd end = RunSession(**signals);
     if (end.end == End::kExit) return end.exit_code;
+    ReloadConfig();
   }
+}
+
+void Daemon::Impl::ReloadConfig() {
+  if (!options_.reload_config) return;
+  absl::StatusOr<config::Config> fresh = options_.reload_config();
+  if (!fresh.ok()) {
+    GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
+                         "one: "
+                      << fresh.status().message();
+    return;
+  }
+  config_ = *std::move(fresh);
+  GPULET_LOG(INFO) << "configuration reloaded";
 }
 
 SessionEnd Daemon::Impl::RunSession(SignalChannel& signals) {
@@ -182,14 +201,27 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
   }
   RunnerOptions runner_options{plugin_dir_, options_.kubelet_socket,
                                options_.register_timeout, options_.backoff};
-  plugin::PreferredHandler gpu_preferred = GpuPreferredHandler(node);
+  ResourceOptions resource_options;
+  resource_options.socket_prefix = options_.socket_prefix;
+  absl::StatusOr<std::vector<ResourceSpec>> specs =
+      BuildResources(node, config_, resource_options);
+  if (!specs.ok()) {
+    return common::Annotate(specs.status(),
+                            "the GPUs do not fit the configuration");
+  }
+  allocation::PreferredOptions preferred_options;
+  preferred_options.shared_policy =
+      config_.flags.plugin.shared_devices_allocation_policy ==
+              config::SharedDevicesAllocationPolicy::kPacked
+          ? allocation::SharedPolicy::kPacked
+          : allocation::SharedPolicy::kDistributed;
+  plugin::PreferredHandler preferred =
+      allocation::MakePreferredHandler(ScoreTopology(node), preferred_options);
   std::vector<std::string> sockets;
-  for (ResourceSpec& spec : BuildResources(node, options_.socket_prefix)) {
+  for (ResourceSpec& spec : *specs) {
     sockets.push_back(spec.socket_name);
-    plugin::PreferredHandler preferred =
-        spec.resource_name == kGpuResource ? gpu_preferred : nullptr;
     runners_.push_back(std::make_unique<PluginRunner>(
-        std::move(spec), runner_options, std::move(preferred)));
+        std::move(spec), runner_options, nullptr, preferred));
   }
   // Watch before the first registration so no kubelet restart is missed.
   absl::StatusOr<std::unique_ptr<registration::SocketWatcher>> watcher =
@@ -213,8 +245,8 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
 }
 
 // Reads the topology once per session; allocation then never touches NVML.
-// Without it the full-GPU resource keeps the simple NUMA-aware policy.
-plugin::PreferredHandler Daemon::Impl::GpuPreferredHandler(
+// Without it preferred allocation falls back to NUMA locality.
+std::shared_ptr<const allocation::ScoreMatrix> Daemon::Impl::ScoreTopology(
     const device::Node& node) {
   absl::StatusOr<device::Topology> topology =
       device::BuildTopology(*lib_, node);
@@ -226,9 +258,8 @@ plugin::PreferredHandler Daemon::Impl::GpuPreferredHandler(
   }
   GPULET_LOG(INFO) << "preferred allocation: topology-aware over "
                    << topology->size() << " GPUs";
-  return allocation::MakeTopologyPreferred(
-      std::make_shared<const allocation::ScoreMatrix>(
-          allocation::BuildScoreMatrix(*topology)));
+  return std::make_shared<const allocation::ScoreMatrix>(
+      allocation::BuildScoreMatrix(*topology));
 }
 
 SessionEnd Daemon::Impl::Loop(SignalChannel& signals) {

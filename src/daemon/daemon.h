@@ -10,8 +10,11 @@
 //   - NVML failing to load or initialise, or a node without GPUs, ends Run()
 //     with 1 when fail_on_init_error, else is logged once and Run() waits for
 //     a signal, serving nothing (NVIDIA's failOnInitError=false);
-//   - SIGHUP reloads: everything is stopped, NVML re-initialised, GPUs
-//     rediscovered, servers restarted and registered again;
+//   - SIGHUP reloads: everything is stopped, the configuration re-read,
+//     NVML re-initialised, GPUs rediscovered, servers restarted and
+//     registered again;
+//   - a node the configuration does not fit (see BuildResources) ends Run()
+//     with 1, whatever failOnInitError says, as NVIDIA's plugin does;
 //   - SIGTERM / SIGINT stop cleanly (health monitor, socket watcher,
 //     servers with their streams and sockets, NVML) and Run() returns 0.
 //
@@ -20,10 +23,13 @@
 // Run() on the main thread before any other thread is created; Run() once.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "src/config/config.h"
 #include "src/daemon/backoff.h"
 #include "src/health/xid_policy.h"
 #include "src/nvml/library_search.h"
@@ -31,6 +37,13 @@
 namespace gpulet::daemon {
 
 struct DaemonOptions {
+  // The resolved configuration (flags > environment > file) the first
+  // session runs with. On SIGHUP `reload_config`, when set, is asked for a
+  // fresh one (the file re-read); if it fails the error is logged and the
+  // previous configuration kept. The NVML, kubelet-socket and
+  // failOnInitError fields below are the ones used, not config.flags'.
+  config::Config config;
+  std::function<absl::StatusOr<config::Config>()> reload_config;
   nvml::LoadOptions nvml;
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
   bool fail_on_init_error = true;

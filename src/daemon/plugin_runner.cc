@@ -33,12 +33,15 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path) {
 }
 
 PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options,
+                           plugin::AllocateHandler allocate,
                            plugin::PreferredHandler preferred)
     : spec_(std::move(spec)),
       options_(std::move(options)),
       devices_(spec_.devices),
       server_(std::make_unique<plugin::PluginServer>(
-          ServerOptions(spec_), devices_, plugin::EnvvarResponse,
+          ServerOptions(spec_), devices_,
+          allocate ? std::move(allocate)
+                   : plugin::AllocateHandler(plugin::EnvvarResponse),
           preferred ? std::move(preferred)
                     : plugin::PreferredHandler(plugin::SimplePreferred))),
       backoff_(options_.backoff) {}

@@ -61,9 +61,11 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path);
 
 class PluginRunner {
  public:
+  // `allocate` answers Allocate (plugin::EnvvarResponse when empty),
   // `preferred` answers GetPreferredAllocation (plugin::SimplePreferred
   // when empty).
   PluginRunner(ResourceSpec spec, RunnerOptions options,
+               plugin::AllocateHandler allocate = nullptr,
                plugin::PreferredHandler preferred = nullptr);
   ~PluginRunner();
   PluginRunner(const PluginRunner&) = delete;

@@ -29,11 +29,14 @@ std::vector<Device> Devices() {
   for (int i = 0; i < 8; ++i) {
     std::string uuid = "GPU-" + std::to_string(i);
     for (int r = 0; r < 2; ++r) {
-      out.push_back({uuid + "::" + std::to_string(r),
-                     i % 3 != 2,
-                     {i < 4 ? 0 : 1},
-                     uuid,
-                     i});
+      Device d;
+      d.id = uuid + "::" + std::to_string(r);
+      d.healthy = i % 3 != 2;
+      d.numa_nodes = {i < 4 ? 0 : 1};
+      d.visible_id = uuid;
+      d.gpu_index = i;
+      d.replica = r;
+      out.push_back(std::move(d));
     }
   }
   return out;

@@ -41,6 +41,14 @@ type Spec struct {
 	RecoverCmd   string
 	FaultDevices int
 
+	// ExtraResources are the other resources the plugin must register, with
+	// their healthy device counts (the resources scenario checks them).
+	ExtraResources map[string]int
+	// SharedLimit says the plugin refuses a container asking for more than
+	// one device of the resource (NVIDIA's failRequestsGreaterThanOne); the
+	// shared-limit scenario checks the kubelet's admission error.
+	SharedLimit bool
+
 	NUMANodes       []int         // the machine's NUMA nodes (nil: harness.DefaultNUMANodes)
 	KubeletRestarts int           // kubelet restarts in kubelet-restart (default 3)
 	Timeout         time.Duration // limit for every wait (default 20s)
@@ -103,6 +111,8 @@ func All() []Scenario {
 		{"plugin-restart", "kubelet sees the plugin go away (SIGTERM, SIGKILL) and come back", runPluginRestart},
 		{"bad-requests", "Allocate with unknown IDs fails with INVALID_ARGUMENT naming the ID", runBadRequests},
 		{"health", "a device fault and recovery reach the kubelet through ListAndWatch", runHealth},
+		{"resources", "every other resource registers with its devices, and a pod gets one of each", runResources},
+		{"shared-limit", "a request for 2 devices of a shared resource fails admission with NVIDIA's error", runSharedLimit},
 	}
 }
 

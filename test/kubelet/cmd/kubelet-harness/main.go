@@ -94,6 +94,25 @@ func newFlags(name string, o *options) *flag.FlagSet {
 		}
 		return nil
 	})
+	fs.Func("extra-resource", "another resource the plugin must register, as name=devices (repeatable)", func(v string) error {
+		name, count, ok := strings.Cut(v, "=")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil || name == "" || n < 1 {
+			return fmt.Errorf("expected name=devices, got %q", v)
+		}
+		if o.spec.ExtraResources == nil {
+			o.spec.ExtraResources = map[string]int{}
+		}
+		o.spec.ExtraResources[name] = n
+		return nil
+	})
+	fs.BoolVar(&o.spec.SharedLimit, "shared-limit", false, "the plugin refuses requests for more than one device (failRequestsGreaterThanOne)")
+	fs.Func("strip-replicas", "compare --env entries with device IDs without their ::<replica> suffix (true/false)", func(v string) error {
+		if v == "true" {
+			o.spec.MapID = scenario.StripReplica
+		}
+		return nil
+	})
 	fs.BoolVar(&o.verbose, "v", false, "print plugin output and kubelet log lines as they happen")
 	return fs
 }
