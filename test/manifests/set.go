@@ -1,0 +1,260 @@
+package manifests
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"k8s.io/kubernetes/pkg/apis/apps"
+	"k8s.io/kubernetes/pkg/apis/core"
+	"sigs.k8s.io/yaml"
+)
+
+// RuntimeEnv are variables the gpulet container may set that are meant for
+// the container runtime that starts it, not for gpulet.
+var RuntimeEnv = map[string]bool{
+	"NVIDIA_VISIBLE_DEVICES":     true,
+	"NVIDIA_DRIVER_CAPABILITIES": true,
+	"NVIDIA_MIG_MONITOR_DEVICES": true,
+	"NVIDIA_REQUIRE_CUDA":        true,
+	"NVIDIA_DISABLE_REQUIRE":     true,
+	"NVIDIA_MIG_CONFIG_DEVICES":  true,
+}
+
+var backquotedEnvName = regexp.MustCompile("`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=[^`]*)?`")
+
+// deployDocs describe the manifests themselves; a name they mention is not
+// evidence that gpulet reads it.
+var deployDocs = map[string]bool{"install.md": true, "migration.md": true}
+
+// DocumentedEnv collects every environment variable name written in
+// backquotes (`NAME` or `NAME=value`) in the Markdown files of docsDir
+// (except deployDocs): the names gpulet documents, so a misspelt variable in
+// a manifest is caught.
+func DocumentedEnv(docsDir string) (map[string]bool, error) {
+	files, err := filepath.Glob(filepath.Join(docsDir, "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no *.md files", docsDir)
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		if deployDocs[filepath.Base(f)] {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range backquotedEnvName.FindAllStringSubmatch(string(data), -1) {
+			names[m[1]] = true
+		}
+	}
+	return names, nil
+}
+
+// Set is the objects of all manifest files, by kind.
+type Set struct {
+	DaemonSets      []*apps.DaemonSet
+	ConfigMaps      map[string]*core.ConfigMap      // "<namespace>/<name>"
+	ServiceAccounts map[string]*core.ServiceAccount // "<namespace>/<name>"
+	Namespaces      map[string]*core.Namespace
+}
+
+// NewSet indexes validated objects; two objects of one kind with one name are
+// an error (the second `kubectl apply` would overwrite the first).
+func NewSet(objs []Object) (*Set, error) {
+	s := &Set{
+		ConfigMaps:      map[string]*core.ConfigMap{},
+		ServiceAccounts: map[string]*core.ServiceAccount{},
+		Namespaces:      map[string]*core.Namespace{},
+	}
+	seen := map[string]string{}
+	for _, o := range objs {
+		if prev, dup := seen[o.Name()]; dup {
+			return nil, fmt.Errorf("%s: %s is also defined in %s", o.Source, o.Name(), prev)
+		}
+		seen[o.Name()] = o.Source
+		switch v := o.Internal.(type) {
+		case *apps.DaemonSet:
+			s.DaemonSets = append(s.DaemonSets, v)
+		case *core.ConfigMap:
+			s.ConfigMaps[v.Namespace+"/"+v.Name] = v
+		case *core.ServiceAccount:
+			s.ServiceAccounts[v.Namespace+"/"+v.Name] = v
+		case *core.Namespace:
+			s.Namespaces[v.Name] = v
+		default:
+			return nil, fmt.Errorf("%s: no cross-checks for %T", o.Source, o.Internal)
+		}
+	}
+	return s, nil
+}
+
+// builtinNamespaces exist in every cluster.
+var builtinNamespaces = map[string]bool{"kube-system": true, "default": true}
+
+// Check verifies what the API server cannot see object by object: every
+// namespace used exists (built in or in the set), each DaemonSet's service
+// account and ConfigMap volumes (with their keys) are in the set, and every
+// environment variable of its containers is in documented or RuntimeEnv.
+func (s *Set) Check(documented map[string]bool) error {
+	if len(s.DaemonSets) == 0 {
+		return fmt.Errorf("no DaemonSet in the manifests")
+	}
+	for _, ds := range s.DaemonSets {
+		if err := s.checkDaemonSet(ds, documented); err != nil {
+			return fmt.Errorf("DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err)
+		}
+	}
+	for key := range s.ConfigMaps {
+		if err := s.checkNamespace(strings.SplitN(key, "/", 2)[0]); err != nil {
+			return fmt.Errorf("ConfigMap %s: %w", key, err)
+		}
+	}
+	for key := range s.ServiceAccounts {
+		if err := s.checkNamespace(strings.SplitN(key, "/", 2)[0]); err != nil {
+			return fmt.Errorf("ServiceAccount %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func (s *Set) checkNamespace(ns string) error {
+	if builtinNamespaces[ns] || s.Namespaces[ns] != nil {
+		return nil
+	}
+	return fmt.Errorf("namespace %q is neither built in nor defined in the manifests", ns)
+}
+
+func (s *Set) checkDaemonSet(ds *apps.DaemonSet, documented map[string]bool) error {
+	if err := s.checkNamespace(ds.Namespace); err != nil {
+		return err
+	}
+	spec := &ds.Spec.Template.Spec
+	if sa := spec.ServiceAccountName; sa != "" && sa != "default" {
+		if s.ServiceAccounts[ds.Namespace+"/"+sa] == nil {
+			return fmt.Errorf("spec.template.spec.serviceAccountName: ServiceAccount %s/%s is not in the manifests", ds.Namespace, sa)
+		}
+	}
+	for i, v := range spec.Volumes {
+		cm := v.ConfigMap
+		if cm == nil || (cm.Optional != nil && *cm.Optional) {
+			continue
+		}
+		obj := s.ConfigMaps[ds.Namespace+"/"+cm.Name]
+		if obj == nil {
+			return fmt.Errorf("spec.template.spec.volumes[%d]: ConfigMap %s/%s is not in the manifests", i, ds.Namespace, cm.Name)
+		}
+		for j, item := range cm.Items {
+			if _, ok := obj.Data[item.Key]; !ok {
+				return fmt.Errorf("spec.template.spec.volumes[%d].configMap.items[%d]: ConfigMap %s/%s has no key %q", i, j, ds.Namespace, cm.Name, item.Key)
+			}
+		}
+	}
+	for i, c := range spec.Containers {
+		for j, e := range c.Env {
+			if !documented[e.Name] && !RuntimeEnv[e.Name] {
+				return fmt.Errorf("spec.template.spec.containers[%d].env[%d]: %s is not a variable gpulet documents in docs/*.md", i, j, e.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// ConfigFile is the config file a DaemonSet's container reads: CONFIG_FILE,
+// resolved through its volume mounts to a key of a ConfigMap in the set.
+type ConfigFile struct {
+	Path      string // in the container: /etc/gpulet/config.yaml
+	ConfigMap string // "<namespace>/<name>"
+	Key       string // config.yaml
+	Data      string
+}
+
+// ConfigFiles returns the config file of every container that sets
+// CONFIG_FILE. A CONFIG_FILE that no ConfigMap volume provides is an error.
+func (s *Set) ConfigFiles() ([]ConfigFile, error) {
+	var out []ConfigFile
+	for _, ds := range s.DaemonSets {
+		spec := &ds.Spec.Template.Spec
+		for _, c := range spec.Containers {
+			for _, e := range c.Env {
+				if e.Name != "CONFIG_FILE" {
+					continue
+				}
+				cf, err := s.resolve(ds.Namespace, spec, &c, e.Value)
+				if err != nil {
+					return nil, fmt.Errorf("DaemonSet %s/%s container %s: CONFIG_FILE=%s: %w", ds.Namespace, ds.Name, c.Name, e.Value, err)
+				}
+				out = append(out, cf)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Set) resolve(ns string, spec *core.PodSpec, c *core.Container, file string) (ConfigFile, error) {
+	file = path.Clean(file)
+	for _, m := range c.VolumeMounts {
+		dir := path.Clean(m.MountPath)
+		if !strings.HasPrefix(file, dir+"/") {
+			continue
+		}
+		rel := strings.TrimPrefix(file, dir+"/")
+		if m.SubPath != "" {
+			return ConfigFile{}, fmt.Errorf("mounted with subPath; the file would never see ConfigMap updates")
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.ConfigMap == nil {
+				continue
+			}
+			cm := s.ConfigMaps[ns+"/"+v.ConfigMap.Name]
+			if cm == nil {
+				return ConfigFile{}, fmt.Errorf("ConfigMap %s/%s is not in the manifests", ns, v.ConfigMap.Name)
+			}
+			key := rel
+			if len(v.ConfigMap.Items) > 0 {
+				key = ""
+				for _, item := range v.ConfigMap.Items {
+					if path.Clean(item.Path) == rel {
+						key = item.Key
+					}
+				}
+				if key == "" {
+					return ConfigFile{}, fmt.Errorf("volume %s projects no item to %s", v.Name, rel)
+				}
+			}
+			data, ok := cm.Data[key]
+			if !ok {
+				return ConfigFile{}, fmt.Errorf("ConfigMap %s/%s has no key %q", ns, cm.Name, key)
+			}
+			return ConfigFile{Path: file, ConfigMap: ns + "/" + cm.Name, Key: key, Data: data}, nil
+		}
+		return ConfigFile{}, fmt.Errorf("volume mount %s at %s is not a ConfigMap volume", m.Name, m.MountPath)
+	}
+	return ConfigFile{}, fmt.Errorf("no volume is mounted above it")
+}
+
+// CheckConfigSyntax is the check the manifests can make on a gpulet config
+// file by themselves: YAML (a mapping, no duplicate keys) with `version: v1`
+// (a missing version means v1 for gpulet and NVIDIA, but an example should
+// say it). The full check is gpulet's own config parser.
+func CheckConfigSyntax(data string) error {
+	var doc map[string]interface{}
+	if err := yaml.UnmarshalStrict([]byte(data), &doc); err != nil {
+		return fmt.Errorf("not a YAML mapping: %w", err)
+	}
+	v, ok := doc["version"]
+	if !ok {
+		return fmt.Errorf("no `version:` key")
+	}
+	if v != "v1" {
+		return fmt.Errorf("version: %v, expected v1", v)
+	}
+	return nil
+}
