@@ -19,6 +19,7 @@
 #include "src/common/errors.h"
 #include "src/common/logging.h"
 #include "src/daemon/plugin_runner.h"
+#include "src/daemon/resource_handlers.h"
 #include "src/daemon/resources.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/discovery.h"
@@ -201,10 +202,9 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
   }
   RunnerOptions runner_options{plugin_dir_, options_.kubelet_socket,
                                options_.register_timeout, options_.backoff};
-  ResourceOptions resource_options;
-  resource_options.socket_prefix = options_.socket_prefix;
-  absl::StatusOr<std::vector<ResourceSpec>> specs =
-      BuildResources(node, config_, resource_options);
+  const HostView view = MakeHostView(config_);
+  absl::StatusOr<std::vector<ResourceSpec>> specs = BuildResources(
+      node, config_, MakeResourceOptions(options_.socket_prefix, view));
   if (!specs.ok()) {
     return common::Annotate(specs.status(),
                             "the GPUs do not fit the configuration");
@@ -219,9 +219,15 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
       allocation::MakePreferredHandler(ScoreTopology(node), preferred_options);
   std::vector<std::string> sockets;
   for (ResourceSpec& spec : *specs) {
+    absl::StatusOr<plugin::AllocateOptions> allocate_options =
+        AllocateOptionsFor(config_, spec, view);
+    if (!allocate_options.ok()) return allocate_options.status();
+    absl::StatusOr<plugin::AllocateHandler> allocate =
+        plugin::MakeAllocateHandler(*std::move(allocate_options));
+    if (!allocate.ok()) return allocate.status();
     sockets.push_back(spec.socket_name);
     runners_.push_back(std::make_unique<PluginRunner>(
-        std::move(spec), runner_options, nullptr, preferred));
+        std::move(spec), runner_options, *std::move(allocate), preferred));
   }
   // Watch before the first registration so no kubelet restart is missed.
   absl::StatusOr<std::unique_ptr<registration::SocketWatcher>> watcher =

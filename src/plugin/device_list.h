@@ -42,7 +42,7 @@ struct Device {
   // root: "/dev/nvidia3" for a GPU; for a MIG device also its GPU-instance and
   // compute-instance access nodes "/dev/nvidia-caps/nvidia-cap<N>". Control
   // nodes (nvidiactl, nvidia-uvm, ...) are per node, not listed here.
-  std::vector<std::string> device_nodes;
+  std::vector<std::string> device_nodes = {};
 
   friend bool operator==(const Device&, const Device&) = default;
 };

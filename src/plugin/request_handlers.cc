@@ -45,7 +45,8 @@ grpc::Status HandleAllocate(const std::string& resource_name,
     }
     for (const std::string& id : container.devices_ids()) {
       if (snapshot.Find(id) == nullptr) {
-        return InvalidArgument(prefix, absl::StrCat("unknown device: ", id));
+        return InvalidArgument(
+            prefix, absl::StrCat("invalid request: unknown device: ", id));
       }
     }
     absl::StatusOr<v1beta1::ContainerAllocateResponse> answer =

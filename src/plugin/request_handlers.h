@@ -24,9 +24,9 @@ inline constexpr char kUnhealthy[] = "Unhealthy";
 // One ContainerAllocateResponse per ContainerAllocateRequest, in order.
 // INVALID_ARGUMENT `invalid allocation request for "<resource>": <reason>`
 // when a container request has no IDs or names an ID missing from the
-// snapshot ("unknown device: <id>"). A handler error keeps its code and
-// gets the same prefix. `response` is cleared first; on error its contents
-// are unspecified.
+// snapshot (NVIDIA's "invalid request: unknown device: <id>"). A handler
+// error keeps its code and gets the same prefix. `response` is cleared
+// first; on error its contents are unspecified.
 grpc::Status HandleAllocate(const std::string& resource_name,
                             const DeviceSnapshot& snapshot,
                             const v1beta1::AllocateRequest& request,

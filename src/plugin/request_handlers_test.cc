@@ -13,12 +13,22 @@ using ::testing::ElementsAre;
 
 constexpr char kResource[] = "nvidia.com/gpu";
 
+Device Gpu(const std::string& id, bool healthy, std::vector<int64_t> numa,
+           int index) {
+  Device d;
+  d.id = id;
+  d.healthy = healthy;
+  d.numa_nodes = std::move(numa);
+  d.visible_id = id;
+  d.gpu_index = index;
+  return d;
+}
+
 DeviceSnapshot Snapshot() {
   DeviceSnapshot s;
   s.version = 4;
-  s.devices = {{"GPU-a", true, {0}, "GPU-a", 0},
-               {"GPU-b", false, {1}, "GPU-b", 1},
-               {"GPU-c", true, {}, "GPU-c", 2}};
+  s.devices = {Gpu("GPU-a", true, {0}, 0), Gpu("GPU-b", false, {1}, 1),
+               Gpu("GPU-c", true, {}, 2)};
   return s;
 }
 
@@ -69,8 +79,8 @@ TEST(HandleAllocateTest, UnknownIdIsInvalidArgumentNamingIt) {
                      counting, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(),
-            "invalid allocation request for \"nvidia.com/gpu\": unknown "
-            "device: GPU-zz");
+            "invalid allocation request for \"nvidia.com/gpu\": invalid "
+            "request: unknown device: GPU-zz");
   EXPECT_EQ(calls, 0);
 }
 
@@ -114,6 +124,33 @@ TEST(HandleAllocateTest, HandlerErrorKeepsItsCodeWithThePrefix) {
   s = HandleAllocate(kResource, Snapshot(), AllocateOf({{"GPU-a"}}), refuse,
                      &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST(HandleAllocateTest, SharedLimitReachesTheKubeletInNvidiasWords) {
+  DeviceSnapshot snapshot = Snapshot();
+  for (int r = 0; r < 2; ++r) {
+    Device replica = Gpu("GPU-s::" + std::to_string(r), true, {0}, 3);
+    replica.visible_id = "GPU-s";
+    replica.replica = r;
+    snapshot.devices.push_back(replica);
+  }
+  AllocateOptions options;
+  options.fail_requests_greater_than_one = true;
+  absl::StatusOr<AllocateHandler> handler = MakeAllocateHandler(options);
+  ASSERT_TRUE(handler.ok()) << handler.status();
+  v1beta1::AllocateResponse response;
+  grpc::Status s = HandleAllocate(kResource, snapshot,
+                                  AllocateOf({{"GPU-s::0", "GPU-s::1"}}),
+                                  *handler, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "invalid allocation request for \"nvidia.com/gpu\": invalid "
+            "request: maximum request size for shared resources is 1; found 2");
+  s = HandleAllocate(kResource, snapshot, AllocateOf({{"GPU-s::1"}, {"GPU-a"}}),
+                     *handler, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.container_responses(0).envs().at(kVisibleDevicesEnv),
+            "GPU-s");
 }
 
 TEST(HandlePreferredTest, AnswersEachContainer) {

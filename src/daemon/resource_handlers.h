@@ -1,0 +1,45 @@
+// The per-resource Allocate options and the device-model options a session
+// derives from the configuration: which strategies answer Allocate, where
+// device nodes are looked up, MIG caps nodes, IMEX channels, MPS, and the
+// shared-request limit. Kept apart from daemon.cc so that the mapping from
+// NVIDIA's flags to what each resource does is table-tested.
+//
+// Thread safety: pure functions, apart from the file-system probes named.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/config/config.h"
+#include "src/daemon/resources.h"
+#include "src/plugin/allocate_response.h"
+
+namespace gpulet::daemon {
+
+// Where the host's paths are visible to this process. Inside NVIDIA's
+// DaemonSet the host's driver root is mounted at
+// flags.plugin.containerDriverRoot; on the host itself it is the driver root.
+struct HostView {
+  std::string dev_root;   // host path of the dev root (flags.nvidiaDevRoot)
+  std::string probe_root;  // where this process sees that dev root
+  std::string proc_root = "/";  // for /proc/driver/nvidia-caps/mig-minors
+};
+
+// The HostView for a resolved configuration: probe_root is the container
+// driver root when that directory exists and the dev root is the driver
+// root, else the dev root itself.
+HostView MakeHostView(const config::Config& config);
+
+// The Allocate options of one resource. FailedPrecondition when
+// imex.required and a configured IMEX channel node is missing.
+absl::StatusOr<plugin::AllocateOptions> AllocateOptionsFor(
+    const config::Config& config, const ResourceSpec& spec,
+    const HostView& view);
+
+// The ResourceOptions of a session: MIG devices' caps nodes from
+// /proc/driver/nvidia-caps/mig-minors (none when the file is absent, as on a
+// driver without MIG or in the simulator).
+ResourceOptions MakeResourceOptions(const std::string& socket_prefix,
+                                    const HostView& view);
+
+}  // namespace gpulet::daemon
