@@ -6,13 +6,16 @@
 // ("vendor/class"), devices each with their own ContainerEdits, and
 // ContainerEdits common to every device of the spec.
 //
-// Values only; conversion to and from JSON/YAML, validation and the minimum
-// cdiVersion live beside this header (spec_json.h and friends).
+// Values only; conversion to and from JSON/YAML lives in spec_codec.h,
+// validation and the minimum cdiVersion in validate.h, building a spec for a
+// node in spec_builder.h, files in spec_file.h. The CDI fields gpulet does
+// not model (intelRdt, netDevices) are rejected when parsing.
 //
 // Thread safety: plain values.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,15 +57,17 @@ struct ContainerEdits {
   std::vector<DeviceNode> device_nodes;
   std::vector<Mount> mounts;
   std::vector<Hook> hooks;
+  std::vector<uint32_t> additional_gids;  // needs cdiVersion >= 0.7.0
   bool empty() const {
     return env.empty() && device_nodes.empty() && mounts.empty() &&
-           hooks.empty();
+           hooks.empty() && additional_gids.empty();
   }
   bool operator==(const ContainerEdits&) const = default;
 };
 
 struct Device {
   std::string name;  // "0", "0:1", "GPU-…", "MIG-…", "all"
+  std::map<std::string, std::string> annotations;  // needs cdiVersion >= 0.6.0
   ContainerEdits edits;
   bool operator==(const Device&) const = default;
 };
@@ -70,6 +75,7 @@ struct Device {
 struct Spec {
   std::string cdi_version;  // "0.5.0"; see MinimumVersion
   std::string kind;         // "nvidia.com/gpu"
+  std::map<std::string, std::string> annotations;  // needs cdiVersion >= 0.6.0
   std::vector<Device> devices;
   ContainerEdits edits;  // applied once whenever any device is injected
   bool operator==(const Spec&) const = default;

@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "src/cli/cdi_command.h"
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
 #include "src/cli/plugin_command.h"
@@ -22,10 +23,12 @@ struct Commands {
   InventoryOptions devices_options;
   InventoryOptions topo_options;
   SimOptions sim_options;
+  CdiOptions cdi_options;
   PluginCommandOptions plugin_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
+  CLI::App* cdi = nullptr;
   CLI::App* plugin = nullptr;
   CLI::App* version = nullptr;
 };
@@ -35,6 +38,7 @@ void Register(CLI::App& app, Commands& c) {
   c.devices = AddDevicesCommand(app, c.devices_options);
   c.topo = AddTopoCommand(app, c.topo_options);
   c.sim = AddSimCommand(app, c.sim_options);
+  c.cdi = AddCdiCommand(app, c.cdi_options);
   c.plugin = AddPluginCommand(app, c.plugin_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
@@ -60,6 +64,7 @@ absl::Status Dispatch(Commands& c, std::ostream& out) {
   if (c.devices->parsed()) return RunDevices(c.global, c.devices_options, out);
   if (c.topo->parsed()) return RunTopo(c.global, c.topo_options, out);
   if (c.sim->parsed()) return RunSim(c.sim_options, out);
+  if (c.cdi->parsed()) return RunCdi(c.global, c.cdi_options, out);
   out << "gpulet " << GPULET_VERSION << "\n";
   return absl::OkStatus();
 }

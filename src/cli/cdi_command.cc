@@ -1,0 +1,70 @@
+#include "src/cli/cdi_command.h"
+
+#include "src/cdi/spec_codec.h"
+#include "src/cdi/spec_file.h"
+#include "src/common/file_util.h"
+#include "src/device/discovery.h"
+#include "src/device/status_macros.h"
+
+namespace gpulet::cli {
+
+CLI::App* AddCdiCommand(CLI::App& app, CdiOptions& options) {
+  CLI::App* cdi =
+      app.add_subcommand("cdi", "Container Device Interface (CDI) specs");
+  cdi->require_subcommand(1);
+  CLI::App* generate = cdi->add_subcommand(
+      "generate", "Print or write the CDI spec for this node's GPUs");
+  generate->add_option("--format", options.format, "Spec format")
+      ->check(CLI::IsMember({"yaml", "json"}))
+      ->capture_default_str();
+  generate->add_option("--output", options.output,
+                       "Write the spec to this file (atomically) instead of "
+                       "standard output");
+  generate->add_option("--vendor", options.vendor, "CDI vendor")
+      ->capture_default_str();
+  generate->add_option("--class", options.cls, "CDI device class")
+      ->capture_default_str();
+  generate
+      ->add_option("--dev-root", options.dev_root,
+                   "Root under which /dev/nvidia* live (default: the driver "
+                   "root)")
+      ->envname("NVIDIA_DEV_ROOT");
+  generate->add_option("--hook-path", options.hook_path,
+                       "gpulet-runtime path for the ld-cache hook (default "
+                       "/usr/bin/gpulet-runtime)");
+  generate->add_flag("--skip-unresolved-mig", options.skip_unresolved_mig,
+                     "Leave out MIG devices whose capability minors are "
+                     "unknown instead of failing");
+  return cdi;
+}
+
+absl::Status RunCdi(const GlobalOptions& global, const CdiOptions& options,
+                    std::ostream& out) {
+  GPULET_ASSIGN_OR_RETURN(cdi::Format format, cdi::ParseFormat(options.format));
+  GPULET_ASSIGN_OR_RETURN(NvmlSession nvml, OpenNvml(global));
+  device::Node node;  // stays empty on a node without GPUs: BuildSpec says so
+  if (nvml.lib != nullptr) {
+    GPULET_ASSIGN_OR_RETURN(
+        node, device::Discover(*nvml.lib,
+                               device::DiscoveryOptions{global.sysfs_root}));
+    GPULET_RETURN_IF_ERROR(nvml.lib->Shutdown());
+  }
+  cdi::DriverOptions driver;
+  driver.driver_root = global.driver_root;
+  driver.dev_root = options.dev_root;
+  cdi::BuildOptions build;
+  build.vendor = options.vendor;
+  build.cls = options.cls;
+  if (!options.hook_path.empty()) build.hook_path = options.hook_path;
+  build.require_mig_caps = !options.skip_unresolved_mig;
+  GPULET_ASSIGN_OR_RETURN(cdi::Spec spec,
+                          cdi::GenerateSpec(node, driver, build));
+  std::string text = cdi::FormatSpec(spec, format);
+  if (options.output.empty()) {
+    out << text;
+    return absl::OkStatus();
+  }
+  return common::WriteFileAtomic(options.output, text);
+}
+
+}  // namespace gpulet::cli

@@ -1,0 +1,116 @@
+#include "src/cli/cdi_command.h"
+
+#include <stdlib.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/cdi/spec_codec.h"
+#include "src/cdi/spec_file.h"
+#include "src/cdi/test_root.h"
+
+namespace gpulet::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char kSimLib[] = GPULET_SIM_LIB_DIR "/libnvidia-ml.so.1";
+
+bool Parse(std::vector<std::string> args, CdiOptions& options) {
+  CLI::App app("test");
+  AddCdiCommand(app, options);
+  std::vector<const char*> argv = {"gpulet"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError&) {
+    return false;
+  }
+  return true;
+}
+
+TEST(CdiCommandTest, ParsesGenerateOptions) {
+  CdiOptions options;
+  ASSERT_TRUE(Parse({"cdi", "generate", "--format", "json", "--output", "/o",
+                     "--vendor", "example.com", "--class", "accel",
+                     "--dev-root", "/d", "--skip-unresolved-mig"},
+                    options));
+  EXPECT_EQ(options.format, "json");
+  EXPECT_EQ(options.output, "/o");
+  EXPECT_EQ(options.vendor, "example.com");
+  EXPECT_EQ(options.cls, "accel");
+  EXPECT_EQ(options.dev_root, "/d");
+  EXPECT_TRUE(options.skip_unresolved_mig);
+  CdiOptions bad;
+  EXPECT_FALSE(Parse({"cdi", "generate", "--format", "toml"}, bad));
+  EXPECT_FALSE(Parse({"cdi"}, bad));
+}
+
+GlobalOptions SimOn(const char* profile, const std::string& driver_root) {
+  ::setenv("GPULET_SIM_MACHINE", profile, 1);
+  GlobalOptions global;
+  global.nvml_lib = kSimLib;
+  global.driver_root = driver_root;
+  return global;
+}
+
+TEST(CdiCommandTest, GeneratesASpecForTheSimulatedNode) {
+  cdi::testing::TempRoot root;
+  GlobalOptions global = SimOn("dgx-h100", root.path());
+  std::ostringstream out;
+  ASSERT_TRUE(RunCdi(global, CdiOptions{}, out).ok());
+  absl::StatusOr<cdi::Spec> spec = cdi::ParseSpec(out.str());
+  ASSERT_TRUE(spec.ok()) << spec.status() << out.str();
+  EXPECT_EQ(spec->kind, "nvidia.com/gpu");
+  EXPECT_EQ(spec->devices.size(), 8u * 2 + 1);
+  EXPECT_EQ(spec->devices.back().name, "all");
+}
+
+TEST(CdiCommandTest, WritesTheOutputFile) {
+  cdi::testing::TempRoot root;
+  GlobalOptions global = SimOn("pcie-t4", root.path());
+  CdiOptions options;
+  options.format = "json";
+  options.output = root.Under("/spec.json");
+  std::ostringstream out;
+  ASSERT_TRUE(RunCdi(global, options, out).ok());
+  EXPECT_TRUE(out.str().empty());
+  absl::StatusOr<cdi::Spec> spec = cdi::ReadSpecFile(options.output);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->devices.size(), 4u * 2 + 1);
+}
+
+TEST(CdiCommandTest, MigNeedsItsCapabilityMinors) {
+  cdi::testing::TempRoot root;
+  GlobalOptions global = SimOn("a100-mig", root.path());
+  std::ostringstream out;
+  absl::Status status = RunCdi(global, CdiOptions{}, out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()), HasSubstr("mig-minors"));
+  CdiOptions skip;
+  skip.skip_unresolved_mig = true;
+  ASSERT_TRUE(RunCdi(global, skip, out).ok());
+}
+
+TEST(CdiCommandTest, NodeWithoutGpusIsAnError) {
+  cdi::testing::TempRoot root;
+  GlobalOptions global = SimOn("none", root.path());
+  std::ostringstream out;
+  absl::Status status = RunCdi(global, CdiOptions{}, out);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("no GPU"));
+}
+
+TEST(CdiCommandTest, MissingDriverRootIsNamed) {
+  GlobalOptions global = SimOn("dgx-h100", "/nonexistent-gpulet-root");
+  std::ostringstream out;
+  absl::Status status = RunCdi(global, CdiOptions{}, out);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("driver root /nonexistent-gpulet-root"));
+}
+
+}  // namespace
+}  // namespace gpulet::cli
