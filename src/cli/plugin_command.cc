@@ -10,7 +10,7 @@
 #include "src/cli/app.h"
 #include "src/common/logging.h"
 #include "src/config/flag_table.h"
-#include "src/health/xid_policy.h"
+#include "src/health/health_config.h"
 
 namespace gpulet::cli {
 namespace {
@@ -57,11 +57,6 @@ std::string NvmlSearchRoot(const config::Config& config) {
   return config.flags.nvidia_driver_root;
 }
 
-const char* GetEnv(const config::EnvLookup& env, const std::string& name,
-                   std::optional<std::string>& holder) {
-  holder = env(name);
-  return holder.has_value() ? holder->c_str() : nullptr;
-}
 
 }  // namespace
 
@@ -115,15 +110,9 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
     const config::EnvLookup& env) {
   const std::string& socket = config.flags.plugin.kubelet_socket;
   if (absl::Status s = CheckKubeletSocket(socket); !s.ok()) return s;
-  std::optional<std::string> disable, enable, quiet;
-  absl::StatusOr<health::MonitorOptions> health = health::ParseHealthEnv(
-      GetEnv(env, "DP_DISABLE_HEALTHCHECKS", disable),
-      GetEnv(env, "DP_ENABLE_HEALTHCHECKS", enable));
+  absl::StatusOr<health::MonitorOptions> health =
+      health::OptionsFromConfig(config.health, env);
   if (!health.ok()) return health.status();
-  absl::StatusOr<absl::Duration> quiet_period =
-      health::ParseQuietPeriod(GetEnv(env, "GPULET_HEALTH_QUIET_PERIOD", quiet));
-  if (!quiet_period.ok()) return quiet_period.status();
-  health->quiet_period = *quiet_period;
   daemon::DaemonOptions d;
   d.config = config;
   d.nvml.driver_root = NvmlSearchRoot(config);

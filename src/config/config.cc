@@ -52,6 +52,14 @@ const EnumNames<DeviceDiscoveryStrategy>& DeviceDiscoveryStrategyNames() {
   return names;
 }
 
+const EnumNames<XidAction>& XidActionNames() {
+  static const EnumNames<XidAction> names = {
+      {"ignore", XidAction::kIgnore},
+      {"unhealthy", XidAction::kUnhealthy},
+      {"reset", XidAction::kReset}};
+  return names;
+}
+
 std::string ToString(MigStrategy value) {
   return NameOf(MigStrategyNames(), value);
 }
@@ -66,6 +74,10 @@ std::string ToString(SharedDevicesAllocationPolicy value) {
 }
 std::string ToString(DeviceDiscoveryStrategy value) {
   return NameOf(DeviceDiscoveryStrategyNames(), value);
+}
+
+std::string ToString(XidAction value) {
+  return NameOf(XidActionNames(), value);
 }
 
 std::string Origin::ToString() const {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace gpulet::config {
 
@@ -181,6 +182,47 @@ struct Imex {
   bool operator==(const Imex&) const = default;
 };
 
+// health.xids[].action: what an Xid does to its GPU (docs/health.md).
+enum class XidAction {
+  kIgnore,     // no change
+  kUnhealthy,  // unhealthy; recovers after the quiet period
+  kReset,      // unhealthy; recovers only after the GPU was lost and is back
+};
+const EnumNames<XidAction>& XidActionNames();
+std::string ToString(XidAction value);
+
+// health.xids[]: one action for a list of Xids.
+struct XidRule {
+  std::vector<uint64_t> codes;
+  XidAction action = XidAction::kUnhealthy;
+
+  bool operator==(const XidRule&) const = default;
+};
+
+// health.*: gpulet's own section (NVIDIA's file has none). The health
+// monitor's policy; DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS and
+// GPULET_HEALTH_QUIET_PERIOD override it (health::OptionsFromConfig).
+struct Health {
+  // No health checks at all (as DP_DISABLE_HEALTHCHECKS=all).
+  bool disabled = false;
+  // Recovery quiet period; unset: the monitor's default (5 minutes).
+  std::optional<absl::Duration> quiet_period;
+  // Xids ignored in addition to NVIDIA's defaults (13, 31, 43, 45, 68, 109).
+  std::vector<uint64_t> ignored_xids;
+  // Per-Xid actions; each Xid in at most one rule.
+  std::vector<XidRule> xids;
+
+  bool operator==(const Health&) const = default;
+};
+
+// metrics.*: the Prometheus endpoint (docs/metrics.md).
+struct Metrics {
+  // "host:port" to serve /metrics on; empty: no metrics server.
+  std::string address;
+
+  bool operator==(const Metrics&) const = default;
+};
+
 struct Config {
   std::string version = kConfigVersion;
   Flags flags;
@@ -191,6 +233,8 @@ struct Config {
   // flags.gfd.*, read by GPU feature discovery), for a start-up warning.
   std::vector<std::string> ignored_keys;
   Origins origins;
+  Health health;
+  Metrics metrics;
 };
 
 // The name `resource` is advertised under: its rename, else

@@ -310,6 +310,15 @@ void AddProcessFlags(std::vector<FlagSpec>& t) {
                "imex.required",
                "Fail start-up when a requested IMEX channel is missing",
                Bool([](Config& c) { return &c.imex.required; })});
+  t.push_back({"metrics-address",
+               {},
+               {"METRICS_ADDRESS"},
+               FlagKind::kString,
+               "",
+               "metrics.address",
+               "host:port to serve Prometheus metrics on (GET /metrics), "
+               "e.g. :9400; empty: no metrics server",
+               String([](Config& c) { return &c.metrics.address; })});
   t.push_back({kConfigFileFlag,
                {},
                {"CONFIG_FILE"},

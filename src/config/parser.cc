@@ -1,5 +1,6 @@
 // ParseConfig: the root, flags.* and the shared map-dispatch helpers.
-// Resources, sharing and imex live in parser_sharing.cc.
+// Resources, sharing and imex live in parser_sharing.cc, health and metrics
+// in parser_health.cc.
 #include "src/config/parser.h"
 
 #include <algorithm>
@@ -111,7 +112,7 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
     return ctx.reader.Error(
         Field{root, "(top level)"},
         absl::StrCat("expected a map with version, flags, resources, "
-                     "sharing, imex; got ",
+                     "sharing, imex, health, metrics; got ",
                      YamlReader::Describe(root)));
   }
   return ReadMap(
@@ -120,7 +121,9 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
        {"flags", [&](const Field& f) { return ParseFlags(ctx, f); }},
        {"resources", [&](const Field& f) { return ParseResources(ctx, f); }},
        {"sharing", [&](const Field& f) { return ParseSharing(ctx, f); }},
-       {"imex", [&](const Field& f) { return ParseImex(ctx, f); }}});
+       {"imex", [&](const Field& f) { return ParseImex(ctx, f); }},
+       {"health", [&](const Field& f) { return ParseHealth(ctx, f); }},
+       {"metrics", [&](const Field& f) { return ParseMetrics(ctx, f); }}});
 }
 
 }  // namespace

@@ -52,5 +52,8 @@ absl::Status ParseFlags(ParseContext& ctx, const Field& field);
 absl::Status ParseResources(ParseContext& ctx, const Field& field);
 absl::Status ParseSharing(ParseContext& ctx, const Field& field);
 absl::Status ParseImex(ParseContext& ctx, const Field& field);
+// health.* and metrics.* (gpulet's own sections), in parser_health.cc.
+absl::Status ParseHealth(ParseContext& ctx, const Field& field);
+absl::Status ParseMetrics(ParseContext& ctx, const Field& field);
 
 }  // namespace gpulet::config::internal

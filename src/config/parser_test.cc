@@ -183,6 +183,37 @@ TEST(ParserTest, RecordsWhereEachValueCameFrom) {
             (Origin{file, 9, 13}));
 }
 
+TEST(ParserTest, HealthAndMetricsSections) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "health:\n"
+      "  disabled: false\n"
+      "  quietPeriod: 1h30m\n"
+      "  ignoredXids: [999, 1000]\n"
+      "  xids:\n"
+      "  - {codes: [48, 63], action: unhealthy}\n"
+      "  - codes: [31]\n"
+      "    action: reset\n"
+      "  - {codes: [13], action: ignore}\n"
+      "metrics:\n"
+      "  address: \":9400\"\n",
+      "h.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  Health want;
+  want.quiet_period = absl::Minutes(90);
+  want.ignored_xids = {999, 1000};
+  want.xids = {{{48, 63}, XidAction::kUnhealthy},
+               {{31}, XidAction::kReset},
+               {{13}, XidAction::kIgnore}};
+  EXPECT_EQ(c->health, want);
+  EXPECT_EQ(c->metrics.address, ":9400");
+  EXPECT_EQ(c->origins.at("health.xids[1].codes[0]").ToString(), "h.yaml:7:13");
+  EXPECT_EQ(c->origins.at("metrics.address").ToString(), "h.yaml:11:12");
+  absl::StatusOr<Config> none = ParseConfig("version: v1\n", "h.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->health, Health{});
+  EXPECT_EQ(none->metrics.address, "");
+}
+
 TEST(ParserTest, EmptyTextIsAllDefaults) {
   absl::StatusOr<Config> c = ParseConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok()) << c.status();

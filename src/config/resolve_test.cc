@@ -102,6 +102,19 @@ TEST(ResolveTest, StringPrecedence) {
           [](const Config& c) { return c.flags.mps_root; });
 }
 
+TEST(ResolveTest, MetricsAddressPrecedence) {
+  RunRows("metrics-address", "METRICS_ADDRESS", "metrics:\n  address: ",
+          PrecedenceRows("", "127.0.0.1:9400", ":9401", "[::1]:0"),
+          [](const Config& c) { return c.metrics.address; });
+  absl::StatusOr<Config> bad =
+      Resolve({}, Env({{"METRICS_ADDRESS", "9400"}}), std::nullopt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(std::string(bad.status().message()),
+            "environment variable METRICS_ADDRESS: metrics.address: \"9400\" "
+            "is not host:port with a port in [0, 65535] (e.g. \":9400\", "
+            "\"127.0.0.1:9400\", \"[::1]:9400\")");
+}
+
 TEST(ResolveTest, ListPrecedence) {
   auto strategies = [](const Config& c) {
     std::string out;
@@ -301,6 +314,7 @@ TEST(FlagTableTest, ConfigKeysAreFileKeys) {
     if (spec.config_key == "flags.plugin.cdiAnnotationPrefix") value = "a.b/";
     if (spec.config_key == "flags.plugin.deviceListStrategy")
       value = "[cdi-cri]";
+    if (spec.config_key == "metrics.address") value = "\":9400\"";
     absl::StatusOr<Config> c =
         ParseConfig(yaml + indent + key + ": " + value + "\n", "k.yaml");
     if (!c.ok()) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/config/config_errors.h"
@@ -49,6 +50,8 @@ class Checker {
   absl::Status Replicated(const std::string& path,
                           const ReplicatedResources& section) const;
   absl::Status Imex() const;
+  absl::Status Health() const;
+  absl::Status Metrics() const;
 
  private:
   const Config& config_;
@@ -195,6 +198,66 @@ absl::Status Checker::Imex() const {
                                                absl::StrJoin(ids, ", "), "]"));
 }
 
+absl::Status Checker::Health() const {
+  const config::Health& h = config_.health;
+  std::map<uint64_t, std::string> ignored;  // Xid -> its path
+  for (size_t i = 0; i < h.ignored_xids.size(); ++i) {
+    ignored.emplace(h.ignored_xids[i], IndexPath("health.ignoredXids", i));
+  }
+  std::map<uint64_t, std::string> ruled;  // Xid -> its path
+  for (size_t r = 0; r < h.xids.size(); ++r) {
+    const std::string base = IndexPath("health.xids", r);
+    const XidRule& rule = h.xids[r];
+    if (rule.codes.empty()) {
+      return Error(JoinPath(base, "codes"), "must list at least one Xid");
+    }
+    for (size_t i = 0; i < rule.codes.size(); ++i) {
+      const uint64_t xid = rule.codes[i];
+      const std::string path = IndexPath(JoinPath(base, "codes"), i);
+      auto [it, added] = ruled.emplace(xid, path);
+      if (!added) {
+        return Error(path, absl::StrCat("Xid ", xid, " already has an action (",
+                                        it->second, ")"));
+      }
+      auto listed = ignored.find(xid);
+      if (rule.action != XidAction::kIgnore && listed != ignored.end()) {
+        return Error(path, absl::StrCat("Xid ", xid, " is also ignored by ",
+                                        listed->second, "; choose one"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "host:port" as metrics::ParseListenAddress reads it; config cannot
+// depend on that layer, and the check is small.
+absl::Status Checker::Metrics() const {
+  const std::string& address = config_.metrics.address;
+  if (address.empty()) return absl::OkStatus();
+  const size_t colon = address.rfind(':');
+  const std::string port =
+      colon == std::string::npos ? "" : address.substr(colon + 1);
+  const std::string host = address.substr(0, colon == std::string::npos
+                                                 ? address.size()
+                                                 : colon);
+  int number = 0;
+  bool ok = !port.empty() && port.size() <= 5 &&
+            port.find_first_not_of("0123456789") == std::string::npos &&
+            absl::SimpleAtoi(port, &number) && number <= 65535;
+  const bool bracketed = !host.empty() && host.front() == '[';
+  if (bracketed) {
+    ok = ok && host.size() >= 2 && host.back() == ']';
+  } else {
+    ok = ok && host.find(':') == std::string::npos;
+  }
+  if (ok) return absl::OkStatus();
+  return Error("metrics.address",
+               absl::StrCat(Quote(address),
+                            " is not host:port with a port in [0, 65535] "
+                            "(e.g. \":9400\", \"127.0.0.1:9400\", "
+                            "\"[::1]:9400\")"));
+}
+
 }  // namespace
 
 absl::Status ValidateValues(const Config& config) {
@@ -215,7 +278,9 @@ absl::Status ValidateValues(const Config& config) {
     GPULET_CONFIG_RETURN_IF_ERROR(
         check.Replicated("sharing.mps", *config.sharing.mps));
   }
-  return check.Imex();
+  GPULET_CONFIG_RETURN_IF_ERROR(check.Imex());
+  GPULET_CONFIG_RETURN_IF_ERROR(check.Health());
+  return check.Metrics();
 }
 
 absl::Status Validate(const Config& config) {

@@ -75,14 +75,14 @@ const BadCase kBadCases[] = {
     {"UnknownKeyNearMiss", "flags:\n  migStrategyy: none\n",
      "t.yaml:2:3: flags.migStrategyy: unknown key \"migStrategyy\" (did you "
      "mean \"migStrategy\"?)"},
-    {"UnknownTopLevelKey", "version: v1\nhealth: {}\n",
-     "t.yaml:2:1: health: unknown key \"health\" (known keys: version, flags, "
-     "resources, sharing, imex)"},
+    {"UnknownTopLevelKey", "version: v1\nextras: {}\n",
+     "t.yaml:2:1: extras: unknown key \"extras\" (known keys: version, "
+     "flags, resources, sharing, imex, health, metrics)"},
     {"DuplicateKey", "flags:\n  migStrategy: none\n  migStrategy: mixed\n",
      "t.yaml:3:3: flags.migStrategy: duplicate key"},
     {"TopLevelList", "- version: v1\n",
      "t.yaml:1:1: (top level): expected a map with version, flags, resources, "
-     "sharing, imex; got a list"},
+     "sharing, imex, health, metrics; got a list"},
     {"InvalidYaml", "flags: [none\n",
      "t.yaml:2:1: invalid YAML: end of sequence flow not found"},
     {"ReplicasOne", OneShared("      replicas: 1\n"),
@@ -215,6 +215,52 @@ const BadCase kBadCases[] = {
      "t.yaml:2:12: flags.mpsRoot: contains a control character"},
     {"NonScalarKey", "flags:\n  [a]: b\n",
      "t.yaml:2:3: flags: map keys must be strings, got a list"},
+    {"HealthUnknownKey", "health:\n  quiet: 5m\n",
+     "t.yaml:2:3: health.quiet: unknown key \"quiet\" (known keys: disabled, "
+     "quietPeriod, ignoredXids, xids)"},
+    {"HealthQuietPeriodNoUnit", "health:\n  quietPeriod: 300\n",
+     "t.yaml:2:16: health.quietPeriod: \"300\" is not a duration (a "
+     "non-negative number with a unit, e.g. \"30s\", \"5m\", \"1h30m\")"},
+    {"HealthQuietPeriodNegative", "health:\n  quietPeriod: -5m\n",
+     "t.yaml:2:16: health.quietPeriod: \"-5m\" is not a duration (a "
+     "non-negative number with a unit, e.g. \"30s\", \"5m\", \"1h30m\")"},
+    {"HealthDisabledNotBool", "health:\n  disabled: maybe\n",
+     "t.yaml:2:13: health.disabled: expected true or false, got \"maybe\""},
+    {"HealthIgnoredXidZero", "health:\n  ignoredXids: [13, 0]\n",
+     "t.yaml:2:21: health.ignoredXids[1]: an Xid is a positive number, got 0"},
+    {"HealthIgnoredXidNotNumber", "health:\n  ignoredXids: [x]\n",
+     "t.yaml:2:17: health.ignoredXids[0]: expected an integer, got \"x\""},
+    {"HealthXidAction",
+     "health:\n  xids:\n  - {codes: [48], action: drain}\n",
+     "t.yaml:3:27: health.xids[0].action: unknown value \"drain\" (expected "
+     "one of: ignore, unhealthy, reset)"},
+    {"HealthXidActionMissing", "health:\n  xids:\n  - codes: [48]\n",
+     "t.yaml:3:5: health.xids[0].action: required key is missing"},
+    {"HealthXidCodesMissing", "health:\n  xids:\n  - action: reset\n",
+     "t.yaml:3:5: health.xids[0].codes: required key is missing"},
+    {"HealthXidCodesEmpty",
+     "health:\n  xids:\n  - {codes: [], action: reset}\n",
+     "t.yaml:3:13: health.xids[0].codes: must list at least one Xid"},
+    {"HealthXidTwice",
+     "health:\n  xids:\n  - {codes: [48, 63], action: reset}\n"
+     "  - {codes: [79, 63], action: unhealthy}\n",
+     "t.yaml:4:18: health.xids[1].codes[1]: Xid 63 already has an action "
+     "(health.xids[0].codes[1])"},
+    {"HealthXidIgnoredAndFatal",
+     "health:\n  ignoredXids: [79]\n  xids:\n"
+     "  - {codes: [79], action: unhealthy}\n",
+     "t.yaml:4:14: health.xids[0].codes[0]: Xid 79 is also ignored by "
+     "health.ignoredXids[0]; choose one"},
+    {"MetricsAddressNoPort", "metrics:\n  address: localhost\n",
+     "t.yaml:2:12: metrics.address: \"localhost\" is not host:port with a "
+     "port in [0, 65535] (e.g. \":9400\", \"127.0.0.1:9400\", "
+     "\"[::1]:9400\")"},
+    {"MetricsAddressBigPort", "metrics:\n  address: \":70000\"\n",
+     "t.yaml:2:12: metrics.address: \":70000\" is not host:port with a port "
+     "in [0, 65535] (e.g. \":9400\", \"127.0.0.1:9400\", \"[::1]:9400\")"},
+    {"MetricsAddressUnbracketedIpv6", "metrics:\n  address: \"::1:80\"\n",
+     "t.yaml:2:12: metrics.address: \"::1:80\" is not host:port with a port "
+     "in [0, 65535] (e.g. \":9400\", \"127.0.0.1:9400\", \"[::1]:9400\")"},
 };
 
 INSTANTIATE_TEST_SUITE_P(
@@ -246,6 +292,20 @@ TEST(ValidateTest, ProgrammaticConfigWithoutOriginsNamesThePath) {
   EXPECT_EQ(std::string(Validate(c).message()),
             "sharing.timeSlicing.resources[0].name: \"gpu\" lacks the "
             "\"nvidia.com/\" prefix (nvidia.com/gpu)");
+}
+
+TEST(ValidateTest, HealthAndMetricsSectionsAccepted) {
+  EXPECT_TRUE(Check("health:\n  disabled: false\n  quietPeriod: 1h30m\n"
+                    "  ignoredXids: [999]\n"
+                    "  xids:\n  - {codes: [31, 43], action: unhealthy}\n"
+                    "  - {codes: [999], action: ignore}\n"
+                    "metrics:\n  address: \"[::1]:0\"\n")
+                  .ok());
+  for (const char* address : {"\":9400\"", "127.0.0.1:9400", "\"\""}) {
+    EXPECT_TRUE(Check(std::string("metrics: {address: ") + address + "}\n")
+                    .ok())
+        << address;
+  }
 }
 
 TEST(ValidateTest, MpsWithSingleMigIsAllowedAsInNvidia) {

@@ -25,7 +25,10 @@
 #include "src/device/discovery.h"
 #include "src/device/nvml_error_kind.h"
 #include "src/device/topology.h"
+#include "src/health/health_config.h"
 #include "src/health/health_monitor.h"
+#include "src/metrics/metrics_server.h"
+#include "src/metrics/registry.h"
 #include "src/nvml/dynamic_library.h"
 #include "src/registration/socket_watcher.h"
 #include "src/registration/unique_fd.h"
@@ -59,6 +62,7 @@ class Daemon::Impl {
   explicit Impl(DaemonOptions options)
       : options_(std::move(options)),
         config_(options_.config),
+        health_(options_.health),
         plugin_dir_(DirName(options_.kubelet_socket)),
         kubelet_name_(BaseName(options_.kubelet_socket)) {}
 
@@ -80,9 +84,16 @@ class Daemon::Impl {
   void OnHealth(const health::HealthEvent& event);
 
   void ReloadConfig();
+  absl::Status StartMetrics();
+  void PublishDeviceHealth();
 
   const DaemonOptions options_;
   config::Config config_;
+  health::MonitorOptions health_;
+  // Process-wide, across reloads.
+  metrics::Registry registry_;
+  metrics::GpuletMetrics metrics_;
+  std::unique_ptr<metrics::MetricsServer> metrics_server_;
   std::string plugin_dir_;
   std::string kubelet_name_;
   nvml::LibraryPtr lib_;
@@ -118,6 +129,10 @@ int Daemon::Impl::Run() {
     GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "eventfd").message();
     return 1;
   }
+  if (absl::Status s = StartMetrics(); !s.ok()) {
+    GPULET_LOG(ERROR) << s.message();
+    return 1;
+  }
   while (true) {
     SessionEnd end = RunSession(**signals);
     if (end.end == End::kExit) return end.exit_code;
@@ -134,8 +149,52 @@ void Daemon::Impl::ReloadConfig() {
                       << fresh.status().message();
     return;
   }
+  absl::StatusOr<health::MonitorOptions> health =
+      health::OptionsFromConfig(fresh->health, config::ProcessEnvironment());
+  if (!health.ok()) {
+    GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
+                         "one: "
+                      << health.status().message();
+    return;
+  }
+  if (fresh->metrics.address != config_.metrics.address) {
+    GPULET_LOG(WARNING) << "metrics.address changed; the metrics server "
+                           "keeps its address until gpulet restarts";
+  }
   config_ = *std::move(fresh);
+  health_ = *std::move(health);
   GPULET_LOG(INFO) << "configuration reloaded";
+}
+
+absl::Status Daemon::Impl::StartMetrics() {
+  absl::StatusOr<metrics::GpuletMetrics> m =
+      metrics::GpuletMetrics::Register(registry_);
+  if (!m.ok()) return m.status();
+  metrics_ = *m;
+  const std::string& address = config_.metrics.address;
+  if (address.empty()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> server =
+      metrics::MetricsServer::Start(address, registry_);
+  if (!server.ok()) {
+    return common::Annotate(server.status(), "cannot serve metrics");
+  }
+  metrics_server_ = *std::move(server);
+  GPULET_LOG(INFO) << "serving /metrics on " << metrics_server_->host() << ":"
+                   << metrics_server_->port();
+  return absl::OkStatus();
+}
+
+// Every advertised device's health as gpulet_device_healthy; called on the
+// thread that changed it, while the runners exist.
+void Daemon::Impl::PublishDeviceHealth() {
+  for (auto& runner : runners_) {
+    const std::string& resource = runner->resource_name();
+    metrics_.device_healthy->RemoveMatching("resource", resource);
+    for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+      metrics_.device_healthy->Set({resource, d.id},
+                                   metrics::HealthValue(d.healthy));
+    }
+  }
 }
 
 SessionEnd Daemon::Impl::RunSession(SignalChannel& signals) {
@@ -201,7 +260,8 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
     gpu_uuids_[static_cast<int>(gpu.index)] = gpu.uuid;
   }
   RunnerOptions runner_options{plugin_dir_, options_.kubelet_socket,
-                               options_.register_timeout, options_.backoff};
+                               options_.register_timeout, options_.backoff,
+                               &metrics_};
   const HostView view = MakeHostView(config_);
   absl::StatusOr<std::vector<ResourceSpec>> specs = BuildResources(
       node, config_, MakeResourceOptions(options_.socket_prefix, view));
@@ -237,9 +297,12 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
   if (!watcher.ok()) return watcher.status();
   watcher_ = *std::move(watcher);
   for (auto& runner : runners_) runner->Start();
+  PublishDeviceHealth();
+  health::MonitorOptions health = health_;
+  health.metrics = &metrics_;
   absl::StatusOr<std::unique_ptr<health::HealthMonitor>> monitor =
       health::HealthMonitor::Start(
-          *lib_, node.gpus, options_.health,
+          *lib_, node.gpus, health,
           [this](const health::HealthEvent& e) { OnHealth(e); });
   if (monitor.ok()) {
     monitor_ = *std::move(monitor);
@@ -293,6 +356,9 @@ void Daemon::Impl::StopSession() {
   // Monitor and watcher first: no callback may run while runners go away.
   monitor_.reset();
   watcher_.reset();
+  for (auto& runner : runners_) {
+    metrics_.device_healthy->RemoveMatching("resource", runner->resource_name());
+  }
   runners_.clear();
   gpu_uuids_.clear();
   uint64_t ignored;
@@ -354,17 +420,42 @@ void Daemon::Impl::HandleWake() {
   }
   if (event.kubelet_socket_created) {
     GPULET_VLOG(1) << "socket watcher: " << kubelet_name_ << " created";
+    metrics_.kubelet_restarts->Add({});
   }
   for (auto& runner : runners_) runner->Reconcile(event.kubelet_socket_created);
 }
 
-// On the monitor's thread. MIG-scoped events mark the whole GPU for now:
-// every resource's devices carry their parent GPU's index.
+// On the monitor's thread. An event NVML attributes to one MIG instance
+// changes only that MIG device (and its replicas); anything else, or a MIG
+// event no advertised device matches (migStrategy none), changes every
+// device of the GPU: the GPU itself, its replicas and its MIG devices.
 void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
   int changed = 0;
-  for (auto& runner : runners_) {
-    changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
+  bool mig_scoped = false;
+  if (event.gpu_instance_id.has_value()) {
+    const int gi = static_cast<int>(*event.gpu_instance_id);
+    for (auto& runner : runners_) {
+      for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+        mig_scoped |= d.gpu_index == event.gpu_index && d.gpu_instance_id == gi;
+      }
+    }
   }
+  if (mig_scoped) {
+    for (auto& runner : runners_) {
+      changed += runner->devices().SetMigHealth(
+          event.gpu_index, static_cast<int>(*event.gpu_instance_id),
+          event.compute_instance_id.has_value()
+              ? static_cast<int>(*event.compute_instance_id)
+              : -1,
+          event.healthy);
+    }
+  }
+  if (!mig_scoped) {
+    for (auto& runner : runners_) {
+      changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
+    }
+  }
+  if (changed > 0) PublishDeviceHealth();
   auto uuid = gpu_uuids_.find(event.gpu_index);
   std::string gpu = absl::StrCat(
       "GPU ", event.gpu_index, " (",

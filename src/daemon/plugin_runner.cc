@@ -14,8 +14,15 @@
 namespace gpulet::daemon {
 namespace {
 
-plugin::PluginOptions ServerOptions(const ResourceSpec& spec) {
+plugin::PluginOptions ServerOptions(const ResourceSpec& spec,
+                                    const metrics::GpuletMetrics* m) {
   plugin::PluginOptions options;
+  if (m != nullptr) {
+    options.on_allocated = [m, resource = spec.resource_name](size_t n) {
+      m->allocations->Add({resource});
+      m->allocated_devices->Add({resource}, static_cast<double>(n));
+    };
+  }
   options.resource_name = spec.resource_name;
   options.socket_name = spec.socket_name;
   options.get_preferred_allocation_available = true;
@@ -39,7 +46,7 @@ PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options,
       options_(std::move(options)),
       devices_(spec_.devices),
       server_(std::make_unique<plugin::PluginServer>(
-          ServerOptions(spec_), devices_,
+          ServerOptions(spec_, options_.metrics), devices_,
           allocate ? std::move(allocate)
                    : plugin::AllocateHandler(plugin::EnvvarResponse),
           preferred ? std::move(preferred)
@@ -58,6 +65,9 @@ void PluginRunner::Start() {
 
 void PluginRunner::Restart(const std::string& reason) {
   GPULET_LOG(INFO) << "restarting " << spec_.resource_name << ": " << reason;
+  if (options_.metrics != nullptr) {
+    options_.metrics->plugin_restarts->Add({spec_.resource_name});
+  }
   backoff_.Reset();
   Attempt(/*restart_server=*/true);
 }
@@ -124,10 +134,15 @@ void PluginRunner::Attempt(bool restart_server) {
   params.get_preferred_allocation_available =
       server_->options().get_preferred_allocation_available;
   params.pre_start_required = server_->options().pre_start_required;
-  if (absl::Status s =
-          registration::Register(params, options_.register_timeout);
-      !s.ok()) {
-    Fail(s);
+  absl::Status registered =
+      registration::Register(params, options_.register_timeout);
+  if (options_.metrics != nullptr) {
+    options_.metrics->registrations->Add(
+        {spec_.resource_name, registered.ok() ? metrics::kResultOk
+                                              : metrics::kResultError});
+  }
+  if (!registered.ok()) {
+    Fail(registered);
     return;
   }
   kubelet_id_ = IdentifyFile(options_.kubelet_socket);

@@ -36,6 +36,7 @@
 #include "absl/time/time.h"
 #include "src/daemon/backoff.h"
 #include "src/daemon/resources.h"
+#include "src/metrics/gpulet_metrics.h"
 #include "src/plugin/device_list.h"
 #include "src/plugin/handlers.h"
 #include "src/plugin/plugin_server.h"
@@ -47,6 +48,8 @@ struct RunnerOptions {
   std::string kubelet_socket;  // full path of kubelet.sock
   absl::Duration register_timeout = absl::Seconds(10);
   BackoffPolicy backoff;
+  // Counters for allocations, registrations and restarts; null: none.
+  const metrics::GpuletMetrics* metrics = nullptr;
 };
 
 // What identifies one incarnation of a file; nullopt when it is missing.

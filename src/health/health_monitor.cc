@@ -19,6 +19,7 @@
 #include "src/common/clock.h"
 #include "src/common/logging.h"
 #include "src/device/nvml_error_kind.h"
+#include "src/health/health_metrics.h"
 #include "src/health/recovery_policy.h"
 
 namespace gpulet::health {
@@ -86,6 +87,7 @@ Registration RegisterAll(nvml::Library& lib, nvml::EventSet& events,
       failure.gpu_index = static_cast<int>(gpu.index);
       failure.reason = absl::StrCat("cannot watch it for health events: ",
                                     handle.status().message());
+      failure.cause = HealthCause::kWatchFailed;
       registration.failures.push_back(std::move(failure));
     } else if (*handle != nullptr) {
       registration.gpus.emplace(*handle, static_cast<int>(gpu.index));
@@ -119,10 +121,20 @@ std::string WhyIgnored(const MonitorOptions& options, uint64_t xid) {
   if (DefaultIgnoredXids().contains(xid)) {
     return "an application error, ignored by default";
   }
-  return "listed in DP_DISABLE_HEALTHCHECKS";
+  return "listed in DP_DISABLE_HEALTHCHECKS or the config file's health "
+         "section";
 }
 
-class IdleMonitor final : public HealthMonitor {};
+// Keeps the GPUs' health gauges (all healthy) while nothing is watched.
+class IdleMonitor final : public HealthMonitor {
+ public:
+  IdleMonitor(const metrics::GpuletMetrics* metrics,
+              const std::vector<device::Gpu>& gpus)
+      : metrics_(metrics, gpus) {}
+
+ private:
+  HealthMetrics metrics_;
+};
 
 // Probes one GPU: NVML must answer on its handle. NVML_ERROR_GPU_IS_LOST and
 // the other "device gone" codes map to Unavailable (nvml_status.h). A memory
@@ -145,10 +157,11 @@ ProbeResult ProbeGpu(nvml::Library& lib, nvml::Device handle, int gpu) {
 
 class EventMonitor final : public HealthMonitor {
  public:
-  EventMonitor(nvml::Library& lib, nvml::EventSetPtr events,
-               Registration registration, MonitorOptions options,
-               Callback callback)
-      : lib_(lib),
+  EventMonitor(nvml::Library& lib, const std::vector<device::Gpu>& gpus,
+               nvml::EventSetPtr events, Registration registration,
+               MonitorOptions options, Callback callback)
+      : metrics_(options.metrics, gpus),
+        lib_(lib),
         events_(std::move(events)),
         gpus_(std::move(registration.gpus)),
         options_(std::move(options)),
@@ -174,10 +187,11 @@ class EventMonitor final : public HealthMonitor {
   // Probes the unhealthy GPUs when `idle` or kProbeInterval has passed since
   // the last round, and reports those that recovered.
   void MaybeProbe(bool idle);
-  void Recover(int gpu, const std::string& reason);
+  void Recover(int gpu, const std::string& reason, HealthCause cause);
   // Blocks for `delay` or until stop is requested; false on stop.
   bool Sleep(std::stop_token stop, std::chrono::milliseconds delay);
 
+  HealthMetrics metrics_;
   nvml::Library& lib_;
   const nvml::EventSetPtr events_;
   const GpuOfHandle gpus_;
@@ -240,11 +254,14 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
                    << " for a device that is not watched";
     return;
   }
+  if ((event.type & nvmlEventTypeXidCriticalError) != 0) {
+    metrics_.OnXid(it->second, event.data);
+  }
   if (std::optional<HealthEvent> unhealthy =
           Decide(event, it->second, options_)) {
     // Also when already reported: a new fault restarts the quiet period.
-    recovery_.OnFatal(it->second, unhealthy->xid, unhealthy->reason,
-                      clock_.Now());
+    recovery_.OnFault(it->second, NeedsReset(options_, unhealthy->xid),
+                      unhealthy->reason, clock_.Now());
     Report(*unhealthy);
   } else {
     LogHarmless(event, it->second);
@@ -292,6 +309,7 @@ void EventMonitor::Report(const HealthEvent& event) {
   }
   GPULET_LOG(WARNING) << "marking " << Subject(event)
                       << " unhealthy: " << event.reason;
+  metrics_.OnTransition(event);
   callback_(event);
 }
 
@@ -311,13 +329,17 @@ void EventMonitor::MaybeProbe(bool idle) {
   std::sort(results.begin(), results.end());
   const absl::Time at = clock_.Now();
   for (const auto& [gpu, result] : results) {
+    const HealthCause cause = recovery_.NeedsResetToRecover(gpu)
+                                  ? HealthCause::kRecoveredReset
+                                  : HealthCause::kRecoveredQuiet;
     if (std::optional<std::string> why = recovery_.OnProbe(gpu, result, at)) {
-      Recover(gpu, *why);
+      Recover(gpu, *why, cause);
     }
   }
 }
 
-void EventMonitor::Recover(int gpu, const std::string& reason) {
+void EventMonitor::Recover(int gpu, const std::string& reason,
+                           HealthCause cause) {
   // Forget every report for the GPU, its MIG devices included, so a later
   // fault is reported again.
   std::vector<Key> forget;
@@ -329,7 +351,9 @@ void EventMonitor::Recover(int gpu, const std::string& reason) {
   event.gpu_index = gpu;
   event.healthy = true;
   event.reason = reason;
+  event.cause = cause;
   GPULET_LOG(INFO) << "marking GPU " << gpu << " healthy: " << reason;
+  metrics_.OnTransition(event);
   callback_(event);
 }
 
@@ -347,9 +371,9 @@ absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
     MonitorOptions options, Callback callback) {
   if (options.disabled) {
     GPULET_LOG(INFO) << "GPU health checks are disabled";
-    return std::make_unique<IdleMonitor>();
+    return std::make_unique<IdleMonitor>(options.metrics, gpus);
   }
-  if (gpus.empty()) return std::make_unique<IdleMonitor>();
+  if (gpus.empty()) return std::make_unique<IdleMonitor>(options.metrics, gpus);
   absl::StatusOr<nvml::EventSetPtr> events = lib.EventSetCreate();
   if (!events.ok()) return events.status();
   Registration registration = RegisterAll(lib, **events, gpus);
@@ -357,8 +381,8 @@ absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
                    << " of " << gpus.size() << " GPUs; "
                    << DescribeOptions(options);
   return std::make_unique<EventMonitor>(
-      lib, std::move(*events), std::move(registration), std::move(options),
-      std::move(callback));
+      lib, gpus, std::move(*events), std::move(registration),
+      std::move(options), std::move(callback));
 }
 
 }  // namespace gpulet::health

@@ -22,6 +22,8 @@
 #include "gtest/gtest.h"
 #include "src/common/clock.h"
 #include "src/device/discovery.h"
+#include "src/health/health_config.h"
+#include "src/metrics/gpulet_metrics.h"
 #include "src/nvml/sim/control_client.h"
 #include "src/nvml/sim_test_support.h"
 
@@ -64,6 +66,7 @@ HealthEvent Unhealthy(int gpu, uint64_t xid, std::string reason) {
   event.gpu_index = gpu;
   event.xid = xid;
   event.reason = std::move(reason);
+  event.cause = xid != 0 ? HealthCause::kXid : HealthCause::kDoubleBitEcc;
   return event;
 }
 
@@ -147,6 +150,9 @@ HealthEvent Recovered(const HealthEvent& event) {
   want.gpu_index = event.gpu_index;
   want.healthy = true;
   want.reason = event.reason;
+  want.cause = event.cause == HealthCause::kRecoveredReset
+                   ? HealthCause::kRecoveredReset
+                   : HealthCause::kRecoveredQuiet;
   return want;
 }
 
@@ -424,6 +430,54 @@ TEST_F(HealthMonitorTest, ResetXidWithoutAResetDoesNotRecover) {
   EXPECT_EQ(events[1].gpu_index, 6);
   EXPECT_EQ(events[2].gpu_index, 6);  // GPU 0 was probed in the same round
   EXPECT_TRUE(events[2].healthy);
+}
+
+// The config file's per-Xid actions change what is fatal and how it
+// recovers; the metrics see every Xid and transition. GPU 7's recovery is
+// the marker: GPU 6 was probed in the same round, before it.
+TEST_F(HealthMonitorTest, ConfigActionsAndMetrics) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  config::Health file;
+  file.xids = {{{48}, config::XidAction::kUnhealthy},
+               {{32}, config::XidAction::kReset},
+               {{31}, config::XidAction::kUnhealthy}};
+  MonitorOptions options = FileOptions(file);
+  options.quiet_period = absl::ZeroDuration();
+  options.clock = &clock_;
+  metrics::Registry registry;
+  const metrics::GpuletMetrics m = *metrics::GpuletMetrics::Register(registry);
+  options.metrics = &m;
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(options));
+  EXPECT_EQ(m.gpu_healthy->size(), gpus_.size());
+  CONTROL("xid 3 13");  // ignored, but counted
+  CONTROL("xid 0 48");  // a reset Xid by default; here the quiet period
+  CONTROL("xid 6 32");  // a quiet-period Xid by default; here a reset
+  CONTROL("xid 7 31");  // ignored by default; here fatal
+  const std::vector<HealthEvent> events = recorder_.WaitFor(5);
+  ASSERT_EQ(events.size(), 5u);
+  std::vector<std::pair<int, bool>> seen;
+  for (const HealthEvent& e : events) {
+    seen.emplace_back(e.gpu_index, e.healthy);
+    if (e.healthy) {
+      EXPECT_EQ(e.cause, HealthCause::kRecoveredQuiet) << e.gpu_index;
+    }
+  }
+  EXPECT_THAT(seen, ::testing::UnorderedElementsAre(
+                        std::pair(0, false), std::pair(0, true),
+                        std::pair(6, false), std::pair(7, false),
+                        std::pair(7, true)));
+  EXPECT_EQ(events[4], (HealthEvent{7, {}, {}, true, 0, events[4].reason,
+                                    HealthCause::kRecoveredQuiet}));
+
+  EXPECT_EQ(m.xid_events->Value({gpus_[3].uuid, "13"}), 1);
+  EXPECT_EQ(m.xid_events->Value({gpus_[0].uuid, "48"}), 1);
+  EXPECT_EQ(m.xid_events->Value({gpus_[7].uuid, "31"}), 1);
+  EXPECT_EQ(m.health_transitions->Value({"unhealthy", "xid"}), 3);
+  EXPECT_EQ(m.health_transitions->Value({"healthy", "quiet_period"}), 2);
+  EXPECT_EQ(m.gpu_healthy->Value({gpus_[0].uuid}), 1);
+  EXPECT_EQ(m.gpu_healthy->Value({gpus_[6].uuid}), 0);
+  monitor_.reset();
+  EXPECT_EQ(m.gpu_healthy->size(), 0u);
 }
 
 }  // namespace

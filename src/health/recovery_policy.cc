@@ -16,12 +16,25 @@ const std::set<uint64_t>& ResetXids() {
 
 bool NeedsReset(uint64_t xid) { return xid == 0 || ResetXids().contains(xid); }
 
+bool NeedsReset(const MonitorOptions& options, uint64_t xid) {
+  auto it = options.xid_recovery.find(xid);
+  if (xid != 0 && it != options.xid_recovery.end()) {
+    return it->second == XidRecovery::kReset;
+  }
+  return NeedsReset(xid);
+}
+
 void RecoveryPolicy::OnFatal(int gpu, uint64_t xid, const std::string& reason,
                              absl::Time now) {
+  OnFault(gpu, NeedsReset(xid), reason, now);
+}
+
+void RecoveryPolicy::OnFault(int gpu, bool needs_reset,
+                             const std::string& reason, absl::Time now) {
   State& state = gpus_[gpu];
   state.quiet_since = now;
   state.reason = reason;
-  if (NeedsReset(xid)) {
+  if (needs_reset) {
     state.needs_reset = true;
     state.reset_seen = false;  // a reset before this fault does not count
   }
@@ -53,6 +66,11 @@ std::optional<std::string> RecoveryPolicy::OnProbe(int gpu, ProbeResult result,
       "no fatal event for ", absl::FormatDuration(quiet_period_));
   gpus_.erase(it);
   return why;
+}
+
+bool RecoveryPolicy::NeedsResetToRecover(int gpu) const {
+  auto it = gpus_.find(gpu);
+  return it != gpus_.end() && it->second.needs_reset;
 }
 
 std::vector<int> RecoveryPolicy::Unhealthy() const {

@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "src/health/xid_policy.h"
 
 namespace gpulet::health {
 
@@ -36,6 +37,10 @@ const std::set<uint64_t>& ResetXids();
 // True when a fatal event with this Xid (0: a double-bit ECC event) needs a
 // GPU reset before the GPU may recover.
 bool NeedsReset(uint64_t xid);
+
+// As above, with the config file's per-Xid recovery (options.xid_recovery)
+// taking precedence for the Xids it lists.
+bool NeedsReset(const MonitorOptions& options, uint64_t xid);
 
 enum class ProbeResult {
   kOk,      // every probe call succeeded
@@ -49,7 +54,11 @@ class RecoveryPolicy {
       : quiet_period_(quiet_period) {}
 
   // A fatal event for GPU `gpu` at `now`; `reason` is the HealthEvent's.
+  // Same as OnFault(gpu, NeedsReset(xid), reason, now).
   void OnFatal(int gpu, uint64_t xid, const std::string& reason,
+               absl::Time now);
+  // A fatal event that does (or does not) need a GPU reset before recovery.
+  void OnFault(int gpu, bool needs_reset, const std::string& reason,
                absl::Time now);
 
   // A probe of GPU `gpu` at `now`. Returns the recovery reason ("recovered
@@ -60,6 +69,9 @@ class RecoveryPolicy {
 
   // The GPUs currently unhealthy, ascending: the ones to probe.
   std::vector<int> Unhealthy() const;
+  // True when `gpu` is unhealthy with a fault that needs a reset: its
+  // recovery, if the next probe brings one, is a recovery after a reset.
+  bool NeedsResetToRecover(int gpu) const;
 
  private:
   struct State {

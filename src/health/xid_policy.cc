@@ -70,27 +70,40 @@ const std::set<uint64_t>& DefaultIgnoredXids() {
 
 absl::StatusOr<MonitorOptions> ParseHealthEnv(const char* disable,
                                               const char* enable) {
+  return ApplyHealthEnv(MonitorOptions{}, disable, enable);
+}
+
+absl::StatusOr<MonitorOptions> ApplyHealthEnv(MonitorOptions options,
+                                              const char* disable,
+                                              const char* enable) {
   absl::StatusOr<XidList> disabled = ParseList(kDisableVar, disable);
   if (!disabled.ok()) return disabled.status();
   absl::StatusOr<XidList> enabled = ParseList(kEnableVar, enable);
   if (!enabled.ok()) return enabled.status();
 
-  MonitorOptions options;
   // NVIDIA treats "xids" in the enable variable as "all".
   if (enabled->all || enabled->xids) {
+    options.disabled = false;
+    options.xids_disabled = false;
+    options.dbe_unhealthy = true;
     options.ignored_xids.clear();
+    options.enabled_xids.clear();
     return options;
   }
-  options.xids_disabled = disabled->all || disabled->xids;
-  options.dbe_unhealthy = !disabled->all;
+  const bool was_disabled = options.disabled;
+  options.xids_disabled =
+      options.xids_disabled || disabled->all || disabled->xids;
+  options.dbe_unhealthy = options.dbe_unhealthy && !disabled->all;
   options.ignored_xids.insert(disabled->xids_listed.begin(),
                               disabled->xids_listed.end());
   for (uint64_t xid : enabled->xids_listed) options.ignored_xids.erase(xid);
-  options.enabled_xids = enabled->xids_listed;
+  options.enabled_xids.insert(enabled->xids_listed.begin(),
+                              enabled->xids_listed.end());
   // NVIDIA documents that enabled Xids still count when everything is
   // disabled (its code then disables the whole monitor); we follow the
   // documentation.
-  options.disabled = disabled->all && options.enabled_xids.empty();
+  options.disabled =
+      (was_disabled || disabled->all) && options.enabled_xids.empty();
   return options;
 }
 
@@ -106,6 +119,22 @@ absl::StatusOr<absl::Duration> ParseQuietPeriod(const char* value,
         "\"30s\", \"5m\", \"1h30m\")"));
   }
   return period;
+}
+
+const char* CauseLabel(HealthCause cause) {
+  switch (cause) {
+    case HealthCause::kXid:
+      return "xid";
+    case HealthCause::kDoubleBitEcc:
+      return "double_bit_ecc";
+    case HealthCause::kWatchFailed:
+      return "watch_failed";
+    case HealthCause::kRecoveredQuiet:
+      return "quiet_period";
+    case HealthCause::kRecoveredReset:
+      return "reset";
+  }
+  return "unknown";
 }
 
 bool IsXidIgnored(const MonitorOptions& options, uint64_t xid) {
@@ -170,6 +199,7 @@ std::optional<HealthEvent> Decide(const nvml::Event& event, int gpu_index,
   if ((event.type & nvmlEventTypeDoubleBitEccError) != 0 &&
       options.dbe_unhealthy) {
     decision.reason = "double-bit ECC error";
+    decision.cause = HealthCause::kDoubleBitEcc;
     return decision;
   }
   return std::nullopt;
@@ -186,10 +216,24 @@ std::string DescribeOptions(const MonitorOptions& options) {
   } else {
     xids = absl::StrCat("ignoring Xids ", JoinXids(options.ignored_xids));
   }
+  std::set<uint64_t> quiet;
+  std::set<uint64_t> reset;
+  for (const auto& [xid, recovery] : options.xid_recovery) {
+    (recovery == XidRecovery::kReset ? reset : quiet).insert(xid);
+  }
+  std::string overrides;
+  if (!quiet.empty()) {
+    absl::StrAppend(&overrides, "; Xids ", JoinXids(quiet),
+                    " recover without a reset");
+  }
+  if (!reset.empty()) {
+    absl::StrAppend(&overrides, "; Xids ", JoinXids(reset), " need a reset");
+  }
   return absl::StrCat(xids, "; double-bit ECC errors ",
                       options.dbe_unhealthy ? "fatal" : "ignored",
                       "; single-bit ECC errors logged only; recovery after ",
-                      absl::FormatDuration(options.quiet_period), " quiet");
+                      absl::FormatDuration(options.quiet_period), " quiet",
+                      overrides);
 }
 
 }  // namespace gpulet::health

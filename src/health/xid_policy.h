@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
+#include "src/metrics/gpulet_metrics.h"
 #include "src/nvml/library.h"
 #include "src/nvml/nvml_api.h"
 
@@ -39,6 +41,19 @@ inline constexpr uint64_t kHealthEventMask = nvmlEventTypeXidCriticalError |
 // computeInstanceId.
 inline constexpr uint32_t kNoInstance = 0xFFFFFFFF;
 
+// Why a HealthEvent was sent; also the `reason` label of the
+// gpulet_health_transitions_total metric (CauseLabel).
+enum class HealthCause {
+  kXid,              // a fatal Xid (xid set)
+  kDoubleBitEcc,     // a double-bit ECC event
+  kWatchFailed,      // the GPU could not be registered for events
+  kRecoveredQuiet,   // healthy again after the quiet period
+  kRecoveredReset,   // healthy again after a reset and the quiet period
+};
+
+// "xid", "double_bit_ecc", "watch_failed", "quiet_period", "reset".
+const char* CauseLabel(HealthCause cause);
+
 // One health decision about one GPU, or one MIG device of it.
 struct HealthEvent {
   int gpu_index = -1;  // NVML index of the (parent) GPU
@@ -51,8 +66,16 @@ struct HealthEvent {
   bool healthy = false;
   uint64_t xid = 0;    // 0 when the event was not an Xid
   std::string reason;  // "Xid 79 (GPU has fallen off the bus)", ...
+  HealthCause cause = HealthCause::kXid;
 
   bool operator==(const HealthEvent&) const = default;
+};
+
+// How a fatal Xid recovers (the config file's health.xids actions
+// "unhealthy" and "reset").
+enum class XidRecovery {
+  kQuietPeriod,  // after the quiet period
+  kReset,        // after the GPU was lost and is back, then the quiet period
 };
 
 struct MonitorOptions {
@@ -70,14 +93,22 @@ struct MonitorOptions {
   // above.
   std::set<uint64_t> enabled_xids;
   // A double-bit ECC event makes the GPU unhealthy. Off only with
-  // DP_DISABLE_HEALTHCHECKS=all.
+  // DP_DISABLE_HEALTHCHECKS=all (or health.disabled).
   bool dbe_unhealthy = true;
+  // Per-Xid recovery from the config file, overriding ResetXids()
+  // (recovery_policy.h) for these Xids. Does not make an ignored Xid fatal.
+  std::map<uint64_t, XidRecovery> xid_recovery;
   // An unhealthy GPU recovers after this long without a fatal event or a
   // failed probe (recovery_policy.h); GPULET_HEALTH_QUIET_PERIOD.
   absl::Duration quiet_period = absl::Minutes(5);
   // The time source for the quiet period; nullptr means the real clock.
   // Borrowed: must outlive the monitor.
   const common::Clock* clock = nullptr;
+  // Where the monitor counts Xids (gpulet_xid_events_total, every Xid of a
+  // watched GPU, ignored ones included) and health transitions, and keeps
+  // gpulet_gpu_healthy per GPU UUID; nullptr: no metrics. Borrowed: the
+  // registry behind it must outlive the monitor.
+  const metrics::GpuletMetrics* metrics = nullptr;
 
   bool operator==(const MonitorOptions&) const = default;
 };
@@ -95,6 +126,16 @@ const std::set<uint64_t>& DefaultIgnoredXids();
 // DP_ENABLE_HEALTHCHECKS=all turns every check on, whatever
 // DP_DISABLE_HEALTHCHECKS says (NVIDIA's precedence).
 absl::StatusOr<MonitorOptions> ParseHealthEnv(const char* disable,
+                                              const char* enable);
+
+// The two variables applied on top of `base` (options from the config file,
+// health_config.h) with the same rules as ParseHealthEnv: listed Xids are
+// ignored / acted on whatever `base` says, "xids" and "all" disable, and
+// DP_ENABLE_HEALTHCHECKS=all turns every check on. `base`'s quiet period,
+// clock, metrics and per-Xid recovery are kept.
+// ParseHealthEnv(d, e) == ApplyHealthEnv(MonitorOptions{}, d, e).
+absl::StatusOr<MonitorOptions> ApplyHealthEnv(MonitorOptions base,
+                                              const char* disable,
                                               const char* enable);
 
 // The quiet period from GPULET_HEALTH_QUIET_PERIOD's value (nullptr or ""

@@ -53,6 +53,26 @@ int DeviceList::SetGpuHealth(int gpu_index, bool healthy) {
   return changed;
 }
 
+int DeviceList::SetMigHealth(int gpu_index, int gpu_instance_id,
+                             int compute_instance_id, bool healthy) {
+  if (gpu_instance_id < 0) return 0;
+  absl::MutexLock lock(&mu_);
+  std::vector<Device> devices = current_->devices;
+  int changed = 0;
+  for (Device& d : devices) {
+    const bool match =
+        d.gpu_index == gpu_index && d.gpu_instance_id == gpu_instance_id &&
+        (compute_instance_id < 0 ||
+         d.compute_instance_id == compute_instance_id);
+    if (match && d.healthy != healthy) {
+      d.healthy = healthy;
+      ++changed;
+    }
+  }
+  if (changed > 0) Publish(std::move(devices));
+  return changed;
+}
+
 bool DeviceList::SetHealth(const std::string& id, bool healthy) {
   absl::MutexLock lock(&mu_);
   const Device* found = current_->Find(id);

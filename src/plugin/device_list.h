@@ -65,6 +65,14 @@ class DeviceList {
   // Sets the health of every device whose gpu_index is `gpu_index`. Returns
   // how many devices changed.
   int SetGpuHealth(int gpu_index, bool healthy);
+  // Sets the health of the MIG devices (and their replicas) whose
+  // gpu_index, gpu_instance_id and compute_instance_id match; a negative
+  // compute_instance_id matches every compute instance of the GPU instance
+  // (NVML named only the GPU instance). Full GPUs (gpu_instance_id -1) are
+  // never matched. Returns how many devices changed; 0 also when no device
+  // matches, so the caller can fall back to SetGpuHealth.
+  int SetMigHealth(int gpu_index, int gpu_instance_id, int compute_instance_id,
+                   bool healthy);
   // Sets the health of one device by ID. Returns false if the ID is unknown.
   bool SetHealth(const std::string& id, bool healthy);
 

@@ -3,17 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace gpulet::plugin {
 namespace {
 
 std::vector<Device> Replicas() {
   // GPU 0 shared three ways, GPU 1 whole.
-  return {{"GPU-a::0", true, {0}, "GPU-a", 0},
-          {"GPU-a::1", true, {0}, "GPU-a", 0},
-          {"GPU-a::2", true, {0}, "GPU-a", 0},
-          {"GPU-b", true, {1}, "GPU-b", 1}};
+  return {{"GPU-a::0", true, {0}, "GPU-a", 0, -1, -1, 0, {}},
+          {"GPU-a::1", true, {0}, "GPU-a", 0, -1, -1, 1, {}},
+          {"GPU-a::2", true, {0}, "GPU-a", 0, -1, -1, 2, {}},
+          {"GPU-b", true, {1}, "GPU-b", 1, -1, -1, -1, {}}};
 }
 
 TEST(DeviceListTest, StartsAtVersionOneWithTheDevices) {
@@ -63,6 +65,59 @@ TEST(DeviceListTest, SetGpuHealthFansOutToEveryReplica) {
   EXPECT_EQ(list.Snapshot()->version, 2u);
   EXPECT_EQ(list.SetGpuHealth(0, true), 3);
   EXPECT_EQ(list.Snapshot()->version, 3u);
+}
+
+// GPU 0 in MIG mode: GPU instance 1 with compute instances 0 and 1, GPU
+// instance 2 shared two ways; GPU 1 whole, GPU 2 with GPU instance 1.
+std::vector<Device> MigDevices() {
+  auto mig = [](std::string id, int gpu, int gi, int ci, int replica) {
+    Device d;
+    d.id = std::move(id);
+    d.gpu_index = gpu;
+    d.gpu_instance_id = gi;
+    d.compute_instance_id = ci;
+    d.replica = replica;
+    return d;
+  };
+  return {mig("MIG-a", 0, 1, 0, -1),   mig("MIG-b", 0, 1, 1, -1),
+          mig("MIG-c::0", 0, 2, 0, 0), mig("MIG-c::1", 0, 2, 0, 1),
+          mig("GPU-1", 1, -1, -1, -1), mig("MIG-d", 2, 1, 0, -1)};
+}
+
+std::vector<std::string> UnhealthyIds(const DeviceList& list) {
+  std::vector<std::string> ids;
+  for (const Device& d : list.Snapshot()->devices) {
+    if (!d.healthy) ids.push_back(d.id);
+  }
+  return ids;
+}
+
+TEST(DeviceListTest, SetMigHealthMarksOnlyTheMatchingInstance) {
+  struct Case {
+    const char* name;
+    int gpu, gi, ci;
+    std::vector<std::string> want;
+  } cases[] = {
+      {"one compute instance", 0, 1, 1, {"MIG-b"}},
+      {"every compute instance of the GPU instance", 0, 1, -1,
+       {"MIG-a", "MIG-b"}},
+      {"every replica of the MIG device", 0, 2, 0, {"MIG-c::0", "MIG-c::1"}},
+      {"same instance ids on another GPU", 2, 1, 0, {"MIG-d"}},
+      {"no such instance", 0, 3, 0, {}},
+      {"full GPUs are never matched", 1, -1, -1, {}},
+  };
+  for (const Case& c : cases) {
+    DeviceList list(MigDevices());
+    EXPECT_EQ(list.SetMigHealth(c.gpu, c.gi, c.ci, false),
+              static_cast<int>(c.want.size()))
+        << c.name;
+    EXPECT_EQ(UnhealthyIds(list), c.want) << c.name;
+    EXPECT_EQ(list.Snapshot()->version, c.want.empty() ? 1u : 2u) << c.name;
+    EXPECT_EQ(list.SetMigHealth(c.gpu, c.gi, c.ci, true),
+              static_cast<int>(c.want.size()))
+        << c.name;
+    EXPECT_TRUE(UnhealthyIds(list).empty()) << c.name;
+  }
 }
 
 TEST(DeviceListTest, SetHealthByIdChangesOneDevice) {

@@ -9,12 +9,15 @@
 
 #include <cerrno>
 #include <chrono>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "src/common/errors.h"
+#include "deviceplugin/v1beta1/api.pb.h"
 #include "src/common/logging.h"
 #include "src/plugin/device_plugin_service.h"
 
@@ -68,6 +71,22 @@ absl::Status RemoveStaleSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
+// `allocate`, reporting each success to `on_allocated` when there is one.
+AllocateHandler Counted(AllocateHandler allocate,
+                        std::function<void(size_t)> on_allocated) {
+  if (!on_allocated || !allocate) return allocate;
+  return [allocate = std::move(allocate),
+          on_allocated = std::move(on_allocated)](
+             const DeviceSnapshot& snapshot,
+             const std::vector<std::string>& ids)
+             -> absl::StatusOr<v1beta1::ContainerAllocateResponse> {
+    absl::StatusOr<v1beta1::ContainerAllocateResponse> response =
+        allocate(snapshot, ids);
+    if (response.ok()) on_allocated(ids.size());
+    return response;
+  };
+}
+
 }  // namespace
 
 class PluginServer::Impl {
@@ -76,7 +95,7 @@ class PluginServer::Impl {
        PreferredHandler preferred)
       : options_(std::move(options)),
         devices_(devices),
-        allocate_(std::move(allocate)),
+        allocate_(Counted(std::move(allocate), options_.on_allocated)),
         preferred_(std::move(preferred)) {}
 
   absl::Status Start(const std::string& plugin_dir);

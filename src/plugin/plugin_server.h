@@ -17,6 +17,8 @@
 // concurrently from gRPC threads.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +33,12 @@ struct PluginOptions {
   std::string socket_name;    // "gpulet-gpu.sock", relative to the plugin dir
   bool get_preferred_allocation_available = true;
   bool pre_start_required = false;
+  // Called after each container's devices were allocated successfully (the
+  // AllocateHandler returned a response), with how many IDs it was given;
+  // the daemon counts gpulet_allocations_total and
+  // gpulet_allocated_devices_total with it. Empty: nothing is called.
+  // Called concurrently from gRPC threads: must be thread-safe and quick.
+  std::function<void(size_t devices)> on_allocated = {};
 };
 
 class PluginServer {

@@ -187,7 +187,7 @@ TEST_F(PluginServerTest, AllocateUnknownIdIsInvalidArgumentNamingIt) {
     grpc::Status s = Allocate(ids, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_EQ(s.error_message(),
-              "invalid allocation request for \"nvidia.com/gpu\": unknown "
+              "invalid allocation request for \"nvidia.com/gpu\": invalid request: unknown "
               "device: GPU-nope");
   }
   v1beta1::AllocateResponse response;

@@ -1,0 +1,68 @@
+// MetricsServer: serves a Registry over HTTP for Prometheus.
+//
+//   GET /metrics  the registry in the text exposition format 0.0.4
+//                 (Content-Type: text/plain; version=0.0.4; charset=utf-8)
+//   GET /healthz  "ok"
+//
+// The address is "host:port": "127.0.0.1:9400", ":9400" (every IPv4
+// interface), "[::1]:9400", "localhost:9400"; port 0 picks a free port,
+// which port() then reports. An empty address means "no server": the daemon
+// does not call Start.
+//
+// Ownership: the server owns one std::jthread that runs the listen loop
+// (cpp-httplib's, blocking in accept(2): no polling while idle) and a small
+// pool of connection threads; it borrows the registry, which must outlive
+// it. The destructor stops the loop and joins every thread (a connection
+// kept alive by a client ends within about a second).
+// Thread safety: construct and destroy on one thread; port() from any.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "src/metrics/registry.h"
+
+namespace gpulet::metrics {
+
+struct ListenAddress {
+  std::string host;  // as given, brackets of an IPv6 literal removed; "" = any
+  int port = 0;
+
+  bool operator==(const ListenAddress&) const = default;
+};
+
+// Splits "host:port". Errors (InvalidArgument, naming the value): no colon,
+// a port that is not a decimal number in [0, 65535], an unclosed "[".
+absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address);
+
+class MetricsServer {
+ public:
+  // Binds `address` and starts serving `registry`. Errors name the address:
+  // InvalidArgument for a malformed one (ParseListenAddress), Unavailable
+  // when it cannot be bound (in use, unknown host, no permission).
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& address, const Registry& registry);
+
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // The bound port (the chosen one when the address said 0).
+  int port() const { return port_; }
+  // The host part as bound ("0.0.0.0" for an empty host).
+  const std::string& host() const { return host_; }
+
+  class Impl;
+  // Use Start(); public only for std::make_unique (Impl is private to the
+  // .cc file).
+  MetricsServer(std::unique_ptr<Impl> impl, std::string host, int port);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  std::string host_;
+  int port_ = 0;
+};
+
+}  // namespace gpulet::metrics

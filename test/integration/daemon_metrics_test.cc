@@ -1,0 +1,174 @@
+// `gpulet plugin` with what the configuration turns on, over real sockets:
+// the Prometheus endpoint (--metrics-address) reflecting registrations and
+// an injected Xid, and a MIG-scoped Xid changing only that MIG device under
+// migStrategy mixed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "src/nvml/sim/control_client.h"
+#include "test/integration/daemon_fake_kubelet.h"
+#include "test/integration/daemon_process.h"
+#include "test/integration/gpulet_runner.h"
+
+namespace gpulet::testing {
+namespace {
+
+const absl::Duration kTimeout = absl::Seconds(10);
+
+// GET /metrics over plain HTTP/1.0; empty on any failure.
+std::string Scrape(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+int CountLines(const std::string& text, const std::string& pattern) {
+  std::regex re(pattern);
+  int n = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    ++n;
+  }
+  return n;
+}
+
+std::vector<std::string> UnhealthyIds(const std::string& socket) {
+  auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+      "unix://" + socket, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  auto reader = stub->ListAndWatch(&context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse response;
+  std::vector<std::string> out;
+  if (reader->Read(&response)) {
+    for (const auto& d : response.devices()) {
+      if (d.health() != "Healthy") out.push_back(d.id());
+    }
+  }
+  context.TryCancel();
+  reader->Finish().ok();
+  return out;
+}
+
+class DaemonConfiguredTest : public ::testing::Test {
+ protected:
+  void SetUp() override { std::filesystem::create_directory(dir_); }
+
+  std::unique_ptr<DaemonProcess> Start(const std::string& machine,
+                                       std::vector<std::string> args) {
+    args.push_back("--kubelet-socket");
+    args.push_back(kubelet_.socket_path());
+    return std::make_unique<DaemonProcess>(
+        machine, args, log_,
+        std::vector<std::string>{"GPULET_SIM_SOCKET=" + sim_socket_});
+  }
+
+  TempDir tmp_;
+  std::string dir_ = tmp_.path() + "/plugins";
+  std::string log_ = tmp_.path() + "/gpulet.log";
+  std::string sim_socket_ = tmp_.path() + "/sim.sock";
+  FakeKubelet kubelet_{dir_};
+};
+
+TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", {"--metrics-address=127.0.0.1:0"});
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  ASSERT_TRUE(plugin->WaitForLog("serving /metrics on 127.0.0.1:", kTimeout))
+      << plugin->Log();
+  std::smatch m;
+  std::string log = plugin->Log();
+  ASSERT_TRUE(std::regex_search(log, m,
+                                std::regex("serving /metrics on 127.0.0.1:(\\d+)")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
+
+  std::string text = Scrape(port);
+  EXPECT_THAT(text, ::testing::HasSubstr("text/plain"));
+  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 1\n"), 8) << text;
+  EXPECT_EQ(CountLines(text, "gpulet_registrations_total\\{[^}]*result=\"ok\"[^}]*\\} 1\n"),
+            1)
+      << text;
+
+  ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 79").ok());
+  absl::Time deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline &&
+         CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 0\n") == 0) {
+    absl::SleepFor(absl::Milliseconds(20));
+    text = Scrape(port);
+  }
+  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 0\n"), 1) << text;
+  EXPECT_EQ(CountLines(text, "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n"), 1)
+      << text;
+  EXPECT_EQ(CountLines(text, "gpulet_health_transitions_total\\{[^}]*direction=\"unhealthy\"[^}]*\\} 1\n"),
+            1)
+      << text;
+}
+
+TEST_F(DaemonConfiguredTest, MigScopedXidMarksOnlyThatMigDevice) {
+  const std::string config = tmp_.path() + "/config.yaml";
+  std::ofstream(config) << "version: v1\nflags:\n  migStrategy: mixed\n";
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("a100-mig", {"--config-file", config});
+  // gpu, mig-1g.5gb, mig-2g.10gb, mig-3g.20gb.
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(4, kTimeout)) << plugin->Log();
+  ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
+  const std::string small = dir_ + "/gpulet-mig-1g.5gb.sock";
+  ASSERT_TRUE(UnhealthyIds(small).empty());
+
+  // GPU 1 carries seven 1g.5gb devices; GI 8 is the second of them.
+  ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 48 8 0").ok());
+  std::vector<std::string> unhealthy;
+  absl::Time deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline && unhealthy.empty()) {
+    absl::SleepFor(absl::Milliseconds(20));
+    unhealthy = UnhealthyIds(small);
+  }
+  EXPECT_THAT(unhealthy,
+              ::testing::ElementsAre("MIG-18c9dd1a-ba9e-5a60-9a3c-798e6dc65d58"))
+      << plugin->Log();
+  EXPECT_TRUE(UnhealthyIds(dir_ + "/gpulet-gpu.sock").empty());
+
+  // A GPU-wide Xid on GPU 1 takes all seven.
+  ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 79").ok());
+  deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline && unhealthy.size() < 7) {
+    absl::SleepFor(absl::Milliseconds(20));
+    unhealthy = UnhealthyIds(small);
+  }
+  EXPECT_EQ(unhealthy.size(), 7u) << plugin->Log();
+}
+
+}  // namespace
+}  // namespace gpulet::testing
