@@ -4,9 +4,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -85,11 +88,14 @@ absl::Status BenchPlugin::Start() {
   if (options_.sim_control) {
     env.push_back("GPULET_SIM_SOCKET=" + sim_socket_path());
   }
+  std::vector<std::string> args = {"--kubelet-socket",
+                                   kubelet_->socket_path()};
+  if (!options_.config_file.empty()) {
+    args.insert(args.end(), {"--config-file", options_.config_file});
+  }
   const BenchClock::time_point spawn = BenchClock::now();
   process_ = std::make_unique<testing::DaemonProcess>(
-      options_.machine,
-      std::vector<std::string>{"--kubelet-socket", kubelet_->socket_path()},
-      dir_ + "/gpulet.log", env);
+      options_.machine, args, dir_ + "/gpulet.log", env);
   if (!process_->started()) return Failure("spawning gpulet failed");
   if (!kubelet_->WaitForRegistrations(1, kTimeout)) {
     return Failure("no registration within 20s");
@@ -135,6 +141,44 @@ MemoryKib ReadMemory(pid_t pid) {
                              {"RssFile:", &m.rss_file}});
   ReadKib(proc + "/smaps_rollup", {{"Pss:", &m.pss}});
   return m;
+}
+
+double CpuMicros(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the command name, which may hold spaces: state is field 3,
+  // utime and stime are fields 14 and 15.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  double ticks = 0;
+  for (int n = 3; n <= 15 && fields >> field; ++n) {
+    if (n >= 14) ticks += std::stod(field);
+  }
+  return ticks * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+ThreadCpu ReadThreadCpu(pid_t pid) {
+  ThreadCpu threads;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path().string() + "/schedstat");
+    double run_ns = 0;
+    if (in >> run_ns) threads[task.path().filename().string()] = run_ns;
+  }
+  return threads;
+}
+
+double CpuMicrosBetween(const ThreadCpu& before, const ThreadCpu& after) {
+  double ns = 0;
+  for (const auto& [tid, run_ns] : after) {
+    auto it = before.find(tid);
+    ns += run_ns - (it == before.end() ? 0 : it->second);
+  }
+  return ns / 1000;
 }
 
 }  // namespace gpulet::bench

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,8 @@ ScratchRoot ChooseScratchRoot(const std::string& requested);
 
 struct PluginOptions {
   std::string machine = "dgx-h100";
+  // Passed as `--config-file` (NVIDIA's `version: v1` file); empty: none.
+  std::string config_file;
   // Set GPULET_SIM_SOCKET so faults can be injected with SendControlCommand.
   bool sim_control = false;
 };
@@ -84,5 +87,19 @@ struct MemoryKib {
   long pss = -1;       // Pss
 };
 MemoryKib ReadMemory(pid_t pid);
+
+// CPU time in microseconds the process has used so far, exited threads
+// included (utime + stime of /proc/<pid>/stat: 10 ms resolution), or -1 if
+// unreadable. Unlike a round trip it does not grow when other processes load
+// the machine.
+double CpuMicros(pid_t pid);
+
+// Per-thread CPU nanoseconds of a process (/proc/<pid>/task/*/schedstat),
+// for short intervals where 10 ms is too coarse: CPU used between two
+// snapshots by the threads alive at the second (a thread that exits in
+// between is missed).
+using ThreadCpu = std::map<std::string, double>;
+ThreadCpu ReadThreadCpu(pid_t pid);
+double CpuMicrosBetween(const ThreadCpu& before, const ThreadCpu& after);
 
 }  // namespace gpulet::bench

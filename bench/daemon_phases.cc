@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_plugin.h"
@@ -41,10 +43,44 @@ absl::StatusOr<double> TimeCall(const std::string& name, int i,
   return us;
 }
 
+// The devices advertised for one GPU: the GPU itself, or its time-slicing
+// replicas "<uuid>::<n>". `gpu` is what the simulator's control socket names.
+struct GpuDevices {
+  std::string gpu;
+  std::vector<std::string> ids;
+};
+
+std::string GpuOf(const std::string& id) {
+  const size_t separator = id.rfind("::");
+  return separator == std::string::npos ? id : id.substr(0, separator);
+}
+
+// In the order the GPUs first appear in `ids`.
+std::vector<GpuDevices> GroupByGpu(const std::vector<std::string>& ids) {
+  std::vector<GpuDevices> gpus;
+  std::map<std::string, size_t> at;
+  for (const std::string& id : ids) {
+    std::string gpu = GpuOf(id);
+    auto [it, added] = at.emplace(gpu, gpus.size());
+    if (added) gpus.push_back({std::move(gpu), {}});
+    gpus[it->second].ids.push_back(id);
+  }
+  return gpus;
+}
+
+bool Shared(const std::vector<GpuDevices>& gpus) {
+  return std::any_of(gpus.begin(), gpus.end(),
+                     [](const GpuDevices& g) { return g.ids.size() > 1; });
+}
+
 class RpcCases {
  public:
   RpcCases(Stub& stub, std::vector<std::string> ids)
-      : stub_(stub), ids_(std::move(ids)) {}
+      : stub_(stub), ids_(std::move(ids)), gpus_(GroupByGpu(ids_)) {}
+
+  int devices() const { return static_cast<int>(ids_.size()); }
+  int gpus() const { return static_cast<int>(gpus_.size()); }
+  bool shared() const { return Shared(gpus_); }
 
   // A constant answer: the cost of gRPC, the socket and scheduling alone,
   // against which the other cases show gpulet's own work.
@@ -60,12 +96,17 @@ class RpcCases {
     for (int k = 0; k < size; ++k) {
       container->add_devices_ids(ids_[(i + k) % ids_.size()]);
     }
-    v1beta1::AllocateResponse response;
-    grpc::Status status = stub_.Allocate(&context, request, &response);
-    if (status.ok() && response.container_responses_size() != 1) {
-      return {grpc::StatusCode::INTERNAL, "not one container response"};
+    return Send(context, request);
+  }
+
+  // One device of every GPU (replica i of each, modulo its replicas).
+  grpc::Status AllocatePerGpu(grpc::ClientContext& context, int i) {
+    v1beta1::AllocateRequest request;
+    auto* container = request.add_container_requests();
+    for (const GpuDevices& gpu : gpus_) {
+      container->add_devices_ids(gpu.ids[i % gpu.ids.size()]);
     }
-    return status;
+    return Send(context, request);
   }
 
   // Preferred `size` devices out of all, nothing required.
@@ -86,8 +127,19 @@ class RpcCases {
   }
 
  private:
+  grpc::Status Send(grpc::ClientContext& context,
+                    const v1beta1::AllocateRequest& request) {
+    v1beta1::AllocateResponse response;
+    grpc::Status status = stub_.Allocate(&context, request, &response);
+    if (status.ok() && response.container_responses_size() != 1) {
+      return {grpc::StatusCode::INTERNAL, "not one container response"};
+    }
+    return status;
+  }
+
   Stub& stub_;
   const std::vector<std::string> ids_;
+  const std::vector<GpuDevices> gpus_;
 };
 
 // An open ListAndWatch stream and its first message.
@@ -122,15 +174,16 @@ std::vector<std::string> Ids(const v1beta1::ListAndWatchResponse& message) {
   return ids;
 }
 
-absl::Status RunRpcCases(const PhaseConfig& config, RpcCases& rpc, int devices,
-                         RpcResults& results) {
-  std::vector<std::pair<std::string, Call>> cases = {
-      {"GetDevicePluginOptions (floor)",
-       [&](grpc::ClientContext& c, int) { return rpc.Options(c); }},
+using Cases = std::vector<std::pair<std::string, Call>>;
+
+// One device per GPU: Allocate 1 and all, GetPreferredAllocation 1, 4, 8.
+Cases WholeGpuCases(RpcCases& rpc) {
+  const int devices = rpc.devices();
+  Cases cases = {
       {"Allocate 1 device",
        [&](grpc::ClientContext& c, int i) { return rpc.Allocate(c, i, 1); }},
       {absl::StrCat("Allocate ", devices, " devices"),
-       [&](grpc::ClientContext& c, int i) {
+       [&rpc, devices](grpc::ClientContext& c, int i) {
          return rpc.Allocate(c, i, devices);
        }},
   };
@@ -140,6 +193,52 @@ absl::Status RunRpcCases(const PhaseConfig& config, RpcCases& rpc, int devices,
                        [&rpc, size](grpc::ClientContext& c, int) {
                          return rpc.Preferred(c, size);
                        });
+  }
+  return cases;
+}
+
+// Replicas: Allocate 1 replica and 1 replica on every GPU (as many pods on
+// a shared node take), GetPreferredAllocation 1, 4, 8, 16 out of all.
+Cases ReplicaCases(RpcCases& rpc) {
+  Cases cases = {
+      {"Allocate 1 replica",
+       [&](grpc::ClientContext& c, int i) { return rpc.Allocate(c, i, 1); }},
+      {absl::StrCat("Allocate 1 replica x ", rpc.gpus(), " GPUs"),
+       [&](grpc::ClientContext& c, int i) { return rpc.AllocatePerGpu(c, i); }},
+  };
+  for (int size : {1, 4, 8, 16}) {
+    if (size > rpc.devices()) continue;
+    cases.emplace_back(
+        absl::StrCat("GetPreferredAllocation ", size, " of ", rpc.devices()),
+        [&rpc, size](grpc::ClientContext& c, int) {
+          return rpc.Preferred(c, size);
+        });
+  }
+  return cases;
+}
+
+// The plugin's own CPU time per call of each case, `calls` calls in a row
+// (enough that the 10 ms resolution of CpuMicros matters little):
+// what a round trip would cost on an idle machine, less gRPC's share in this
+// process. The floor case gives gRPC's share on the plugin's side.
+absl::Status MeasureCpu(const Cases& cases, int calls, pid_t pid,
+                        RpcResults& results) {
+  for (const auto& [name, call] : cases) {
+    const double before = CpuMicros(pid);
+    for (int i = 0; i < calls; ++i) {
+      if (auto us = TimeCall(name, i, call); !us.ok()) return us.status();
+    }
+    results.cpu_us.emplace_back(name, (CpuMicros(pid) - before) / calls);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunRpcCases(const PhaseConfig& config, RpcCases& rpc, pid_t pid,
+                         RpcResults& results) {
+  Cases cases = {{"GetDevicePluginOptions (floor)",
+                  [&](grpc::ClientContext& c, int) { return rpc.Options(c); }}};
+  for (auto& c : rpc.shared() ? ReplicaCases(rpc) : WholeGpuCases(rpc)) {
+    cases.push_back(std::move(c));
   }
   // Connection set-up, first-call allocations and lazy gRPC init stay out.
   for (int i = 0; i < config.warmup; ++i) {
@@ -161,11 +260,13 @@ absl::Status RunRpcCases(const PhaseConfig& config, RpcCases& rpc, int devices,
   for (size_t c = 0; c < cases.size(); ++c) {
     results.cases.emplace_back(cases[c].first, std::move(samples[c]));
   }
-  return absl::OkStatus();
+  if (!rpc.shared()) return absl::OkStatus();
+  return MeasureCpu(cases, config.samples, pid, results);
 }
 
-// Stream order that alternates between the two halves of the device list:
-// on dgx-h100 (GPUs 0-3 on NUMA node 0, 4-7 on node 1) between the nodes.
+// GPU order that alternates between the two halves of the GPUs: on dgx-h100
+// (GPUs 0-3 on NUMA node 0, 4-7 on node 1) between the nodes, on islands-16
+// between the NVLink islands.
 std::vector<int> AlternatingOrder(int n) {
   std::vector<int> order;
   const int half = (n + 1) / 2;
@@ -176,51 +277,86 @@ std::vector<int> AlternatingOrder(int n) {
   return order;
 }
 
-int CountUnhealthy(const v1beta1::ListAndWatchResponse& message,
-                   const std::string& id, bool* id_unhealthy) {
-  int unhealthy = 0;
+// Unhealthy devices in `message`, and how many of them belong to `gpu`.
+struct Unhealthy {
+  int total = 0;
+  int of_gpu = 0;
+};
+Unhealthy CountUnhealthy(const v1beta1::ListAndWatchResponse& message,
+                         const GpuDevices& gpu) {
+  const std::set<std::string> ids(gpu.ids.begin(), gpu.ids.end());
+  Unhealthy count;
   for (const auto& device : message.devices()) {
     if (device.health() != "Unhealthy") continue;
-    ++unhealthy;
-    if (device.id() == id) *id_unhealthy = true;
+    ++count.total;
+    if (ids.contains(device.id())) ++count.of_gpu;
   }
-  return unhealthy;
+  return count;
+}
+
+// One Xid on `gpu`, timed until the ListAndWatch update that marks it. The
+// update must mark every device of that GPU (all its replicas) in addition to
+// the `marked_before` devices of the GPUs hit earlier: one message per event,
+// since a coalesced or extra update would skew the figure, so anything else
+// is an error rather than a sample.
+absl::Status OneXid(const BenchPlugin& plugin, Stream& stream,
+                    const GpuDevices& gpu, int marked_before, bool cpu,
+                    HealthResults& results) {
+  const ThreadCpu cpu_before = cpu ? ReadThreadCpu(plugin.pid()) : ThreadCpu();
+  const BenchClock::time_point start = BenchClock::now();
+  absl::StatusOr<std::string> sent = sim::SendControlCommand(
+      plugin.sim_socket_path(), absl::StrCat("xid ", gpu.gpu, " 79"));
+  const double control_us = MicrosSince(start);
+  if (!sent.ok()) return sent.status();
+  v1beta1::ListAndWatchResponse update;
+  if (!stream.reader->Read(&update)) {
+    return absl::InternalError("ListAndWatch ended while waiting for " +
+                               gpu.gpu);
+  }
+  const double update_us = MicrosSince(start);
+  const int size = static_cast<int>(gpu.ids.size());
+  const Unhealthy count = CountUnhealthy(update, gpu);
+  if (count.total != marked_before + size || count.of_gpu != size) {
+    return absl::InternalError(absl::StrCat(
+        "update after the Xid on ", gpu.gpu, " marks ", count.of_gpu,
+        " of its ", size, " devices and ", count.total - count.of_gpu,
+        " others (expected ", marked_before, ")"));
+  }
+  results.update_us.push_back(update_us);
+  results.control_us.push_back(control_us);
+  if (cpu) {
+    results.cpu_us.push_back(
+        CpuMicrosBetween(cpu_before, ReadThreadCpu(plugin.pid())));
+  }
+  results.message_bytes.push_back(static_cast<double>(update.ByteSizeLong()));
+  results.devices_per_gpu = std::max(results.devices_per_gpu, size);
+  return absl::OkStatus();
 }
 
 // Up to `events` Xids on one fresh plugin (at most one per GPU).
 absl::Status HealthOnOnePlugin(const PhaseConfig& config, int events,
                                HealthResults& results) {
-  BenchPlugin plugin(config.scratch_root,
-                     {.machine = config.machine, .sim_control = true});
+  BenchPlugin plugin(config.scratch_root, {.machine = config.machine,
+                                           .config_file = config.config_file,
+                                           .sim_control = true});
   if (absl::Status s = plugin.Start(); !s.ok()) return s;
   if (absl::Status s = plugin.WaitForHealthMonitor(); !s.ok()) return s;
   std::unique_ptr<Stub> stub = plugin.Dial();
   Stream stream;
   if (absl::Status s = OpenStream(*stub, stream); !s.ok()) return s;
-  const std::vector<std::string> ids = Ids(stream.first);
-  const std::vector<int> order = AlternatingOrder(static_cast<int>(ids.size()));
+  const std::vector<GpuDevices> gpus = GroupByGpu(Ids(stream.first));
+  const std::vector<int> order =
+      AlternatingOrder(static_cast<int>(gpus.size()));
   const int n = std::min(events, static_cast<int>(order.size()));
+  int marked = 0;
   for (int k = 0; k < n; ++k) {
-    const std::string& id = ids[order[k]];
-    const BenchClock::time_point start = BenchClock::now();
-    absl::StatusOr<std::string> sent = sim::SendControlCommand(
-        plugin.sim_socket_path(), absl::StrCat("xid ", id, " 79"));
-    const double control_us = MicrosSince(start);
-    if (!sent.ok()) return sent.status();
-    v1beta1::ListAndWatchResponse update;
-    if (!stream.reader->Read(&update)) {
-      return absl::InternalError("ListAndWatch ended while waiting for " + id);
+    const GpuDevices& gpu = gpus[order[k]];
+    if (absl::Status s =
+            OneXid(plugin, stream, gpu, marked, Shared(gpus), results);
+        !s.ok()) {
+      return s;
     }
-    const double update_us = MicrosSince(start);
-    bool marked = false;
-    // One message per event: a coalesced or extra update would skew the
-    // figure, so it is an error rather than a sample.
-    if (CountUnhealthy(update, id, &marked) != k + 1 || !marked) {
-      return absl::InternalError(absl::StrCat(
-          "update ", k + 1, " does not mark exactly ", id, " in addition"));
-    }
-    results.update_us.push_back(update_us);
-    results.control_us.push_back(control_us);
+    marked += static_cast<int>(gpu.ids.size());
     results.first_on_plugin.push_back(k == 0);
   }
   return plugin.Stop();
@@ -232,7 +368,9 @@ absl::StatusOr<std::vector<double>> MeasureStartToRegistered(
     const PhaseConfig& config) {
   std::vector<double> us;
   for (int i = 0; i < config.starts; ++i) {
-    BenchPlugin plugin(config.scratch_root, {.machine = config.machine});
+    BenchPlugin plugin(config.scratch_root,
+                       {.machine = config.machine,
+                        .config_file = config.config_file});
     if (absl::Status s = plugin.Start(); !s.ok()) return s;
     us.push_back(plugin.start_to_registered_us());
     if (absl::Status s = plugin.Stop(); !s.ok()) return s;
@@ -241,7 +379,8 @@ absl::StatusOr<std::vector<double>> MeasureStartToRegistered(
 }
 
 absl::StatusOr<RpcResults> MeasureRpcs(const PhaseConfig& config) {
-  BenchPlugin plugin(config.scratch_root, {.machine = config.machine});
+  BenchPlugin plugin(config.scratch_root, {.machine = config.machine,
+                                           .config_file = config.config_file});
   if (absl::Status s = plugin.Start(); !s.ok()) return s;
   if (absl::Status s = plugin.WaitForHealthMonitor(); !s.ok()) return s;
   RpcResults results;
@@ -250,8 +389,10 @@ absl::StatusOr<RpcResults> MeasureRpcs(const PhaseConfig& config) {
   if (absl::Status s = OpenStream(*stub, stream); !s.ok()) return s;
   results.registered = ReadMemory(plugin.pid());
   RpcCases rpc(*stub, Ids(stream.first));
-  absl::Status run =
-      RunRpcCases(config, rpc, stream.first.devices_size(), results);
+  results.devices = rpc.devices();
+  results.gpus = rpc.gpus();
+  results.list_bytes = stream.first.ByteSizeLong();
+  absl::Status run = RunRpcCases(config, rpc, plugin.pid(), results);
   if (!run.ok()) return run;
   results.after = ReadMemory(plugin.pid());
   if (absl::Status s = plugin.Stop(); !s.ok()) return s;

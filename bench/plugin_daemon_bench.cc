@@ -7,8 +7,11 @@
 // scripts/run-benchmarks can run every *_bench the same way.
 //
 //   plugin_daemon_bench [--starts=N] [--samples=N] [--events=N] [--dir=PATH]
-//                       [--raw=FILE]
+//                       [--raw=FILE] [--machine=PROFILE] [--config=FILE]
 // --raw writes every sample as CSV lines "figure,index,microseconds".
+// --machine picks the simulator profile (default dgx-h100); --config passes
+// a `version: v1` file to every plugin, e.g. time-slicing replicas (with
+// islands-16 and bench/configs/time-slicing-48.yaml: 768 devices).
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,7 +34,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: plugin_daemon_bench [--starts=N] [--samples=N] [--events=N] "
-    "[--dir=PATH] [--raw=FILE]\n";
+    "[--dir=PATH] [--raw=FILE] [--machine=PROFILE] [--config=FILE]\n";
 
 struct Flag {
   const char* name;
@@ -56,6 +59,18 @@ bool ParseArgs(int argc, char** argv, PhaseConfig& config, Paths& paths) {
     }
     if (absl::StartsWith(arg, "--raw=")) {
       paths.raw = arg.substr(6);
+      continue;
+    }
+    if (absl::StartsWith(arg, "--machine=")) {
+      config.machine = arg.substr(10);
+      continue;
+    }
+    if (absl::StartsWith(arg, "--config=")) {
+      config.config_file = arg.substr(9);
+      if (!std::ifstream(config.config_file)) {
+        std::fprintf(stderr, "%s: cannot read the file\n", arg.c_str());
+        return false;
+      }
       continue;
     }
     const Flag* flag = nullptr;
@@ -85,7 +100,7 @@ std::string FirstLine(const std::string& path, const std::string& prefix) {
   return "?";
 }
 
-void PrintMachine(const ScratchRoot& root, const std::string& machine) {
+void PrintMachine(const ScratchRoot& root, const PhaseConfig& config) {
   std::string cpu = FirstLine("/proc/cpuinfo", "model name");
   if (size_t colon = cpu.find(": "); colon != std::string::npos) {
     cpu = cpu.substr(colon + 2);
@@ -95,7 +110,11 @@ void PrintMachine(const ScratchRoot& root, const std::string& machine) {
               FirstLine("/proc/loadavg", "").c_str());
   std::printf("gpulet:   %s (%s build)\n", testing::GpuletBinary().c_str(),
               GPULET_BENCH_BUILD_TYPE);
-  std::printf("node:     NVML simulator, machine %s\n", machine.c_str());
+  std::printf("node:     NVML simulator, machine %s\n",
+              config.machine.c_str());
+  if (!config.config_file.empty()) {
+    std::printf("config:   --config-file %s\n", config.config_file.c_str());
+  }
   std::printf("sockets:  %s\n\n",
               root.path.empty() ? "?" : root.description.c_str());
 }
@@ -144,10 +163,17 @@ absl::Status WriteRaw(const std::string& path,
   return absl::OkStatus();
 }
 
-void PrintHealth(const HealthResults& health) {
-  PrintRow("ListAndWatch update after Xid", health.update_us, 1,
-           std::to_string(health.plugins) + " plugin processes");
+// With replicas the update's size and the 5 ms target of a shared node
+// (issue 4) matter; a whole-GPU node keeps its original report.
+void PrintHealth(const HealthResults& health, bool shared) {
+  std::string target = std::to_string(health.plugins) + " plugin processes";
+  if (shared) {
+    target = Verdict(Summarize(health.update_us).p99, 5000, "p99 < 5 ms") +
+             ", " + target;
+  }
+  PrintRow("ListAndWatch update after Xid", health.update_us, 1, target);
   PrintRow("  of which control-socket command", health.control_us, 1, "");
+  if (shared) PrintRow("  plugin CPU per update", health.cpu_us, 1, "");
   std::vector<double> first;
   std::vector<double> later;
   for (size_t i = 0; i < health.update_us.size(); ++i) {
@@ -157,8 +183,19 @@ void PrintHealth(const HealthResults& health) {
   PrintRow("  later Xids", later, 1, "");
 }
 
+// The node's shape and the ListAndWatch message sizes, for a shared node.
+void PrintShape(const RpcResults& rpcs, const HealthResults& health) {
+  const Summary bytes = Summarize(health.message_bytes);
+  std::printf("devices:  %d on %d GPUs; ListAndWatch message %zu bytes, "
+              "updates %.0f-%.0f bytes (%d devices marked per Xid)\n\n",
+              rpcs.devices, rpcs.gpus, rpcs.list_bytes, bytes.min, bytes.max,
+              health.devices_per_gpu);
+}
+
 void PrintReport(const std::vector<double>& starts, const RpcResults& rpcs,
                  const HealthResults& health) {
+  const bool shared = rpcs.devices != rpcs.gpus;
+  if (shared) PrintShape(rpcs, health);
   PrintHeader("milliseconds");
   PrintRow("start -> registered", starts, 1e-3,
            Verdict(Summarize(starts).p50 / 1000, 100, "median < 100 ms"));
@@ -171,7 +208,13 @@ void PrintReport(const std::vector<double>& starts, const RpcResults& rpcs,
     }
     PrintRow(name, us, 1, target);
   }
-  PrintHealth(health);
+  PrintHealth(health, shared);
+  if (!rpcs.cpu_us.empty()) {
+    std::printf("\n%-34s %10s\n", "plugin CPU per call", "us");
+    for (const auto& [name, us] : rpcs.cpu_us) {
+      std::printf("%-34s %10.1f\n", name.c_str(), us);
+    }
+  }
   std::printf("\n%-34s %7s %7s %8s %8s %7s  %s\n", "MiB", "VmRSS", "VmHWM",
               "RssAnon", "RssFile", "Pss", "target");
   PrintMemory("registered, stream open", rpcs.registered);
@@ -195,7 +238,7 @@ int Run(int argc, char** argv) {
   }
   const ScratchRoot root = ChooseScratchRoot(paths.dir);
   config.scratch_root = root.path;
-  PrintMachine(root, config.machine);
+  PrintMachine(root, config);
 
   absl::StatusOr<std::vector<double>> starts = MeasureStartToRegistered(config);
   if (!starts.ok()) return Fail("start to registered", starts.status());
