@@ -1,5 +1,6 @@
 #include "src/daemon/daemon.h"
 
+#include <malloc.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -129,6 +130,10 @@ int Daemon::Impl::Run() {
     GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "eventfd").message();
     return 1;
   }
+  // gRPC's server threads each keep a malloc arena of freed request
+  // buffers; two arenas keep a burst of large requests from growing the
+  // resident set by megabytes.
+  ::mallopt(M_ARENA_MAX, 2);
   if (absl::Status s = StartMetrics(); !s.ok()) {
     GPULET_LOG(ERROR) << s.message();
     return 1;
@@ -185,11 +190,11 @@ absl::Status Daemon::Impl::StartMetrics() {
 }
 
 // Every advertised device's health as gpulet_device_healthy; called on the
-// thread that changed it, while the runners exist.
+// thread that changed it, while the runners exist. A session's device IDs
+// never change, so samples are only set here; StopSession removes them.
 void Daemon::Impl::PublishDeviceHealth() {
   for (auto& runner : runners_) {
     const std::string& resource = runner->resource_name();
-    metrics_.device_healthy->RemoveMatching("resource", resource);
     for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
       metrics_.device_healthy->Set({resource, d.id},
                                    metrics::HealthValue(d.healthy));

@@ -1,27 +1,33 @@
 #include "src/metrics/metrics_server.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
-#include <atomic>
-#include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <stop_token>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "httplib.h"
+#include "absl/strings/str_split.h"
 #include "src/common/logging.h"
 
 namespace gpulet::metrics {
 namespace {
 
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
-// A scrape is one short request; two threads serve a scraper and a probe.
-constexpr size_t kConnectionThreads = 2;
-// Bounds how long a kept-alive idle connection delays Stop.
-constexpr time_t kKeepAliveSeconds = 1;
+// A slow or silent client holds the one serving thread at most this long.
+constexpr time_t kIoTimeoutSeconds = 2;
+constexpr size_t kMaxRequestBytes = 8192;
 
 absl::Status BadAddress(absl::string_view address, absl::string_view why) {
   return absl::InvalidArgumentError(
@@ -57,74 +63,167 @@ absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address) {
   return out;
 }
 
+// A deliberately small HTTP/1.1 responder: Prometheus sends one GET per
+// scrape, so one thread answers connections one at a time and closes each.
+// (Debian's cpp-httplib is a shared library that brings OpenSSL and brotli
+// into the process for this one page.)
 class MetricsServer::Impl {
  public:
-  explicit Impl(const Registry& registry) {
-    server_.Get("/metrics",
-                [&registry](const httplib::Request&, httplib::Response& res) {
-                  res.set_content(registry.Render(), kContentType);
-                });
-    server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ok\n", "text/plain; charset=utf-8");
-    });
-    // cpp-httplib takes ownership of the raw pointer (its API).
-    server_.new_task_queue = [] {
-      return new httplib::ThreadPool(kConnectionThreads);
-    };
-    server_.set_keep_alive_timeout(kKeepAliveSeconds);
-    // cpp-httplib's default also sets SO_REUSEPORT, which would let a second
-    // gpulet share the port silently instead of failing to start.
-    server_.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    });
+  Impl(const Registry& registry, int listen_fd, int wake_fd)
+      : registry_(registry), listen_fd_(listen_fd), wake_fd_(wake_fd) {
+    thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   }
 
   ~Impl() {
-    // stop() is a no-op until the loop runs; Serve() waited for that.
-    server_.stop();
     thread_.request_stop();
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
     if (thread_.joinable()) thread_.join();
-  }
-
-  // Returns the bound port, or -1.
-  int Bind(const std::string& host, int port) {
-    if (port == 0) return server_.bind_to_any_port(host);
-    return server_.bind_to_port(host, port) ? port : -1;
-  }
-
-  // Starts the listen loop and returns once it runs (or has ended).
-  void Serve() {
-    thread_ = std::jthread([this](std::stop_token) {
-      if (!server_.listen_after_bind()) {
-        GPULET_LOG(ERROR) << "metrics server stopped serving unexpectedly";
-      }
-      done_ = true;
-    });
-    while (!server_.is_running() && !done_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    ::close(listen_fd_);
+    ::close(wake_fd_);
   }
 
  private:
-  httplib::Server server_;
-  std::atomic<bool> done_{false};
-  std::jthread thread_;  // last: joined before the server goes
+  void Loop(std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        GPULET_LOG(ERROR) << "metrics server: poll: " << std::strerror(errno);
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      int conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) continue;
+      Serve(conn);
+      ::close(conn);
+    }
+  }
+
+  // Reads the request head (bounded in size and time), answers, returns.
+  void Serve(int conn) {
+    timeval timeout{kIoTimeoutSeconds, 0};
+    ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    ::setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    std::string head;
+    char buf[1024];
+    while (head.find("\r\n\r\n") == std::string::npos &&
+           head.size() < kMaxRequestBytes) {
+      ssize_t n = ::read(conn, buf, sizeof(buf));
+      if (n <= 0) break;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    std::vector<absl::string_view> request_line = absl::StrSplit(
+        absl::string_view(head).substr(0, head.find("\r\n")), ' ');
+    std::string response;
+    if (request_line.size() != 3 ||
+        !absl::StartsWith(request_line[2], "HTTP/1.")) {
+      response = Response("400 Bad Request", "text/plain; charset=utf-8",
+                          "bad request\n");
+    } else if (request_line[0] != "GET") {
+      response = Response("405 Method Not Allowed", "text/plain; charset=utf-8",
+                          "only GET\n");
+    } else {
+      absl::string_view path = request_line[1];
+      path = path.substr(0, path.find('?'));
+      if (path == "/metrics") {
+        response = Response("200 OK", kContentType, registry_.Render());
+      } else if (path == "/healthz") {
+        response = Response("200 OK", "text/plain; charset=utf-8", "ok\n");
+      } else {
+        response = Response("404 Not Found", "text/plain; charset=utf-8",
+                            "not found\n");
+      }
+    }
+    WriteAll(conn, response);
+  }
+
+  static std::string Response(absl::string_view status,
+                              absl::string_view type,
+                              const std::string& body) {
+    return absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", type,
+                        "\r\nContent-Length: ", body.size(),
+                        "\r\nConnection: close\r\n\r\n", body);
+  }
+
+  static void WriteAll(int fd, const std::string& data) {
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::send(fd, data.data() + done, data.size() - done,
+                         MSG_NOSIGNAL);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+
+  const Registry& registry_;
+  const int listen_fd_;
+  const int wake_fd_;
+  std::jthread thread_;  // last: started after, joined before the fds close
 };
+
+namespace {
+
+// A listening socket on host:port (port 0: any free one); -1 on failure.
+int Listen(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = absl::StrCat(port);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  return fd;
+}
+
+int BoundPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
+  }
+  if (addr.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& address, const Registry& registry) {
   absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
   if (!parsed.ok()) return parsed.status();
   std::string host = parsed->host.empty() ? "0.0.0.0" : parsed->host;
-  auto impl = std::make_unique<Impl>(registry);
-  const int port = impl->Bind(host, parsed->port);
+  const int fd = Listen(host, parsed->port);
+  const int port = fd < 0 ? -1 : BoundPort(fd);
   if (port <= 0) {
+    if (fd >= 0) ::close(fd);
     return absl::UnavailableError(absl::StrCat(
         "metrics address \"", address,
         "\": cannot listen (address in use, unknown host or no permission)"));
   }
-  impl->Serve();
+  const int wake = ::eventfd(0, EFD_CLOEXEC);
+  if (wake < 0) {
+    ::close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("metrics server: eventfd: ", std::strerror(errno)));
+  }
+  auto impl = std::make_unique<Impl>(registry, fd, wake);
   GPULET_LOG(INFO) << "serving metrics on http://"
                    << (host.find(':') != std::string::npos
                            ? absl::StrCat("[", host, "]")

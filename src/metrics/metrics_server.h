@@ -9,11 +9,11 @@
 // which port() then reports. An empty address means "no server": the daemon
 // does not call Start.
 //
-// Ownership: the server owns one std::jthread that runs the listen loop
-// (cpp-httplib's, blocking in accept(2): no polling while idle) and a small
-// pool of connection threads; it borrows the registry, which must outlive
-// it. The destructor stops the loop and joins every thread (a connection
-// kept alive by a client ends within about a second).
+// Ownership: the server owns the listening socket and one std::jthread that
+// blocks in poll(2) on it (no wake-ups while idle) and answers one
+// connection at a time (HTTP/1.1, Connection: close, each read and write
+// bounded by a 2 s timeout); it borrows the registry, which must outlive it.
+// The destructor wakes the thread through an eventfd and joins it.
 // Thread safety: construct and destroy on one thread; port() from any.
 #pragma once
 

@@ -1,20 +1,33 @@
 #include "src/plugin/device_list.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gpulet::plugin {
 
 const Device* DeviceSnapshot::Find(const std::string& id) const {
+  if (index != nullptr) {
+    auto it = index->find(id);
+    return it == index->end() ? nullptr : &devices[it->second];
+  }
   for (const Device& d : devices) {
     if (d.id == id) return &d;
   }
   return nullptr;
 }
 
+void DeviceSnapshot::BuildIndex() {
+  auto built = std::make_shared<absl::flat_hash_map<std::string, size_t>>();
+  built->reserve(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) built->emplace(devices[i].id, i);
+  index = std::move(built);
+}
+
 DeviceList::DeviceList(std::vector<Device> devices) {
   auto snapshot = std::make_shared<DeviceSnapshot>();
   snapshot->version = 1;
   snapshot->devices = std::move(devices);
+  snapshot->BuildIndex();
   absl::MutexLock lock(&mu_);
   current_ = std::move(snapshot);
 }
@@ -28,6 +41,15 @@ void DeviceList::Publish(std::vector<Device> devices) {
   auto snapshot = std::make_shared<DeviceSnapshot>();
   snapshot->version = current_->version + 1;
   snapshot->devices = std::move(devices);
+  // Health flips keep the IDs: reuse the index instead of rebuilding it.
+  if (snapshot->devices.size() == current_->devices.size() &&
+      std::equal(snapshot->devices.begin(), snapshot->devices.end(),
+                 current_->devices.begin(),
+                 [](const Device& a, const Device& b) { return a.id == b.id; })) {
+    snapshot->index = current_->index;
+  } else {
+    snapshot->BuildIndex();
+  }
   // Waiters are woken by the Unlock that follows: absl::Mutex re-evaluates
   // their conditions then.
   current_ = std::move(snapshot);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -50,7 +51,15 @@ struct Device {
 struct DeviceSnapshot {
   uint64_t version = 0;
   std::vector<Device> devices;
+  // ID -> position in `devices`, built by BuildIndex (DeviceList does for
+  // every snapshot it publishes); empty: Find scans. A snapshot whose
+  // devices change after BuildIndex must call it again.
+  // Shared between snapshots that only differ in health.
+  std::shared_ptr<const absl::flat_hash_map<std::string, size_t>> index;
+
+  // The device with this ID, or null. O(1) with an index, O(n) without.
   const Device* Find(const std::string& id) const;
+  void BuildIndex();
 };
 using DeviceSnapshotPtr = std::shared_ptr<const DeviceSnapshot>;
 

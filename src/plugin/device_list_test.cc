@@ -185,3 +185,35 @@ TEST(DeviceListTest, InterruptWakesOnlyItsOwnWaiters) {
 
 }  // namespace
 }  // namespace gpulet::plugin
+
+namespace gpulet::plugin {
+namespace {
+
+TEST(DeviceSnapshotTest, FindUsesTheIndexAndFallsBackToScanning) {
+  std::vector<Device> devices(3);
+  for (int i = 0; i < 3; ++i) devices[i].id = "GPU-" + std::to_string(i);
+  DeviceList list(devices);
+  DeviceSnapshotPtr s = list.Snapshot();
+  ASSERT_NE(s->index, nullptr);
+  EXPECT_EQ(s->Find("GPU-2"), &s->devices[2]);
+  EXPECT_EQ(s->Find("GPU-9"), nullptr);
+  // A health flip keeps the IDs and shares the index.
+  list.SetHealth("GPU-1", false);
+  DeviceSnapshotPtr t = list.Snapshot();
+  EXPECT_EQ(t->index, s->index);
+  EXPECT_FALSE(t->Find("GPU-1")->healthy);
+  // New IDs get a new index.
+  devices.pop_back();
+  list.Replace(devices);
+  DeviceSnapshotPtr u = list.Snapshot();
+  EXPECT_NE(u->index, s->index);
+  EXPECT_EQ(u->Find("GPU-2"), nullptr);
+  EXPECT_EQ(u->Find("GPU-1"), &u->devices[1]);
+  // A snapshot built by hand scans.
+  DeviceSnapshot manual;
+  manual.devices = devices;
+  EXPECT_EQ(manual.Find("GPU-0"), &manual.devices[0]);
+}
+
+}  // namespace
+}  // namespace gpulet::plugin
