@@ -83,6 +83,11 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
     }
     options.flags.emplace_back(spec.name, opt);
   }
+  cmd->add_option("--cdi-spec-dir", options.cdi_spec_dir,
+                  "Where the CDI spec is written when a cdi-annotations or "
+                  "cdi-cri strategy is configured")
+      ->envname("GPULET_CDI_SPEC_DIR")
+      ->capture_default_str();
   return cmd;
 }
 
@@ -124,6 +129,15 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   return d;
 }
 
+absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
+    const GlobalOptions& global, const PluginCommandOptions& options,
+    const config::Config& config, const config::EnvLookup& env) {
+  absl::StatusOr<daemon::DaemonOptions> d =
+      MakeDaemonOptions(global, config, env);
+  if (d.ok()) d->cdi_spec_dir = options.cdi_spec_dir;
+  return d;
+}
+
 int RunPlugin(const GlobalOptions& global, const PluginCommandOptions& options,
               std::ostream& err) {
   config::EnvLookup env = config::ProcessEnvironment();
@@ -134,7 +148,7 @@ int RunPlugin(const GlobalOptions& global, const PluginCommandOptions& options,
     return kExitUsage;
   }
   absl::StatusOr<daemon::DaemonOptions> daemon_options =
-      MakeDaemonOptions(global, *config, env);
+      MakeDaemonOptions(global, options, *config, env);
   if (!daemon_options.ok()) {
     err << "gpulet: " << daemon_options.status().message() << "\n";
     return kExitUsage;

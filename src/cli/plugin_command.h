@@ -31,6 +31,9 @@ struct PluginCommandOptions {
   // (the global option), by canonical flag name. Filled by AddPluginCommand.
   std::vector<std::pair<std::string, CLI::Option*>> flags;
   CLI::Option* driver_root = nullptr;  // the global --driver-root
+  // --cdi-spec-dir (GPULET_CDI_SPEC_DIR): where the CDI spec is written when
+  // a CDI strategy is configured.
+  std::string cdi_spec_dir = "/var/run/cdi";
 };
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options);
@@ -48,6 +51,9 @@ config::FlagValues GivenFlags(const PluginCommandOptions& options,
 absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
     const GlobalOptions& global, const config::Config& config,
     const config::EnvLookup& env);
+absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
+    const GlobalOptions& global, const PluginCommandOptions& options,
+    const config::Config& config, const config::EnvLookup& env);
 
 // Runs the daemon until SIGTERM/SIGINT and returns the process exit code:
 // 0 clean stop, 1 start-up failure, 2 unusable flag, variable or config

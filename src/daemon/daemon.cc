@@ -19,6 +19,7 @@
 #include "src/allocation/preferred_handler.h"
 #include "src/common/errors.h"
 #include "src/common/logging.h"
+#include "src/daemon/cdi_writer.h"
 #include "src/daemon/plugin_runner.h"
 #include "src/daemon/resource_handlers.h"
 #include "src/daemon/resources.h"
@@ -273,6 +274,16 @@ absl::Status Daemon::Impl::StartSession(const device::Node& node) {
   if (!specs.ok()) {
     return common::Annotate(specs.status(),
                             "the GPUs do not fit the configuration");
+  }
+  if (WantsCdiSpec(config_)) {
+    absl::StatusOr<std::string> written =
+        WriteCdiSpec(node, config_, view, options_.cdi_spec_dir);
+    if (!written.ok()) {
+      return common::Annotate(written.status(),
+                              "cannot write the CDI spec the cdi strategies "
+                              "name");
+    }
+    GPULET_LOG(INFO) << "wrote CDI spec " << *written;
   }
   allocation::PreferredOptions preferred_options;
   preferred_options.shared_policy =

@@ -50,6 +50,8 @@ struct DaemonOptions {
   std::string sysfs_root = "/sys";
   health::MonitorOptions health;
   std::string socket_prefix = "gpulet";
+  // Where the CDI spec goes when a CDI strategy is configured.
+  std::string cdi_spec_dir = "/var/run/cdi";
   absl::Duration register_timeout = absl::Seconds(10);
   BackoffPolicy backoff;
 };

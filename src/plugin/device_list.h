@@ -55,7 +55,8 @@ struct DeviceSnapshot {
   // every snapshot it publishes); empty: Find scans. A snapshot whose
   // devices change after BuildIndex must call it again.
   // Shared between snapshots that only differ in health.
-  std::shared_ptr<const absl::flat_hash_map<std::string, size_t>> index;
+  std::shared_ptr<const absl::flat_hash_map<std::string, size_t>> index =
+      nullptr;
 
   // The device with this ID, or null. O(1) with an index, O(n) without.
   const Device* Find(const std::string& id) const;

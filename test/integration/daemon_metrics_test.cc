@@ -170,5 +170,42 @@ TEST_F(DaemonConfiguredTest, MigScopedXidMarksOnlyThatMigDevice) {
   EXPECT_EQ(unhealthy.size(), 7u) << plugin->Log();
 }
 
+// With a CDI strategy the plugin writes the spec its answers name, before it
+// registers, and the names it hands out are devices of that spec.
+TEST_F(DaemonConfiguredTest, CdiStrategyWritesTheSpecItsAnswersName) {
+  const std::string cdi_dir = tmp_.path() + "/cdi";
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("pcie-t4", {"--device-list-strategy=cdi-cri",
+                                  "--cdi-spec-dir", cdi_dir});
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  std::ifstream in(cdi_dir + "/nvidia.com-gpu.yaml");
+  ASSERT_TRUE(in.good()) << plugin->Log();
+  const std::string spec((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_THAT(spec, ::testing::HasSubstr("kind: nvidia.com/gpu"));
+
+  auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+      "unix://" + dir_ + "/gpulet-gpu.sock", grpc::InsecureChannelCredentials()));
+  grpc::ClientContext list_context;
+  list_context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  auto reader = stub->ListAndWatch(&list_context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse list;
+  ASSERT_TRUE(reader->Read(&list));
+  list_context.TryCancel();
+  reader->Finish().ok();
+  ASSERT_EQ(list.devices_size(), 4);
+
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids(list.devices(2).id());
+  v1beta1::AllocateResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub->Allocate(&context, request, &response).ok());
+  ASSERT_EQ(response.container_responses(0).cdi_devices_size(), 1);
+  const std::string name = response.container_responses(0).cdi_devices(0).name();
+  EXPECT_EQ(name, "nvidia.com/gpu=" + list.devices(2).id());
+  EXPECT_THAT(spec, ::testing::HasSubstr("name: " + list.devices(2).id()));
+  EXPECT_TRUE(response.container_responses(0).envs().empty());
+}
+
 }  // namespace
 }  // namespace gpulet::testing
