@@ -51,9 +51,9 @@ absl::StatusOr<json> DeviceEntry(const cdi::DeviceNode& node,
       node.host_path.empty() ? node.path : node.host_path;
   HostDevice dev;
   dev.type = node.type;
-  const bool need_stat = node.type.empty() ||
-                         (node.type != "p" && (!node.major || !node.minor)) ||
-                         !node.file_mode;
+  // As the CDI reference library: the host is asked only when the spec
+  // lacks the type, or the major number of a non-FIFO node.
+  const bool need_stat = node.type.empty() || (node.type != "p" && !node.major);
   if (need_stat) {
     absl::StatusOr<HostDevice> host = lookup(host_path);
     if (!host.ok()) {
@@ -76,7 +76,7 @@ absl::StatusOr<json> DeviceEntry(const cdi::DeviceNode& node,
     entry["major"] = dev.major;
     entry["minor"] = dev.minor;
   }
-  entry["fileMode"] = dev.file_mode;
+  if (need_stat || node.file_mode) entry["fileMode"] = dev.file_mode;
   if (node.uid) entry["uid"] = *node.uid;
   if (node.gid) entry["gid"] = *node.gid;
   return entry;

@@ -86,6 +86,24 @@ TEST(ApplyEditsTest, MissingFieldsComeFromTheHost) {
   EXPECT_EQ(config["mounts"][0]["options"], json::parse(R"(["bind"])"));
 }
 
+// As the CDI reference library: a node whose spec gives type and major is
+// not looked up on the host (it may not exist there, e.g. a MIG caps node
+// before the instance is created), and gets no fileMode.
+TEST(ApplyEditsTest, TypeAndMajorInTheSpecNeedNoHostNode) {
+  json config = json::parse(R"({"root":{"path":"r"},"process":{}})");
+  cdi::ContainerEdits edits;
+  cdi::DeviceNode node;
+  node.path = "/dev/nvidia-caps/nvidia-cap12";
+  node.type = "c";
+  node.major = 235;
+  node.minor = 12;
+  edits.device_nodes = {node};
+  ASSERT_TRUE(ApplyEdits(edits, FakeLookup, config).ok());
+  EXPECT_EQ(config["linux"]["devices"][0], json::parse(R"(
+    {"path":"/dev/nvidia-caps/nvidia-cap12","type":"c","major":235,
+     "minor":12})"));
+}
+
 TEST(ApplyEditsTest, AdditionalGids) {
   json config = json::parse(
       R"({"root":{"path":"r"},"process":{"user":{"uid":0,"additionalGids":[5]}}})");

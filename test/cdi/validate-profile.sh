@@ -9,9 +9,13 @@
 # ld.so.cache written by ldconfig; otherwise gpulet finds the libraries in
 # the standard directories and builds the nodes from the known majors.
 #
-# usage: validate-profile.sh GPULET SIM_LIB CDI_VALIDATE FAKE_LIB_DIR PROFILE MIN_DEVICES WORK_DIR
+# With GPULET_RUNTIME, every device name is then also injected by
+# gpulet-runtime and compared with the library's result (compare-runtime.py).
+#
+# usage: validate-profile.sh GPULET SIM_LIB CDI_VALIDATE FAKE_LIB_DIR PROFILE MIN_DEVICES WORK_DIR [GPULET_RUNTIME]
 set -eu
 gpulet=$1 sim_lib=$2 validator=$3 fake_libs=$4 profile=$5 min_devices=$6 work=$7
+runtime=${8:-}
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -66,3 +70,6 @@ generate json "$work/cdi-json"
 "$validator" --spec-dir "$work/cdi-json" --all --each \
   --min-devices "$min_devices" --output "$work/oci-from-json.json"
 cmp "$work/oci.json" "$work/oci-from-json.json"
+if [ -n "$runtime" ]; then
+  python3 "$(dirname "$0")/compare-runtime.py" "$runtime" "$work"
+fi
