@@ -87,7 +87,8 @@ class Daemon::Impl {
 
   void ReloadConfig();
   absl::Status StartMetrics();
-  void PublishDeviceHealth();
+  // gpu_index < 0: every device; else only that GPU's devices.
+  void PublishDeviceHealth(int gpu_index = -1);
 
   const DaemonOptions options_;
   config::Config config_;
@@ -193,10 +194,11 @@ absl::Status Daemon::Impl::StartMetrics() {
 // Every advertised device's health as gpulet_device_healthy; called on the
 // thread that changed it, while the runners exist. A session's device IDs
 // never change, so samples are only set here; StopSession removes them.
-void Daemon::Impl::PublishDeviceHealth() {
+void Daemon::Impl::PublishDeviceHealth(int gpu_index) {
   for (auto& runner : runners_) {
     const std::string& resource = runner->resource_name();
     for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+      if (gpu_index >= 0 && d.gpu_index != gpu_index) continue;
       metrics_.device_healthy->Set({resource, d.id},
                                    metrics::HealthValue(d.healthy));
     }
@@ -471,7 +473,7 @@ void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
       changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
     }
   }
-  if (changed > 0) PublishDeviceHealth();
+  if (changed > 0) PublishDeviceHealth(event.gpu_index);
   auto uuid = gpu_uuids_.find(event.gpu_index);
   std::string gpu = absl::StrCat(
       "GPU ", event.gpu_index, " (",
