@@ -1,6 +1,5 @@
 #include "src/cli/plugin_command.h"
 
-#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <utility>
@@ -10,6 +9,7 @@
 #include "src/cli/app.h"
 #include "src/common/logging.h"
 #include "src/config/flag_table.h"
+#include "src/daemon/resource_handlers.h"
 #include "src/health/health_config.h"
 
 namespace gpulet::cli {
@@ -42,21 +42,6 @@ std::string HelpFor(const config::FlagSpec& spec) {
   }
   return help;
 }
-
-// Where to look for libnvidia-ml.so.1: inside the container, NVIDIA's
-// charts mount the host's driver root at flags.plugin.containerDriverRoot
-// (/driver-root); NVIDIA's plugin loads NVML from there when it exists and
-// otherwise from the driver root itself (gpulet running on the host).
-std::string NvmlSearchRoot(const config::Config& config) {
-  const std::string& in_container = config.flags.plugin.container_driver_root;
-  struct stat st;
-  if (!in_container.empty() && ::stat(in_container.c_str(), &st) == 0 &&
-      S_ISDIR(st.st_mode)) {
-    return in_container;
-  }
-  return config.flags.nvidia_driver_root;
-}
-
 
 }  // namespace
 
@@ -120,7 +105,10 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   if (!health.ok()) return health.status();
   daemon::DaemonOptions d;
   d.config = config;
-  d.nvml.driver_root = NvmlSearchRoot(config);
+  // Inside NVIDIA's charts the host's driver root is mounted at
+  // flags.plugin.containerDriverRoot; NVML is loaded from there when it
+  // exists, as NVIDIA's plugin does, else from the driver root itself.
+  d.nvml.driver_root = daemon::MakeHostView(config).driver_root;
   d.nvml.library_path = global.nvml_lib;
   d.sysfs_root = global.sysfs_root;
   d.kubelet_socket = socket;

@@ -1,7 +1,5 @@
 #include "src/daemon/cdi_writer.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -11,12 +9,6 @@
 
 namespace gpulet::daemon {
 namespace {
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return !path.empty() && ::stat(path.c_str(), &st) == 0 &&
-         S_ISDIR(st.st_mode);
-}
 
 // absl::StrCat rather than string operators: GCC 12 at -O2 reports a
 // -Wrestrict false positive on the latter here.
@@ -59,9 +51,7 @@ absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
                                          const HostView& view,
                                          const std::string& dir) {
   const std::string& host_root = config.flags.nvidia_driver_root;
-  const std::string& in_container = config.flags.plugin.container_driver_root;
-  const std::string seen_root =
-      IsDirectory(in_container) ? in_container : host_root;
+  const std::string& seen_root = view.driver_root;
   cdi::DriverOptions driver;
   driver.driver_root = seen_root;
   driver.dev_root = view.probe_root;

@@ -48,9 +48,11 @@ HostView MakeHostView(const config::Config& config) {
                       ? config.flags.nvidia_driver_root
                       : config.flags.nvidia_dev_root;
   const std::string& in_container = config.flags.plugin.container_driver_root;
-  view.probe_root = view.dev_root == config.flags.nvidia_driver_root &&
-                            IsDirectory(in_container)
-                        ? in_container
+  view.driver_root = IsDirectory(in_container)
+                         ? in_container
+                         : config.flags.nvidia_driver_root;
+  view.probe_root = view.dev_root == config.flags.nvidia_driver_root
+                        ? view.driver_root
                         : view.dev_root;
   return view;
 }

@@ -23,11 +23,14 @@ struct HostView {
   std::string dev_root;   // host path of the dev root (flags.nvidiaDevRoot)
   std::string probe_root;  // where this process sees that dev root
   std::string proc_root = "/";  // for /proc/driver/nvidia-caps/mig-minors
+  // Where this process sees the host's driver root: NVML is loaded and the
+  // CDI driver discovery reads from here.
+  std::string driver_root = {};
 };
 
-// The HostView for a resolved configuration: probe_root is the container
-// driver root when that directory exists and the dev root is the driver
-// root, else the dev root itself.
+// The HostView for a resolved configuration: driver_root is the container
+// driver root when that directory exists, else the driver root; probe_root
+// is driver_root when the dev root is the driver root, else the dev root.
 HostView MakeHostView(const config::Config& config);
 
 // The Allocate options of one resource. FailedPrecondition when
