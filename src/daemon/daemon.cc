@@ -33,7 +33,7 @@
 #include "src/metrics/registry.h"
 #include "src/nvml/dynamic_library.h"
 #include "src/registration/socket_watcher.h"
-#include "src/registration/unique_fd.h"
+#include "src/common/unique_fd.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -109,7 +109,7 @@ class Daemon::Impl {
   std::unique_ptr<health::HealthMonitor> monitor_;
   // The watcher's thread hands events to the loop through `pending_` and
   // wakes it with this eventfd.
-  registration::UniqueFd wake_;
+  common::UniqueFd wake_;
   absl::Mutex mu_;
   registration::SocketEvent pending_ ABSL_GUARDED_BY(mu_);
 };
@@ -127,7 +127,7 @@ int Daemon::Impl::Run() {
     GPULET_LOG(ERROR) << signals.status().message();
     return 1;
   }
-  wake_ = registration::UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  wake_ = common::UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_.valid()) {
     GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "eventfd").message();
     return 1;

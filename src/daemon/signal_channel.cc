@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<SignalChannel>> SignalChannel::Create() {
   sigset_t old_mask;
   int rc = pthread_sigmask(SIG_BLOCK, &set, &old_mask);
   if (rc != 0) return common::ErrnoToStatus(rc, "pthread_sigmask");
-  registration::UniqueFd fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  common::UniqueFd fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!fd.valid()) {
     int err = errno;
     pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);

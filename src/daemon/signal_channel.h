@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "src/registration/unique_fd.h"
+#include "src/common/unique_fd.h"
 
 namespace gpulet::daemon {
 
@@ -30,7 +30,7 @@ class SignalChannel {
 
  public:
   static absl::StatusOr<std::unique_ptr<SignalChannel>> Create();
-  SignalChannel(PassKey, registration::UniqueFd fd, sigset_t old_mask)
+  SignalChannel(PassKey, common::UniqueFd fd, sigset_t old_mask)
       : fd_(std::move(fd)), old_mask_(old_mask) {}
   ~SignalChannel();
   SignalChannel(const SignalChannel&) = delete;
@@ -44,7 +44,7 @@ class SignalChannel {
   int Wait();
 
  private:
-  registration::UniqueFd fd_;
+  common::UniqueFd fd_;
   sigset_t old_mask_;
 };
 

@@ -16,9 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "src/common/errors.h"
 #include "src/common/logging.h"
-#include "src/registration/unique_fd.h"
+#include "src/common/unique_fd.h"
 
 namespace gpulet::registration {
+
+using common::UniqueFd;
 namespace {
 
 constexpr uint32_t kDirMask = IN_CREATE | IN_MOVED_TO | IN_DELETE |

@@ -15,6 +15,7 @@
 #include "src/common/errors.h"
 #include "src/common/file_util.h"
 #include "src/common/logging.h"
+#include "src/common/unique_fd.h"
 #include "src/runtime/oci_config.h"
 
 extern char** environ;
@@ -29,20 +30,7 @@ bool IsDir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// A file descriptor closed on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = common::UniqueFd;
 
 // The image controls everything under the rootfs, so every component is
 // opened relative to its parent with O_NOFOLLOW: a symlinked /etc or

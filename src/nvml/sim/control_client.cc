@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/errors.h"
+#include "src/common/unique_fd.h"
 #include "src/nvml/sim/control_protocol.h"
 
 namespace gpulet::sim {
@@ -29,19 +30,7 @@ int RemainingMs(Clock::time_point deadline) {
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = common::UniqueFd;
 
 absl::Status Connect(int fd, const std::string& path,
                      Clock::time_point deadline) {

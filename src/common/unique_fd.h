@@ -1,6 +1,6 @@
-// UniqueFd: owns one file descriptor and closes it on destruction. Used for
-// the inotify, eventfd and signalfd descriptors of the registration and
-// daemon layers (a candidate for src/common once another layer needs it).
+// UniqueFd: owns one file descriptor and closes it on destruction (inotify,
+// eventfd and signalfd descriptors, sockets, directories opened for
+// *at() calls).
 //
 // Thread safety: as for any value; the descriptor itself may be used from
 // any thread while the owner keeps it alive.
@@ -10,7 +10,7 @@
 
 #include <utility>
 
-namespace gpulet::registration {
+namespace gpulet::common {
 
 class UniqueFd {
  public:
@@ -38,4 +38,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace gpulet::registration
+}  // namespace gpulet::common
