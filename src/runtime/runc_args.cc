@@ -42,40 +42,45 @@ bool Contains(const std::array<std::string_view, N>& names,
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// Walks the flags from args[i] up to the first argument that is not one
+// (or past "--"); a flag in `value_flags` without "=value" takes the next
+// argument. `on_value` sees every such flag with its value. Returns the
+// position of the first argument after the flags; args.size() when a value
+// is missing.
+template <size_t N, typename OnValue>
+size_t SkipFlags(const std::vector<std::string>& args, size_t i,
+                 const std::array<std::string_view, N>& value_flags,
+                 OnValue on_value) {
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--") return i + 1;
+    Flag flag = SplitFlag(args[i]);
+    if (!flag.is_flag) return i;
+    if (!Contains(value_flags, flag.name)) continue;
+    std::string_view value = flag.inline_value;
+    if (!flag.has_inline_value) {
+      if (i + 1 >= args.size()) return args.size();
+      value = args[++i];
+    }
+    on_value(flag.name, value);
+  }
+  return i;
+}
+
 }  // namespace
 
 RuncInvocation ParseRuncArgs(const std::vector<std::string>& args) {
   RuncInvocation invocation;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      ++i;
-      break;
-    }
-    Flag flag = SplitFlag(args[i]);
-    if (!flag.is_flag) break;
-    if (!flag.has_inline_value && Contains(kGlobalValueFlags, flag.name)) ++i;
-  }
+  size_t i = SkipFlags(args, 0, kGlobalValueFlags,
+                       [](std::string_view, std::string_view) {});
   if (i >= args.size()) return invocation;
   invocation.subcommand = args[i++];
   if (!CreatesContainer(invocation)) return invocation;
-  for (; i < args.size(); ++i) {
-    if (args[i] == "--") {
-      ++i;
-      break;
-    }
-    Flag flag = SplitFlag(args[i]);
-    if (!flag.is_flag) break;
-    if (!Contains(kCreateValueFlags, flag.name)) continue;
-    std::string_view value = flag.inline_value;
-    if (!flag.has_inline_value) {
-      if (i + 1 >= args.size()) return invocation;
-      value = args[++i];
-    }
-    if (flag.name == "bundle" || flag.name == "b") {
-      invocation.bundle = std::string(value);
-    }
-  }
+  i = SkipFlags(args, i, kCreateValueFlags,
+                [&](std::string_view name, std::string_view value) {
+                  if (name == "bundle" || name == "b") {
+                    invocation.bundle = std::string(value);
+                  }
+                });
   if (i < args.size()) invocation.container_id = args[i];
   return invocation;
 }
