@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "src/config/names.h"
 
@@ -21,27 +22,62 @@ bool MatchesLegacyMigUuid(const MappedDevice& d, const std::string& ref) {
          parts[2] == absl::StrCat(d.device.compute_instance_id);
 }
 
-absl::StatusOr<size_t> FindRef(const std::vector<MappedDevice>& devices,
+bool Matches(const MappedDevice& d, const std::string& ref, bool by_index) {
+  return by_index ? d.index == ref
+                  : (d.uuid == ref || MatchesLegacyMigUuid(d, ref));
+}
+
+// Why `ref` is not a device of `resource`: where the node has it instead.
+std::string WhyNoMatch(const DeviceMap& all, const std::string& resource,
+                       const std::string& ref, bool by_index) {
+  std::vector<std::string> elsewhere;
+  std::vector<std::string> mig_of_gpu;
+  for (const auto& [name, list] : all) {
+    for (const MappedDevice& d : list) {
+      if (d.device.replica > 0) continue;
+      if (Matches(d, ref, by_index)) {
+        elsewhere.push_back(absl::StrCat(ref, " is a device of ", name));
+      } else if (by_index ? d.index.rfind(ref + ":", 0) == 0
+                          : (!d.parent_uuid.empty() && d.parent_uuid == ref)) {
+        mig_of_gpu.push_back(absl::StrCat(d.index, " in ", name));
+      }
+    }
+  }
+  if (!elsewhere.empty()) {
+    return absl::StrCat(" (", absl::StrJoin(elsewhere, ", "), ", not of ",
+                        resource, ")");
+  }
+  if (!mig_of_gpu.empty()) {
+    return absl::StrCat(
+        " (GPU ", ref, " is MIG-enabled and advertised as its MIG devices, "
+        "not as a device of ", resource, ": ",
+        absl::StrJoin(mig_of_gpu, ", "),
+        "; name MIG devices as <gpu>:<mig> or by their MIG UUID)");
+  }
+  return by_index ? " (no GPU or MIG device of this node has that index)"
+                  : " (no GPU or MIG device of this node has that UUID)";
+}
+
+absl::StatusOr<size_t> FindRef(const DeviceMap& all,
+                               const std::string& resource,
                                const std::string& ref) {
+  const std::vector<MappedDevice>& devices = all.at(resource);
   config::DeviceRefKind kind = config::ClassifyDeviceRef(ref);
   bool by_index = kind == config::DeviceRefKind::kGpuIndex ||
                   kind == config::DeviceRefKind::kMigIndex;
   for (size_t i = 0; i < devices.size(); ++i) {
-    const MappedDevice& d = devices[i];
-    if (by_index ? d.index == ref
-                 : (d.uuid == ref || MatchesLegacyMigUuid(d, ref))) {
-      return i;
-    }
+    if (Matches(devices[i], ref, by_index)) return i;
   }
-  return absl::FailedPreconditionError(
-      by_index ? absl::StrCat("no matching device at index: ", ref)
-               : absl::StrCat("no matching device with UUID: ", ref));
+  return absl::FailedPreconditionError(absl::StrCat(
+      by_index ? "no matching device at index: "
+               : "no matching device with UUID: ",
+      ref, WhyNoMatch(all, resource, ref, by_index)));
 }
 
 // Positions in `devices` the entry selects, in device order.
-absl::StatusOr<std::vector<size_t>> Select(
-    const std::vector<MappedDevice>& devices,
-    const config::ReplicatedResource& r) {
+absl::StatusOr<std::vector<size_t>> Select(const DeviceMap& all,
+                                           const config::ReplicatedResource& r) {
+  const std::vector<MappedDevice>& devices = all.at(r.name);
   std::vector<size_t> picked;
   switch (r.devices.kind) {
     case config::ReplicaDevices::Kind::kAll:
@@ -59,7 +95,7 @@ absl::StatusOr<std::vector<size_t>> Select(
     case config::ReplicaDevices::Kind::kList: {
       std::set<size_t> unique;
       for (const std::string& ref : r.devices.list) {
-        absl::StatusOr<size_t> at = FindRef(devices, ref);
+        absl::StatusOr<size_t> at = FindRef(all, r.name, ref);
         if (!at.ok()) return at.status();
         unique.insert(*at);
       }
@@ -87,7 +123,7 @@ absl::StatusOr<DeviceMap> ApplyReplicas(
     auto base = devices.find(r.name);
     if (base == devices.end()) continue;
     const std::string entry = absl::StrCat(section_path, ".resources[", e, "]");
-    absl::StatusOr<std::vector<size_t>> picked = Select(base->second, r);
+    absl::StatusOr<std::vector<size_t>> picked = Select(devices, r);
     if (!picked.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat(entry, ".devices: ", picked.status().message()));

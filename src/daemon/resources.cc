@@ -55,6 +55,7 @@ MappedDevice GpuDevice(const device::Gpu& gpu, const config::Config& config,
   m.order = order;
   plugin::Device& d = m.device;
   d.id = gpu.uuid;
+  d.healthy = gpu.failure.empty();
   d.visible_id = VisibleId(config, m.uuid, m.index);
   if (gpu.numa_node.has_value()) d.numa_nodes = {*gpu.numa_node};
   d.gpu_index = static_cast<int>(gpu.index);
@@ -101,7 +102,7 @@ std::string MigResourceFor(const config::Config& config,
 
 absl::Status CheckMigLayout(const device::Node& node, bool uniform) {
   for (const device::Gpu& gpu : node.gpus) {
-    if (gpu.mig_enabled && gpu.mig_devices.empty()) {
+    if (gpu.mig_enabled && gpu.mig_devices.empty() && gpu.failure.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "invalid MIG configuration: at least one device with "
           "migEnabled=true was not configured correctly: device ",
@@ -112,6 +113,7 @@ absl::Status CheckMigLayout(const device::Node& node, bool uniform) {
   const device::MigDevice* first = nullptr;
   bool full_gpus = false;
   for (const device::Gpu& gpu : node.gpus) {
+    if (gpu.uuid.empty()) continue;  // failed discovery, not advertised
     full_gpus |= !gpu.mig_enabled;
     for (const device::MigDevice& mig : gpu.mig_devices) {
       if (!gpu.mig_enabled) continue;
@@ -148,10 +150,16 @@ absl::StatusOr<DeviceMap> BaseDevices(const device::Node& node,
   const std::vector<config::Resource> gpu_patterns = GpuPatterns(config);
   int order = 0;
   for (const device::Gpu& gpu : node.gpus) {
+    // A GPU that failed discovery before its UUID was read has no ID to
+    // advertise; the daemon logs it.
+    if (gpu.uuid.empty()) continue;
     if (!UsesMig(gpu, strategy)) {
       auto match = std::find_if(
           gpu_patterns.begin(), gpu_patterns.end(),
           [&](const config::Resource& r) { return GlobMatch(r.pattern, gpu.name); });
+      // A failed GPU whose name was not read cannot be placed; it is left
+      // out (the daemon logs it) rather than failing the whole node.
+      if (match == gpu_patterns.end() && !gpu.failure.empty()) continue;
       if (match == gpu_patterns.end()) {
         return absl::FailedPreconditionError(
             absl::StrCat("GPU ", gpu.index, " name '", gpu.name,

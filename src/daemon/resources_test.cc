@@ -405,5 +405,54 @@ TEST(BuildResourcesTest, MigDevicesSharedByIndexAndLegacyUuid) {
                           "MIG-1a::1", "MIG-1b"));
 }
 
+// docs/configuration.md's example names GPU 0 for nvidia.com/gpu under MIG
+// mixed; when GPU 0 is MIG-enabled the error says so instead of claiming
+// there is no device 0.
+TEST(BuildResourcesTest, SharingErrorSaysWhyAnIndexDoesNotMatch) {
+  using Kind = config::ReplicaDevices::Kind;
+  config::Config config;
+  config.flags.mig_strategy = config::MigStrategy::kMixed;
+  config.sharing.time_slicing = config::ReplicatedResources{};
+  config.sharing.time_slicing->resources = {
+      Shared("nvidia.com/gpu", 2, {Kind::kList, 0, {"0"}})};
+  auto got = BuildResources(MixedNode(), config);
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr("no matching device at index: 0 (GPU 0 is "
+                        "MIG-enabled and advertised as its MIG devices, not "
+                        "as a device of nvidia.com/gpu: 0:0 in "
+                        "nvidia.com/mig-1g.5gb, 0:1 in nvidia.com/mig-3g.20gb"));
+  config.sharing.time_slicing->resources = {
+      Shared("nvidia.com/gpu", 2, {Kind::kList, 0, {"9"}})};
+  got = BuildResources(MixedNode(), config);
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr("no matching device at index: 9 (no GPU or MIG "
+                        "device of this node has that index)"));
+}
+
+// A GPU that failed discovery is advertised Unhealthy when its UUID is
+// known, and left out (not an error for the others) when it is not.
+TEST(BuildResourcesTest, FailedGpusAreUnhealthyOrLeftOut) {
+  device::Node node = FourGpus();
+  node.gpus[1].failure = "GPU is lost";
+  node.gpus[2].failure = "GPU is lost";
+  node.gpus[2].uuid.clear();
+  node.gpus[2].name.clear();
+  config::Config config;
+  config.sharing.time_slicing = config::ReplicatedResources{};
+  config.sharing.time_slicing->resources = {
+      Shared("nvidia.com/gpu", 2, {config::ReplicaDevices::Kind::kAll, 0, {}})};
+  auto got = BuildResources(node, config);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  std::vector<std::string> unhealthy;
+  for (const plugin::Device& d : (*got)[0].devices) {
+    if (!d.healthy) unhealthy.push_back(d.id);
+  }
+  EXPECT_EQ((*got)[0].devices.size(), 6u);
+  EXPECT_THAT(unhealthy, ElementsAre("GPU-1::0", "GPU-1::1"));
+}
+
 }  // namespace
 }  // namespace gpulet::daemon

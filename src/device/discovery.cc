@@ -139,9 +139,8 @@ absl::Status DiscoverIdentity(nvml::Library& lib, nvml::Device handle,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Gpu> DiscoverGpu(nvml::Library& lib, unsigned index,
-                                const DiscoveryOptions& options) {
-  Gpu gpu;
+absl::Status DiscoverGpuInto(nvml::Library& lib, unsigned index,
+                             const DiscoveryOptions& options, Gpu& gpu) {
   gpu.index = index;
   GPULET_ASSIGN_OR_RETURN(nvml::Device handle,
                           lib.DeviceGetHandleByIndex(index));
@@ -152,6 +151,24 @@ absl::StatusOr<Gpu> DiscoverGpu(nvml::Library& lib, unsigned index,
       gpu.cpu_affinity,
       Optional(lib.DeviceGetCpuAffinity(handle), std::vector<unsigned>{}));
   GPULET_RETURN_IF_ERROR(DiscoverMig(lib, handle, gpu));
+  return absl::OkStatus();
+}
+
+// The record of a GPU whose discovery failed with `error` after filling
+// `partial`: the previous session's record of the same GPU when there is
+// one, else the partial one.
+Gpu FailedGpu(Gpu partial, const absl::Status& error,
+              const DiscoveryOptions& options) {
+  Gpu gpu = std::move(partial);
+  if (options.previous != nullptr) {
+    for (const Gpu& known : options.previous->gpus) {
+      if (known.index != gpu.index) continue;
+      if (!gpu.uuid.empty() && known.uuid != gpu.uuid) break;
+      gpu = known;
+      break;
+    }
+  }
+  gpu.failure = std::string(error.message());
   return gpu;
 }
 
@@ -179,7 +196,12 @@ absl::StatusOr<Node> Discover(nvml::Library& lib,
   GPULET_ASSIGN_OR_RETURN(unsigned count, lib.DeviceGetCount());
   node.gpus.reserve(count);
   for (unsigned i = 0; i < count; ++i) {
-    GPULET_ASSIGN_OR_RETURN(Gpu gpu, DiscoverGpu(lib, i, options));
+    Gpu gpu;
+    absl::Status status = DiscoverGpuInto(lib, i, options, gpu);
+    if (!status.ok()) {
+      if (!options.tolerate_gpu_failures) return status;
+      gpu = FailedGpu(std::move(gpu), status, options);
+    }
     node.gpus.push_back(std::move(gpu));
   }
   return node;

@@ -47,6 +47,11 @@ struct Gpu {
   bool mig_capable = false;
   bool mig_enabled = false;            // current MIG mode
   std::vector<MigDevice> mig_devices;  // ordered by mig_index
+  // Non-empty when a per-GPU NVML query failed during discovery (the GPU is
+  // lost, or answers some calls only): why. The record then holds what was
+  // known of the GPU (from an earlier discovery, or the fields read before
+  // the failure); its devices are advertised Unhealthy with this reason.
+  std::string failure;
 
   bool operator==(const Gpu&) const = default;
 };
