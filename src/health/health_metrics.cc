@@ -34,6 +34,11 @@ void HealthMetrics::OnXid(int gpu, uint64_t xid) {
   metrics_->xid_events->Add({GpuLabel(gpu), absl::StrCat(xid)});
 }
 
+void HealthMetrics::SetHealthy(int gpu, bool healthy) {
+  if (metrics_ == nullptr || metrics_->gpu_healthy == nullptr) return;
+  metrics_->gpu_healthy->Set({GpuLabel(gpu)}, metrics::HealthValue(healthy));
+}
+
 void HealthMetrics::OnTransition(const HealthEvent& event) {
   if (metrics_ == nullptr) return;
   if (metrics_->health_transitions != nullptr) {

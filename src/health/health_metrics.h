@@ -36,6 +36,9 @@ class HealthMetrics {
   void OnXid(int gpu, uint64_t xid);
   // A HealthEvent delivered to the monitor's callback.
   void OnTransition(const HealthEvent& event);
+  // Sets gpulet_gpu_healthy of GPU `gpu` without counting a transition (a
+  // state carried over from an earlier monitor).
+  void SetHealthy(int gpu, bool healthy);
 
   // The `gpu` label of GPU `gpu`: its UUID, or its index when NVML gave no
   // UUID.

@@ -42,6 +42,7 @@ using GpuOfHandle = absl::flat_hash_map<nvml::Device, int>;
 struct Registration {
   GpuOfHandle gpus;                   // registered handle -> NVML index
   std::vector<HealthEvent> failures;  // GPUs to report unhealthy at start
+  std::vector<device::Gpu> failed;    // their GPUs, registered again later
 };
 
 // Registers `gpu`. Returns its handle, or nullptr when the GPU cannot
@@ -89,6 +90,7 @@ Registration RegisterAll(nvml::Library& lib, nvml::EventSet& events,
                                     handle.status().message());
       failure.cause = HealthCause::kWatchFailed;
       registration.failures.push_back(std::move(failure));
+      registration.failed.push_back(gpu);
     } else if (*handle != nullptr) {
       registration.gpus.emplace(*handle, static_cast<int>(gpu.index));
     }
@@ -131,6 +133,8 @@ class IdleMonitor final : public HealthMonitor {
   IdleMonitor(const metrics::GpuletMetrics* metrics,
               const std::vector<device::Gpu>& gpus)
       : metrics_(metrics, gpus) {}
+  // Nothing is watched, so nothing stays unhealthy.
+  CarryOver Stop() override { return {}; }
 
  private:
   HealthMetrics metrics_;
@@ -159,27 +163,70 @@ class EventMonitor final : public HealthMonitor {
  public:
   EventMonitor(nvml::Library& lib, const std::vector<device::Gpu>& gpus,
                nvml::EventSetPtr events, Registration registration,
-               MonitorOptions options, Callback callback)
+               MonitorOptions options, Callback callback, CarryOver seed)
       : metrics_(options.metrics, gpus),
         lib_(lib),
         events_(std::move(events)),
         gpus_(std::move(registration.gpus)),
+        unregistered_(std::move(registration.failed)),
         options_(std::move(options)),
         clock_(options_.clock != nullptr ? *options_.clock
                                          : common::RealClock::Get()),
         callback_(std::move(callback)),
         recovery_(options_.quiet_period),
+        seeded_(Seed(std::move(seed))),
         thread_([this, failures = std::move(registration.failures)](
                     std::stop_token stop) { Run(stop, failures); }) {}
 
-  ~EventMonitor() override {
-    thread_.request_stop();
-    thread_.join();
+  ~EventMonitor() override { Stop(); }
+
+  CarryOver Stop() override {
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      thread_.join();
+    }
+    CarryOver out;
+    out.recovery = recovery_.Export();
+    for (const Key& key : reported_) {
+      HealthEvent event;
+      event.gpu_index = std::get<0>(key);
+      if (std::get<1>(key) != kNoInstance) {
+        event.gpu_instance_id = std::get<1>(key);
+      }
+      if (std::get<2>(key) != kNoInstance) {
+        event.compute_instance_id = std::get<2>(key);
+      }
+      auto reason = reasons_.find(key);
+      if (reason != reasons_.end()) event.reason = reason->second;
+      out.reported.push_back(std::move(event));
+    }
+    std::sort(out.reported.begin(), out.reported.end(),
+              [](const HealthEvent& a, const HealthEvent& b) {
+                return std::tie(a.gpu_index, a.gpu_instance_id,
+                                a.compute_instance_id) <
+                       std::tie(b.gpu_index, b.gpu_instance_id,
+                                b.compute_instance_id);
+              });
+    return out;
   }
 
  private:
   using Key = std::tuple<int, uint32_t, uint32_t>;  // GPU, GI, CI
 
+  static Key KeyOf(const HealthEvent& event) {
+    return Key{event.gpu_index, event.gpu_instance_id.value_or(kNoInstance),
+               event.compute_instance_id.value_or(kNoInstance)};
+  }
+  // Before the thread starts: takes over an earlier monitor's state.
+  bool Seed(CarryOver seed) {
+    for (const RecoveryState& state : seed.recovery) recovery_.Import(state);
+    for (const HealthEvent& event : seed.reported) {
+      reported_.insert(KeyOf(event));
+      reasons_[KeyOf(event)] = event.reason;
+      metrics_.SetHealthy(event.gpu_index, false);
+    }
+    return !seed.reported.empty() || !seed.recovery.empty();
+  }
   void Run(std::stop_token stop, const std::vector<HealthEvent>& failures);
   void OnEvent(const nvml::Event& event);
   void LogHarmless(const nvml::Event& event, int gpu);
@@ -188,13 +235,18 @@ class EventMonitor final : public HealthMonitor {
   // the last round, and reports those that recovered.
   void MaybeProbe(bool idle);
   void Recover(int gpu, const std::string& reason, HealthCause cause);
+  void RetryRegistrations(const std::vector<int>& unhealthy,
+                          std::vector<std::pair<int, ProbeResult>>& results);
   // Blocks for `delay` or until stop is requested; false on stop.
   bool Sleep(std::stop_token stop, std::chrono::milliseconds delay);
 
   HealthMetrics metrics_;
   nvml::Library& lib_;
   const nvml::EventSetPtr events_;
-  const GpuOfHandle gpus_;
+  // Monitor thread only once it runs (registration happens between waits).
+  GpuOfHandle gpus_;
+  // GPUs whose registration failed; tried again at every probe round.
+  std::vector<device::Gpu> unregistered_;
   const MonitorOptions options_;
   const common::Clock& clock_;
   const Callback callback_;
@@ -203,6 +255,8 @@ class EventMonitor final : public HealthMonitor {
   RecoveryPolicy recovery_;
   std::chrono::steady_clock::time_point last_probe_{};
   absl::flat_hash_set<Key> reported_;
+  absl::flat_hash_map<Key, std::string> reasons_;  // of each reported_ key
+  const bool seeded_;
   absl::flat_hash_set<std::tuple<int, uint64_t, uint64_t>> logged_;
 
   std::mutex sleep_mu_;
@@ -213,8 +267,23 @@ class EventMonitor final : public HealthMonitor {
 
 void EventMonitor::Run(std::stop_token stop,
                        const std::vector<HealthEvent>& failures) {
-  for (const HealthEvent& failure : failures) Report(failure);
-  if (gpus_.empty()) return;
+  if (seeded_) {
+    GPULET_VLOG(1) << "health monitor: continuing with " << reported_.size()
+                   << " unhealthy report(s) carried over";
+  }
+  const std::vector<int> carried = recovery_.Unhealthy();
+  for (const HealthEvent& failure : failures) {
+    // A GPU that cannot be watched is a fault like any other: it recovers
+    // once it can be registered and the quiet period has passed. A GPU
+    // already unhealthy (carried over) keeps its fault and its reason.
+    if (std::find(carried.begin(), carried.end(), failure.gpu_index) ==
+        carried.end()) {
+      recovery_.OnFault(failure.gpu_index, /*needs_reset=*/false,
+                        failure.reason, clock_.Now());
+    }
+    Report(failure);
+  }
+  if (gpus_.empty() && unregistered_.empty()) return;
   std::chrono::milliseconds backoff = kFirstBackoff;
   int failed_waits = 0;
   while (!stop.stop_requested()) {
@@ -299,14 +368,14 @@ void EventMonitor::LogHarmless(const nvml::Event& event, int gpu) {
 
 void EventMonitor::Report(const HealthEvent& event) {
   const Key whole_gpu{event.gpu_index, kNoInstance, kNoInstance};
-  const Key key{event.gpu_index, event.gpu_instance_id.value_or(kNoInstance),
-                event.compute_instance_id.value_or(kNoInstance)};
+  const Key key = KeyOf(event);
   // A GPU already unhealthy as a whole covers each of its MIG devices.
   if (reported_.contains(whole_gpu) || !reported_.insert(key).second) {
     GPULET_VLOG(1) << Subject(event) << " is already unhealthy; "
                    << event.reason;
     return;
   }
+  reasons_[key] = event.reason;
   GPULET_LOG(WARNING) << "marking " << Subject(event)
                       << " unhealthy: " << event.reason;
   metrics_.OnTransition(event);
@@ -326,6 +395,7 @@ void EventMonitor::MaybeProbe(bool idle) {
       results.emplace_back(gpu, ProbeGpu(lib_, handle, gpu));
     }
   }
+  RetryRegistrations(unhealthy, results);
   std::sort(results.begin(), results.end());
   const absl::Time at = clock_.Now();
   for (const auto& [gpu, result] : results) {
@@ -338,6 +408,40 @@ void EventMonitor::MaybeProbe(bool idle) {
   }
 }
 
+// A GPU that could not be registered (lost when the monitor started, say)
+// is registered again while it is unhealthy; until that works its probe
+// result is the registration's failure.
+void EventMonitor::RetryRegistrations(
+    const std::vector<int>& unhealthy,
+    std::vector<std::pair<int, ProbeResult>>& results) {
+  for (auto it = unregistered_.begin(); it != unregistered_.end();) {
+    const int index = static_cast<int>(it->index);
+    if (std::find(unhealthy.begin(), unhealthy.end(), index) ==
+        unhealthy.end()) {
+      ++it;
+      continue;
+    }
+    absl::StatusOr<nvml::Device> handle = RegisterGpu(lib_, *events_, *it);
+    if (!handle.ok()) {
+      GPULET_VLOG(1) << "registering GPU " << index
+                     << " for health events again: " << handle.status();
+      results.emplace_back(index, absl::IsUnavailable(handle.status())
+                                      ? ProbeResult::kLost
+                                      : ProbeResult::kFailed);
+      ++it;
+      continue;
+    }
+    GPULET_LOG(INFO) << "GPU " << index << " is watched for health events now";
+    if (*handle != nullptr) {
+      gpus_.emplace(*handle, index);
+      results.emplace_back(index, ProbeGpu(lib_, *handle, index));
+    } else {
+      results.emplace_back(index, ProbeResult::kOk);
+    }
+    it = unregistered_.erase(it);
+  }
+}
+
 void EventMonitor::Recover(int gpu, const std::string& reason,
                            HealthCause cause) {
   // Forget every report for the GPU, its MIG devices included, so a later
@@ -346,7 +450,10 @@ void EventMonitor::Recover(int gpu, const std::string& reason,
   for (const Key& key : reported_) {
     if (std::get<0>(key) == gpu) forget.push_back(key);
   }
-  for (const Key& key : forget) reported_.erase(key);
+  for (const Key& key : forget) {
+    reported_.erase(key);
+    reasons_.erase(key);
+  }
   HealthEvent event;
   event.gpu_index = gpu;
   event.healthy = true;
@@ -368,7 +475,7 @@ bool EventMonitor::Sleep(std::stop_token stop,
 
 absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
     nvml::Library& lib, const std::vector<device::Gpu>& gpus,
-    MonitorOptions options, Callback callback) {
+    MonitorOptions options, Callback callback, CarryOver seed) {
   if (options.disabled) {
     GPULET_LOG(INFO) << "GPU health checks are disabled";
     return std::make_unique<IdleMonitor>(options.metrics, gpus);
@@ -382,7 +489,7 @@ absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
                    << DescribeOptions(options);
   return std::make_unique<EventMonitor>(
       lib, gpus, std::move(*events), std::move(registration),
-      std::move(options), std::move(callback));
+      std::move(options), std::move(callback), std::move(seed));
 }
 
 }  // namespace gpulet::health

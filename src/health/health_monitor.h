@@ -25,7 +25,16 @@
 // handle) and reports HealthEvent{healthy = true} for the whole GPU when the
 // policy says it recovered, forgetting its earlier reports so a later fault
 // is reported again. Time for the quiet period comes from options.clock.
-// GPUs that could not be registered are never probed and stay unhealthy.
+// A GPU that could not be registered is unhealthy (a fault needing no
+// reset); at every probe round it is registered again, and once that works
+// it is probed and recovers like any other GPU.
+//
+// Reloads: a monitor lives across configuration reloads that keep the GPUs
+// and the health options. When either changes, the daemon starts the next
+// monitor with the previous one's CarryOver (Stop() returns it): the GPUs
+// already reported unhealthy stay reported (no callback again) and their
+// recovery state (quiet period start, reset requirement, lost-then-back
+// progress) continues exactly where it was.
 //
 // Ownership: the monitor owns its NVML event set and thread; it borrows the
 // Library. Thread safety: Start() and the destructor from the owning
@@ -40,10 +49,18 @@
 
 #include "absl/status/statusor.h"
 #include "src/device/gpu.h"
+#include "src/health/recovery_policy.h"
 #include "src/health/xid_policy.h"
 #include "src/nvml/library.h"
 
 namespace gpulet::health {
+
+// What one monitor hands to the next: the unhealthy reports it made (GPUs
+// and MIG instances, by NVML index) and the GPUs' recovery states.
+struct CarryOver {
+  std::vector<HealthEvent> reported;
+  std::vector<RecoveryState> recovery;
+};
 
 class HealthMonitor {
  public:
@@ -57,9 +74,16 @@ class HealthMonitor {
   // Errors: the NVML event set cannot be created (the status names
   // nvmlEventSetCreate).
   // REQUIRES: lib is initialised and outlives the monitor.
+  // `seed`: state carried over from an earlier monitor (or GPUs the caller
+  // already knows to be unhealthy): its reports are not delivered again, and
+  // its GPUs are probed for recovery from the state given.
   static absl::StatusOr<std::unique_ptr<HealthMonitor>> Start(
       nvml::Library& lib, const std::vector<device::Gpu>& gpus,
-      MonitorOptions options, Callback callback);
+      MonitorOptions options, Callback callback, CarryOver seed = {});
+
+  // Stops the thread (no callback runs once it returns) and returns the
+  // state for the next monitor. Idempotent.
+  virtual CarryOver Stop() = 0;
 
   virtual ~HealthMonitor() = default;
 };

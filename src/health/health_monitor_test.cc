@@ -44,6 +44,15 @@ class Recorder {
     };
   }
 
+  // Whether there are at least `n` events within `timeout` (no failure).
+  bool TryWaitFor(size_t n, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    const auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return events_.size() >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  }
+
   // Every event so far, once there are at least `n` (or after 20 s, failing
   // the test).
   std::vector<HealthEvent> WaitFor(size_t n) {
@@ -102,10 +111,10 @@ class HealthMonitorTest : public SimTest {
     gpus_ = node->gpus;
   }
 
-  void StartMonitor(MonitorOptions options = {}) {
+  void StartMonitor(MonitorOptions options = {}, CarryOver seed = {}) {
     absl::StatusOr<std::unique_ptr<HealthMonitor>> monitor =
         HealthMonitor::Start(*lib_, gpus_, std::move(options),
-                             recorder_.Callback());
+                             recorder_.Callback(), std::move(seed));
     ASSERT_TRUE(monitor.ok()) << monitor.status();
     monitor_ = std::move(*monitor);
   }
@@ -416,6 +425,84 @@ TEST_F(HealthMonitorTest, LostGpuRecoversOnlyAfterItComesBack) {
   events = recorder_.WaitFor(5);
   ASSERT_EQ(events.size(), 5u);
   EXPECT_EQ(events[4], Unhealthy(2, 48, "Xid 48 (Double Bit ECC Error)"));
+}
+
+// A reload that restarts the monitor hands its state to the next one: the
+// GPUs reported unhealthy are not reported again, the quiet period counts
+// from the first monitor's fault, and a GPU that needs a reset still needs
+// it under the second monitor.
+TEST_F(HealthMonitorTest, CarryOverContinuesRecoveryInTheNextMonitor) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::Minutes(5))));
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  CONTROL("xid 4 32");
+  std::vector<HealthEvent> events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  CarryOver carried = monitor_->Stop();
+  ASSERT_EQ(carried.reported.size(), 2u);
+  EXPECT_EQ(carried.reported[0].gpu_index, 2);
+  EXPECT_THAT(carried.reported[0].reason, HasSubstr("Xid 79"));
+  EXPECT_EQ(carried.reported[1].gpu_index, 4);
+  ASSERT_EQ(carried.recovery.size(), 2u);
+  EXPECT_TRUE(carried.recovery[0].needs_reset);
+  EXPECT_FALSE(carried.recovery[1].needs_reset);
+  monitor_.reset();
+
+  ASSERT_NO_FATAL_FAILURE(
+      StartMonitor(WithQuietPeriod(absl::Minutes(5)), carried));
+  CONTROL("xid 4 32");  // already reported: no event
+  CONTROL("xid 7 32");  // the marker
+  events = recorder_.WaitFor(3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2], Unhealthy(7, 32, events[2].reason));
+  // GPU 4's quiet period started under the first monitor (the fake clock
+  // has not moved since); GPU 2 is still lost and stays unhealthy.
+  clock_.Advance(absl::Minutes(5));
+  events = recorder_.WaitFor(5);
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[3].gpu_index, 4);
+  EXPECT_TRUE(events[3].healthy);
+  EXPECT_EQ(events[4].gpu_index, 7);
+  EXPECT_TRUE(events[4].healthy);
+  // Back, then quiet: GPU 2 recovers after a reset, as it would have under
+  // the first monitor.
+  ASSERT_NO_FATAL_FAILURE(Restore("2"));
+  bool recovered = false;
+  for (int i = 0; i < 20 && !recovered; ++i) {
+    clock_.Advance(absl::Minutes(5));
+    recovered = recorder_.TryWaitFor(6, absl::Seconds(3));
+  }
+  events = recorder_.WaitFor(6);
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_EQ(events[5].gpu_index, 2);
+  EXPECT_TRUE(events[5].healthy);
+  EXPECT_EQ(events[5].cause, HealthCause::kRecoveredReset);
+}
+
+// Discovery that tolerates GPU failures keeps the others and marks the lost
+// one, with the record an earlier discovery had.
+TEST_F(HealthMonitorTest, DiscoveryKeepsALostGpusRecordAndTheOthers) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  device::Node before;
+  before.gpus = gpus_;
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  absl::StatusOr<device::Node> strict = device::Discover(*lib_);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_THAT(std::string(strict.status().message()), HasSubstr("GPU 2"));
+  device::DiscoveryOptions options;
+  options.tolerate_gpu_failures = true;
+  absl::StatusOr<device::Node> alone = device::Discover(*lib_, options);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_EQ(alone->gpus.size(), 8u);
+  EXPECT_THAT(alone->gpus[2].failure, HasSubstr("lost"));
+  EXPECT_TRUE(alone->gpus[1].failure.empty());
+  EXPECT_EQ(alone->gpus[1], gpus_[1]);
+  options.previous = &before;
+  absl::StatusOr<device::Node> again = device::Discover(*lib_, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->gpus[2].uuid, gpus_[2].uuid);
+  EXPECT_EQ(again->gpus[2].minor, gpus_[2].minor);
+  EXPECT_THAT(again->gpus[2].failure, HasSubstr("lost"));
 }
 
 // A GPU that needs a reset but never goes away is not trusted again.

@@ -81,4 +81,27 @@ std::vector<int> RecoveryPolicy::Unhealthy() const {
   return gpus;
 }
 
+std::vector<RecoveryState> RecoveryPolicy::Export() const {
+  std::vector<RecoveryState> out;
+  for (const auto& [gpu, state] : gpus_) {
+    out.push_back(RecoveryState{gpu, state.quiet_since, state.reason,
+                                state.needs_reset, state.lost,
+                                state.reset_seen});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RecoveryState& a, const RecoveryState& b) {
+              return a.gpu < b.gpu;
+            });
+  return out;
+}
+
+void RecoveryPolicy::Import(const RecoveryState& in) {
+  State& state = gpus_[in.gpu];
+  state.quiet_since = in.quiet_since;
+  state.reason = in.reason;
+  state.needs_reset = in.needs_reset;
+  state.lost = in.lost;
+  state.reset_seen = in.reset_seen;
+}
+
 }  // namespace gpulet::health

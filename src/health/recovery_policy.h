@@ -48,6 +48,18 @@ enum class ProbeResult {
   kFailed,  // some other error
 };
 
+// One unhealthy GPU's recovery state, to carry it from one policy (and
+// monitor) to the next across a configuration reload.
+struct RecoveryState {
+  int gpu = -1;
+  absl::Time quiet_since;  // last fatal event or failed probe
+  std::string reason;      // of the last fatal event
+  bool needs_reset = false;
+  bool lost = false;        // the last probe said "lost"
+  bool reset_seen = false;  // lost, then answered again
+  bool operator==(const RecoveryState&) const = default;
+};
+
 class RecoveryPolicy {
  public:
   explicit RecoveryPolicy(absl::Duration quiet_period)
@@ -72,6 +84,11 @@ class RecoveryPolicy {
   // True when `gpu` is unhealthy with a fault that needs a reset: its
   // recovery, if the next probe brings one, is a recovery after a reset.
   bool NeedsResetToRecover(int gpu) const;
+
+  // Every unhealthy GPU's state, ascending by GPU; Import() of each into a
+  // new policy makes it answer exactly as this one would.
+  std::vector<RecoveryState> Export() const;
+  void Import(const RecoveryState& state);
 
  private:
   struct State {

@@ -129,6 +129,8 @@ const char* CauseLabel(HealthCause cause) {
       return "double_bit_ecc";
     case HealthCause::kWatchFailed:
       return "watch_failed";
+    case HealthCause::kDiscoveryFailed:
+      return "discovery_failed";
     case HealthCause::kRecoveredQuiet:
       return "quiet_period";
     case HealthCause::kRecoveredReset:

@@ -47,11 +47,13 @@ enum class HealthCause {
   kXid,              // a fatal Xid (xid set)
   kDoubleBitEcc,     // a double-bit ECC event
   kWatchFailed,      // the GPU could not be registered for events
+  kDiscoveryFailed,  // a query of the GPU failed during discovery
   kRecoveredQuiet,   // healthy again after the quiet period
   kRecoveredReset,   // healthy again after a reset and the quiet period
 };
 
-// "xid", "double_bit_ecc", "watch_failed", "quiet_period", "reset".
+// "xid", "double_bit_ecc", "watch_failed", "discovery_failed",
+// "quiet_period", "reset".
 const char* CauseLabel(HealthCause cause);
 
 // One health decision about one GPU, or one MIG device of it.
