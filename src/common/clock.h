@@ -1,7 +1,11 @@
 // Clock: the seam through which time-dependent policies read the time, so
 // tests can drive them with explicit instants instead of sleeping.
 //
-// RealClock reads the wall clock (absl::Now()); FakeClock holds a time that
+// RealClock reads the monotonic clock (CLOCK_MONOTONIC, as an absl::Time
+// that many seconds after the Unix epoch): deadlines and quiet periods are
+// measured with it, so a step of the wall clock (NTP at boot, an operator
+// setting the date) neither stalls nor hastens them. Its instants are for
+// measuring intervals only, never for display. FakeClock holds a time that
 // only moves when a test calls Advance() or Set(). Clocks are borrowed by
 // their users, never owned; RealClock::Get() is a process-wide instance.
 //
@@ -9,6 +13,7 @@
 // (a test advances a FakeClock while a monitor thread reads it).
 #pragma once
 
+#include <chrono>
 #include <mutex>
 
 #include "absl/time/clock.h"
@@ -29,7 +34,10 @@ class RealClock final : public Clock {
     static RealClock* const kClock = new RealClock();
     return *kClock;
   }
-  absl::Time Now() const override { return absl::Now(); }
+  absl::Time Now() const override {
+    return absl::UnixEpoch() +
+           absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+  }
 };
 
 class FakeClock final : public Clock {
