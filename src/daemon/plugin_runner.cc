@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "src/common/clock.h"
 #include "src/common/logging.h"
 #include "src/plugin/allocate_response.h"
 #include "src/plugin/preferred_allocation.h"
@@ -45,13 +46,55 @@ PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options,
     : spec_(std::move(spec)),
       options_(std::move(options)),
       devices_(spec_.devices),
-      server_(std::make_unique<plugin::PluginServer>(
-          ServerOptions(spec_, options_.metrics), devices_,
+      handlers_(std::make_shared<const Handlers>(Handlers{
           allocate ? std::move(allocate)
                    : plugin::AllocateHandler(plugin::EnvvarResponse),
           preferred ? std::move(preferred)
-                    : plugin::PreferredHandler(plugin::SimplePreferred))),
-      backoff_(options_.backoff) {}
+                    : plugin::PreferredHandler(plugin::SimplePreferred)})),
+      server_(std::make_unique<plugin::PluginServer>(
+          ServerOptions(spec_, options_.metrics), devices_,
+          [this](const plugin::DeviceSnapshot& snapshot,
+                 const std::vector<std::string>& ids) {
+            return handlers()->allocate(snapshot, ids);
+          },
+          [this](const plugin::DeviceSnapshot& snapshot,
+                 const std::vector<std::string>& available,
+                 const std::vector<std::string>& must_include, int size) {
+            return handlers()->preferred(snapshot, available, must_include,
+                                         size);
+          })),
+      backoff_(options_.backoff) {
+  if (options_.metrics != nullptr) {
+    // Exported at 0 from the start, as Prometheus users expect.
+    const metrics::GpuletMetrics& m = *options_.metrics;
+    m.plugin_restarts->Add({spec_.resource_name}, 0);
+    m.allocations->Add({spec_.resource_name}, 0);
+    m.allocated_devices->Add({spec_.resource_name}, 0);
+    m.registrations->Add({spec_.resource_name, metrics::kResultOk}, 0);
+    m.registrations->Add({spec_.resource_name, metrics::kResultError}, 0);
+  }
+}
+
+std::shared_ptr<const PluginRunner::Handlers> PluginRunner::handlers() const {
+  absl::MutexLock lock(&handlers_mu_);
+  return handlers_;
+}
+
+void PluginRunner::Update(std::vector<plugin::Device> devices,
+                          plugin::AllocateHandler allocate,
+                          plugin::PreferredHandler preferred) {
+  auto fresh = std::make_shared<const Handlers>(Handlers{
+      allocate ? std::move(allocate)
+               : plugin::AllocateHandler(plugin::EnvvarResponse),
+      preferred ? std::move(preferred)
+                : plugin::PreferredHandler(plugin::SimplePreferred)});
+  {
+    absl::MutexLock lock(&handlers_mu_);
+    handlers_ = std::move(fresh);
+  }
+  spec_.devices = devices;
+  devices_.Replace(std::move(devices));
+}
 
 PluginRunner::~PluginRunner() { Stop(); }
 
@@ -165,7 +208,7 @@ void PluginRunner::Attempt(bool restart_server) {
 void PluginRunner::Fail(const absl::Status& status) {
   last_failure_ = status.code();
   absl::Duration delay = backoff_.Next();
-  retry_at_ = absl::Now() + delay;
+  retry_at_ = common::RealClock::Get().Now() + delay;
   std::string message(status.message());
   if (message != last_error_) {
     GPULET_LOG(WARNING) << message << "; retrying in "

@@ -21,6 +21,12 @@
 // kubelet.sock, causes exactly one registration however its events are
 // batched.
 //
+// A configuration reload changes a running resource in place (Update): the
+// new device list goes out on the open ListAndWatch streams and the new
+// handlers answer the next calls; the server is not restarted and the
+// resource not registered again, so the kubelet never sees the resource
+// without devices.
+//
 // Thread safety: all methods from the daemon's loop thread only, except
 // devices(), whose DeviceList is thread-safe (the health monitor writes it).
 #pragma once
@@ -31,8 +37,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/daemon/backoff.h"
 #include "src/daemon/resources.h"
@@ -75,6 +84,11 @@ class PluginRunner {
   PluginRunner& operator=(const PluginRunner&) = delete;
 
   const std::string& resource_name() const { return spec_.resource_name; }
+  // Replaces the devices (health included; a no-op when equal) and the
+  // handlers, keeping the server, its streams and the registration.
+  void Update(std::vector<plugin::Device> devices,
+              plugin::AllocateHandler allocate,
+              plugin::PreferredHandler preferred);
   const std::string& socket_name() const { return spec_.socket_name; }
   plugin::DeviceList& devices() { return devices_; }
   bool registered() const { return registered_; }
@@ -90,7 +104,8 @@ class PluginRunner {
   // one registered with. While a retry is pending, a new kubelet.sock makes
   // the retry happen now, with a fresh backoff.
   void Reconcile(bool kubelet_socket_created);
-  // When the pending retry is due; nullopt when none is pending.
+  // When the pending retry is due, on common::RealClock (monotonic); nullopt
+  // when none is pending.
   std::optional<absl::Time> retry_at() const { return retry_at_; }
   void RetryIfDue(absl::Time now);
   // Ends streams, removes the socket, cancels any retry.
@@ -102,9 +117,18 @@ class PluginRunner {
   void Fail(const absl::Status& status);
   bool ServerReusable() const;
 
-  const ResourceSpec spec_;
+  struct Handlers {
+    plugin::AllocateHandler allocate;
+    plugin::PreferredHandler preferred;
+  };
+  std::shared_ptr<const Handlers> handlers() const;
+
+  ResourceSpec spec_;
   const RunnerOptions options_;
   plugin::DeviceList devices_;
+  // Swapped by Update while gRPC threads call through it.
+  mutable absl::Mutex handlers_mu_;
+  std::shared_ptr<const Handlers> handlers_ ABSL_GUARDED_BY(handlers_mu_);
   std::unique_ptr<plugin::PluginServer> server_;
   Backoff backoff_;
   bool registered_ = false;

@@ -51,6 +51,11 @@ const std::vector<Spec>& Specs() {
        "Times a resource's plugin server was started again after its first "
        "start.",
        {"resource"}},
+      {&GpuletMetrics::config_reloads, MetricType::kCounter,
+       "gpulet_config_reloads_total",
+       "Configuration reloads (SIGHUP), by result: ok (served) or error "
+       "(rejected, nothing changed).",
+       {"result"}},
   };
   return *kSpecs;
 }

@@ -44,8 +44,13 @@ struct GpuletMetrics {
   // gpulet_kubelet_restarts_total: kubelet.sock seen created again.
   Family* kubelet_restarts = nullptr;
   // gpulet_plugin_restarts_total{resource}: a resource's plugin server
-  // started again (its socket deleted, kubelet restart, reload).
+  // started again (its socket deleted or replaced, kubelet restart). A
+  // configuration reload changes a served resource in place and does not
+  // count here.
   Family* plugin_restarts = nullptr;
+  // gpulet_config_reloads_total{result}: SIGHUP reloads, "ok" when the new
+  // configuration is served, "error" when it was rejected (nothing changed).
+  Family* config_reloads = nullptr;
 
   // Registers every family (idempotent on the same registry).
   static absl::StatusOr<GpuletMetrics> Register(Registry& registry);

@@ -3,6 +3,7 @@
 // an injected Xid, and a MIG-scoped Xid changing only that MIG device under
 // migStrategy mixed.
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -134,6 +136,61 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
   EXPECT_EQ(CountLines(text, "gpulet_health_transitions_total\\{[^}]*direction=\"unhealthy\"[^}]*\\} 1\n"),
             1)
       << text;
+}
+
+// Counters have samples from the start, at 0, as Prometheus users expect;
+// reloads are counted by result and do not restart the plugin servers.
+TEST_F(DaemonConfiguredTest, CountersStartAtZeroAndReloadsAreCounted) {
+  const std::string config = tmp_.path() + "/config.yaml";
+  std::ofstream(config) << "version: v1\n";
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", {"--metrics-address=127.0.0.1:0",
+                                   "--config-file", config});
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  ASSERT_TRUE(plugin->WaitForLog("serving /metrics on 127.0.0.1:", kTimeout));
+  std::smatch m;
+  std::string log = plugin->Log();
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("serving /metrics on 127.0.0.1:(\\d+)")));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
+  std::string text = Scrape(port);
+  for (const char* zero :
+       {"gpulet_plugin_restarts_total\\{resource=\"nvidia.com/gpu\"\\} 0\n",
+        "gpulet_kubelet_restarts_total 0\n",
+        "gpulet_allocations_total\\{resource=\"nvidia.com/gpu\"\\} 0\n",
+        "gpulet_config_reloads_total\\{result=\"ok\"\\} 0\n",
+        "gpulet_config_reloads_total\\{result=\"error\"\\} 0\n"}) {
+    EXPECT_EQ(CountLines(text, zero), 1) << zero << "\n" << text;
+  }
+  for (int reload = 1; reload <= 6; ++reload) {
+    plugin->Signal(SIGHUP);
+    ASSERT_TRUE(plugin->WaitForLog(
+        "configuration reloaded", kTimeout)) << plugin->Log();
+    absl::Time deadline = absl::Now() + kTimeout;
+    const std::string want = absl::StrCat(
+        "gpulet_config_reloads_total\\{result=\"ok\"\\} ", reload, "\n");
+    while (absl::Now() < deadline && CountLines(text, want) == 0) {
+      absl::SleepFor(absl::Milliseconds(10));
+      text = Scrape(port);
+    }
+    ASSERT_EQ(CountLines(text, want), 1) << text;
+  }
+  EXPECT_EQ(CountLines(text, "gpulet_plugin_restarts_total\\{resource=\"nvidia.com/gpu\"\\} 0\n"),
+            1)
+      << text;
+  std::ofstream(config) << "version: v2\n";
+  plugin->Signal(SIGHUP);
+  ASSERT_TRUE(plugin->WaitForLog("configuration not reloaded", kTimeout));
+  absl::Time deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline &&
+         CountLines(text, "gpulet_config_reloads_total\\{result=\"error\"\\} 1\n") == 0) {
+    absl::SleepFor(absl::Milliseconds(10));
+    text = Scrape(port);
+  }
+  EXPECT_EQ(CountLines(text, "gpulet_config_reloads_total\\{result=\"error\"\\} 1\n"), 1)
+      << text;
+  EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
 }
 
 TEST_F(DaemonConfiguredTest, MigScopedXidMarksOnlyThatMigDevice) {

@@ -1,0 +1,365 @@
+// Daemon::Impl, the configuration side: from a configuration and a
+// discovered node to served resources, at start and at every reload, and
+// health events into device health (see daemon_impl.h).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "src/allocation/preferred_handler.h"
+#include "src/common/errors.h"
+#include "src/common/logging.h"
+#include "src/daemon/cdi_writer.h"
+#include "src/daemon/daemon_impl.h"
+#include "src/daemon/resource_handlers.h"
+#include "src/daemon/resources.h"
+#include "src/device/discovery.h"
+#include "src/device/topology.h"
+#include "src/health/health_config.h"
+
+namespace gpulet::daemon {
+namespace {
+
+// A resource as Apply is about to serve it.
+struct Prepared {
+  ResourceSpec spec;
+  plugin::AllocateHandler allocate;
+};
+
+std::vector<std::pair<unsigned, std::string>> GpuKeys(
+    const device::Node& node) {
+  std::vector<std::pair<unsigned, std::string>> keys;
+  for (const device::Gpu& gpu : node.gpus) keys.emplace_back(gpu.index, gpu.uuid);
+  return keys;
+}
+
+}  // namespace
+
+absl::StatusOr<Daemon::Impl::Loaded> Daemon::Impl::ReadConfig() {
+  if (!options_.reload_config) return Loaded{config_, health_};
+  absl::StatusOr<config::Config> fresh = options_.reload_config();
+  if (!fresh.ok()) {
+    GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
+                         "one: "
+                      << fresh.status().message();
+    return fresh.status();
+  }
+  absl::StatusOr<health::MonitorOptions> health =
+      health::OptionsFromConfig(fresh->health, config::ProcessEnvironment());
+  if (!health.ok()) {
+    GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
+                         "one: "
+                      << health.status().message();
+    return health.status();
+  }
+  if (fresh->metrics.address != config_.metrics.address) {
+    GPULET_LOG(WARNING) << "metrics.address changed; the metrics server "
+                           "keeps its address until gpulet restarts";
+  }
+  return Loaded{*std::move(fresh), *std::move(health)};
+}
+
+void Daemon::Impl::Reload() {
+  absl::StatusOr<Loaded> fresh = ReadConfig();
+  if (!fresh.ok()) {
+    metrics_.config_reloads->Add({metrics::kResultError});
+    return;
+  }
+  device::DiscoveryOptions discovery{options_.sysfs_root};
+  discovery.tolerate_gpu_failures = true;
+  discovery.previous = &node_;
+  absl::StatusOr<device::Node> node = device::Discover(*lib_, discovery);
+  if (!node.ok()) {
+    GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
+                         "one: failed to discover GPUs: "
+                      << node.status().message();
+    metrics_.config_reloads->Add({metrics::kResultError});
+    return;
+  }
+  if (absl::Status s = Apply(fresh->config, fresh->health, *node); !s.ok()) {
+    GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
+                         "one: the GPUs do not fit it: "
+                      << s.message();
+    metrics_.config_reloads->Add({metrics::kResultError});
+    return;
+  }
+  config_ = std::move(fresh->config);
+  health_ = std::move(fresh->health);
+  metrics_.config_reloads->Add({metrics::kResultOk});
+  GPULET_LOG(INFO) << "configuration reloaded";
+}
+
+absl::Status Daemon::Impl::Apply(const config::Config& config,
+                                 const health::MonitorOptions& health,
+                                 const device::Node& node) {
+  // Everything that can fail comes first, so a failure changes nothing.
+  const HostView view = MakeHostView(config);
+  absl::StatusOr<std::vector<ResourceSpec>> specs = BuildResources(
+      node, config, MakeResourceOptions(options_.socket_prefix, view));
+  if (!specs.ok()) return specs.status();
+  std::vector<Prepared> prepared;
+  for (ResourceSpec& spec : *specs) {
+    absl::StatusOr<plugin::AllocateOptions> allocate_options =
+        AllocateOptionsFor(config, spec, view);
+    if (!allocate_options.ok()) return allocate_options.status();
+    absl::StatusOr<plugin::AllocateHandler> allocate =
+        plugin::MakeAllocateHandler(*std::move(allocate_options));
+    if (!allocate.ok()) return allocate.status();
+    prepared.push_back(Prepared{std::move(spec), *std::move(allocate)});
+  }
+  if (WantsCdiSpec(config)) {
+    absl::StatusOr<std::string> written =
+        WriteCdiSpec(node, config, view, options_.cdi_spec_dir);
+    if (!written.ok()) {
+      return common::Annotate(written.status(),
+                              "cannot write the CDI spec the cdi strategies "
+                              "name");
+    }
+    GPULET_LOG(INFO) << "wrote CDI spec " << *written;
+  }
+  std::vector<std::string> sockets;
+  for (const Prepared& p : prepared) sockets.push_back(p.spec.socket_name);
+  // Watch before the first registration so no kubelet restart is missed.
+  if (absl::Status s = EnsureWatcher(sockets); !s.ok()) return s;
+
+  allocation::PreferredOptions preferred_options;
+  preferred_options.shared_policy =
+      config.flags.plugin.shared_devices_allocation_policy ==
+              config::SharedDevicesAllocationPolicy::kPacked
+          ? allocation::SharedPolicy::kPacked
+          : allocation::SharedPolicy::kDistributed;
+  plugin::PreferredHandler preferred =
+      allocation::MakePreferredHandler(ScoreTopology(node), preferred_options);
+
+  std::map<int, std::string> uuids;
+  for (const device::Gpu& gpu : node.gpus) {
+    if (!gpu.uuid.empty()) uuids[static_cast<int>(gpu.index)] = gpu.uuid;
+    if (!gpu.failure.empty()) {
+      GPULET_LOG(WARNING) << "GPU " << gpu.index << " ("
+                          << (gpu.uuid.empty() ? "UUID unknown" : gpu.uuid)
+                          << ") failed discovery: " << gpu.failure
+                          << (gpu.uuid.empty()
+                                  ? "; it cannot be advertised"
+                                  : "; its devices are advertised Unhealthy");
+    }
+  }
+  // The health of the GPUs is watched before any device list goes out, so
+  // no fault between now and the first ListAndWatch is missed.
+  {
+    absl::MutexLock lock(&mu_);
+    gpu_uuids_ = uuids;
+    book_.Retain(uuids);
+    book_.DropCause(health::HealthCause::kDiscoveryFailed);
+    for (const device::Gpu& gpu : node.gpus) {
+      if (gpu.failure.empty() || gpu.uuid.empty()) continue;
+      health::HealthEvent failed;
+      failed.gpu_index = static_cast<int>(gpu.index);
+      failed.reason = absl::StrCat("discovery failed: ", gpu.failure);
+      failed.cause = health::HealthCause::kDiscoveryFailed;
+      book_.Record(gpu.uuid, failed);
+    }
+  }
+  EnsureMonitor(health, node);
+
+  std::vector<std::unique_ptr<PluginRunner>> removed;
+  std::vector<PluginRunner*> added;
+  {
+    absl::MutexLock lock(&mu_);
+    std::set<std::string> wanted;
+    RunnerOptions runner_options{plugin_dir_, options_.kubelet_socket,
+                                 options_.register_timeout, options_.backoff,
+                                 &metrics_};
+    for (Prepared& p : prepared) {
+      wanted.insert(p.spec.resource_name);
+      book_.Apply(gpu_uuids_, p.spec.devices);
+      auto it = std::find_if(runners_.begin(), runners_.end(),
+                             [&](const auto& r) {
+                               return r->resource_name() ==
+                                      p.spec.resource_name;
+                             });
+      if (it != runners_.end()) {
+        (*it)->Update(p.spec.devices, std::move(p.allocate), preferred);
+        continue;
+      }
+      runners_.push_back(std::make_unique<PluginRunner>(
+          std::move(p.spec), runner_options, std::move(p.allocate),
+          preferred));
+      added.push_back(runners_.back().get());
+    }
+    for (auto it = runners_.begin(); it != runners_.end();) {
+      if (wanted.contains((*it)->resource_name())) {
+        ++it;
+        continue;
+      }
+      metrics_.device_healthy->RemoveMatching("resource",
+                                              (*it)->resource_name());
+      removed.push_back(std::move(*it));
+      it = runners_.erase(it);
+    }
+    PublishDeviceHealth();
+  }
+  for (auto& runner : removed) {
+    GPULET_LOG(INFO) << "no longer serving " << runner->resource_name()
+                     << ": the configuration no longer has it";
+  }
+  removed.clear();  // stops their servers and removes their sockets
+  for (PluginRunner* runner : added) runner->Start();
+  node_ = node;
+  return absl::OkStatus();
+}
+
+// A monitor is kept across reloads while the GPUs and the health options
+// stay; otherwise the next one takes over the previous one's state.
+void Daemon::Impl::EnsureMonitor(const health::MonitorOptions& health,
+                                 const device::Node& node) {
+  health::MonitorOptions options = health;
+  options.metrics = &metrics_;
+  const auto gpus = GpuKeys(node);
+  if (monitor_ != nullptr && gpus == monitored_gpus_ &&
+      options == monitored_options_) {
+    return;
+  }
+  health::CarryOver seed;
+  if (monitor_ != nullptr) {
+    GPULET_LOG(INFO) << "the GPUs or the health options changed; the health "
+                        "monitor restarts with the current health state";
+    seed = monitor_->Stop();
+    monitor_.reset();
+  }
+  if (options.disabled) {
+    // Nothing watches the GPUs any more, so nothing could bring them back.
+    absl::MutexLock lock(&mu_);
+    book_.DropCause(health::HealthCause::kXid);
+    book_.DropCause(health::HealthCause::kDoubleBitEcc);
+    book_.DropCause(health::HealthCause::kWatchFailed);
+  }
+  std::vector<device::Gpu> watched;
+  for (const device::Gpu& gpu : node.gpus) {
+    if (!gpu.uuid.empty()) watched.push_back(gpu);
+  }
+  absl::StatusOr<std::unique_ptr<health::HealthMonitor>> monitor =
+      health::HealthMonitor::Start(
+          *lib_, watched, options,
+          [this](const health::HealthEvent& e) { OnHealth(e); },
+          std::move(seed));
+  monitored_gpus_ = gpus;
+  monitored_options_ = options;
+  if (monitor.ok()) {
+    monitor_ = *std::move(monitor);
+  } else {
+    GPULET_LOG(ERROR) << "health checks are off: "
+                      << monitor.status().message();
+  }
+}
+
+absl::Status Daemon::Impl::EnsureWatcher(
+    const std::vector<std::string>& sockets) {
+  if (watcher_ != nullptr && sockets == watched_sockets_) {
+    return absl::OkStatus();
+  }
+  // The new watcher is running before the old one goes: no event is lost.
+  absl::StatusOr<std::unique_ptr<registration::SocketWatcher>> watcher =
+      registration::SocketWatcher::Create(
+          plugin_dir_, kubelet_name_, sockets,
+          [this](const registration::SocketEvent& e) { OnSocketEvent(e); });
+  if (!watcher.ok()) return watcher.status();
+  watcher_ = *std::move(watcher);
+  watched_sockets_ = sockets;
+  return absl::OkStatus();
+}
+
+// Reads the topology once per Apply; allocation then never touches NVML.
+// Without it preferred allocation falls back to NUMA locality.
+std::shared_ptr<const allocation::ScoreMatrix> Daemon::Impl::ScoreTopology(
+    const device::Node& node) {
+  device::Node reachable = node;
+  std::erase_if(reachable.gpus,
+                [](const device::Gpu& gpu) { return !gpu.failure.empty(); });
+  absl::StatusOr<device::Topology> topology =
+      device::BuildTopology(*lib_, reachable);
+  if (!topology.ok()) {
+    GPULET_LOG(WARNING) << "topology unavailable, preferred allocation "
+                           "falls back to NUMA order: "
+                        << topology.status().message();
+    return nullptr;
+  }
+  GPULET_LOG(INFO) << "preferred allocation: topology-aware over "
+                   << topology->size() << " GPUs";
+  return std::make_shared<const allocation::ScoreMatrix>(
+      allocation::BuildScoreMatrix(*topology));
+}
+
+// Every advertised device's health as gpulet_device_healthy.
+void Daemon::Impl::PublishDeviceHealth(int gpu_index) {
+  for (auto& runner : runners_) {
+    const std::string& resource = runner->resource_name();
+    for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+      if (gpu_index >= 0 && d.gpu_index != gpu_index) continue;
+      metrics_.device_healthy->Set({resource, d.id},
+                                   metrics::HealthValue(d.healthy));
+    }
+  }
+}
+
+// On the monitor's thread. An event NVML attributes to one MIG instance
+// changes only that MIG device (and its replicas); anything else, or a MIG
+// event no advertised device matches (migStrategy none), changes every
+// device of the GPU: the GPU itself, its replicas and its MIG devices. The
+// book keeps the event for device lists a reload builds later.
+void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
+  absl::MutexLock lock(&mu_);
+  int changed = 0;
+  bool mig_scoped = false;
+  if (event.gpu_instance_id.has_value()) {
+    const int gi = static_cast<int>(*event.gpu_instance_id);
+    for (auto& runner : runners_) {
+      for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+        mig_scoped |= d.gpu_index == event.gpu_index && d.gpu_instance_id == gi;
+      }
+    }
+  }
+  auto uuid = gpu_uuids_.find(event.gpu_index);
+  if (uuid != gpu_uuids_.end()) {
+    health::HealthEvent recorded = event;
+    if (!mig_scoped) {
+      recorded.gpu_instance_id.reset();
+      recorded.compute_instance_id.reset();
+    }
+    book_.Record(uuid->second, recorded);
+  }
+  for (auto& runner : runners_) {
+    if (mig_scoped) {
+      changed += runner->devices().SetMigHealth(
+          event.gpu_index, static_cast<int>(*event.gpu_instance_id),
+          event.compute_instance_id.has_value()
+              ? static_cast<int>(*event.compute_instance_id)
+              : -1,
+          event.healthy);
+    } else {
+      changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
+    }
+  }
+  if (changed > 0) PublishDeviceHealth(event.gpu_index);
+  std::string gpu = absl::StrCat(
+      "GPU ", event.gpu_index, " (",
+      uuid == gpu_uuids_.end() ? std::string("unknown") : uuid->second, ")");
+  if (event.gpu_instance_id.has_value()) {
+    absl::StrAppend(&gpu, " MIG GI ", *event.gpu_instance_id, " CI ",
+                    event.compute_instance_id.value_or(0));
+  }
+  const char* state = event.healthy ? "healthy" : "unhealthy";
+  if (changed > 0 && event.healthy) {
+    GPULET_LOG(INFO) << gpu << " recovered: " << event.reason << "; " << changed
+                     << " device(s) marked healthy";
+  } else if (changed > 0) {
+    GPULET_LOG(WARNING) << gpu << " is unhealthy: " << event.reason << "; "
+                        << changed << " device(s) marked unhealthy";
+  } else {
+    GPULET_VLOG(1) << gpu << " is " << state << ": " << event.reason
+                   << " (no change)";
+  }
+}
+
+}  // namespace gpulet::daemon

@@ -1,0 +1,127 @@
+// Daemon::Impl, private to src/daemon: the state of the device plugin
+// process and the two halves of its work, split across two files:
+//   - daemon.cc: the process's life (signals, the event loop, start and
+//     stop, socket-watcher events);
+//   - daemon_apply.cc: turning a configuration and a discovered node into
+//     served resources, at start and at every reload, and health events
+//     into device health.
+//
+// Threads: the loop thread (Run) owns everything; the health monitor's
+// thread calls OnHealth and the socket watcher's thread OnSocketEvent. What
+// they touch is guarded by mu_ (runners_, gpu_uuids_, book_) or handed over
+// through pending_ and the wake_ eventfd.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "src/allocation/score.h"
+#include "src/common/unique_fd.h"
+#include "src/config/config.h"
+#include "src/daemon/daemon.h"
+#include "src/daemon/health_book.h"
+#include "src/daemon/plugin_runner.h"
+#include "src/daemon/signal_channel.h"
+#include "src/device/gpu.h"
+#include "src/health/health_monitor.h"
+#include "src/metrics/gpulet_metrics.h"
+#include "src/metrics/metrics_server.h"
+#include "src/metrics/registry.h"
+#include "src/nvml/library.h"
+#include "src/registration/socket_watcher.h"
+
+namespace gpulet::daemon {
+
+enum class End { kExit, kReload };
+struct SessionEnd {
+  End end = End::kExit;
+  int exit_code = 0;
+};
+
+class Daemon::Impl {
+ public:
+  explicit Impl(DaemonOptions options);
+  int Run();
+
+ private:
+  // ---- daemon.cc: life of the process ----
+  SessionEnd RunSession(SignalChannel& signals);
+  absl::StatusOr<device::Node> LoadNode();
+  SessionEnd InitFailed(const std::string& message, SignalChannel& signals);
+  SessionEnd Loop(SignalChannel& signals);
+  void StopSession();
+  void ShutdownNvml();
+  int PollTimeoutMs();
+  void OnSocketEvent(const registration::SocketEvent& event);
+  void HandleWake();
+  absl::Status StartMetrics();
+
+  // ---- daemon_apply.cc: configuration + node -> resources ----
+  // The configuration re-read, with its health options; an error when the
+  // file is rejected (the caller keeps the previous one).
+  struct Loaded {
+    config::Config config;
+    health::MonitorOptions health;
+  };
+  absl::StatusOr<Loaded> ReadConfig();
+  // Serves `node` as `config` says: the first time, or over the resources
+  // already served (changed in place, added, removed). Nothing changes
+  // when it fails (the configuration does not fit the node).
+  absl::Status Apply(const config::Config& config,
+                     const health::MonitorOptions& health,
+                     const device::Node& node);
+  // SIGHUP while serving: re-read the configuration, re-discover, Apply.
+  // A rejected file, a failed discovery or a node that does not fit the new
+  // configuration change nothing.
+  void Reload();
+  void EnsureMonitor(const health::MonitorOptions& health,
+                     const device::Node& node);
+  absl::Status EnsureWatcher(const std::vector<std::string>& sockets);
+  std::shared_ptr<const allocation::ScoreMatrix> ScoreTopology(
+      const device::Node& node);
+  void OnHealth(const health::HealthEvent& event);
+  // gpu_index < 0: every device; else only that GPU's devices.
+  void PublishDeviceHealth(int gpu_index = -1)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The runners, for the loop thread to drive without holding mu_ (only the
+  // loop thread adds or removes runners, so the pointers stay valid).
+  std::vector<PluginRunner*> Runners() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const DaemonOptions options_;
+  config::Config config_;
+  health::MonitorOptions health_;
+  // Process-wide, across reloads.
+  metrics::Registry registry_;
+  metrics::GpuletMetrics metrics_;
+  std::unique_ptr<metrics::MetricsServer> metrics_server_;
+  std::string plugin_dir_;
+  std::string kubelet_name_;
+  nvml::LibraryPtr lib_;
+  bool nvml_initialized_ = false;
+  // The node as last discovered (a reload's `previous`).
+  device::Node node_;
+  // The monitor's GPUs and options, to tell whether a reload needs a new one.
+  std::vector<std::pair<unsigned, std::string>> monitored_gpus_;
+  health::MonitorOptions monitored_options_;
+  std::vector<std::string> watched_sockets_;
+  std::unique_ptr<registration::SocketWatcher> watcher_;
+  std::unique_ptr<health::HealthMonitor> monitor_;
+  // The watcher's thread hands events to the loop through `pending_` and
+  // wakes it with this eventfd.
+  common::UniqueFd wake_;
+  absl::Mutex mu_;
+  registration::SocketEvent pending_ ABSL_GUARDED_BY(mu_);
+  // Added and removed on the loop thread, under mu_; the runners themselves
+  // are driven from the loop thread only, their DeviceLists from any.
+  std::vector<std::unique_ptr<PluginRunner>> runners_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> gpu_uuids_ ABSL_GUARDED_BY(mu_);
+  HealthBook book_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gpulet::daemon

@@ -1,0 +1,338 @@
+// Configuration reloads (SIGHUP) of a running `gpulet plugin`, against the
+// NVML simulator and the fake kubelet: what a reload must keep (health,
+// registrations, open ListAndWatch streams, the other GPUs when one is
+// lost) and what it may change (the devices of a resource, in place).
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "src/nvml/sim/control_client.h"
+#include "test/integration/daemon_fake_kubelet.h"
+#include "test/integration/daemon_process.h"
+#include "test/integration/gpulet_runner.h"
+
+namespace gpulet::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Generous: only reached when something is broken.
+constexpr absl::Duration kTimeout = absl::Seconds(30);
+
+using Devices = v1beta1::ListAndWatchResponse;
+
+int Healthy(const Devices& list) {
+  return static_cast<int>(std::count_if(
+      list.devices().begin(), list.devices().end(),
+      [](const v1beta1::Device& d) { return d.health() == "Healthy"; }));
+}
+
+// One ListAndWatch stream held open for the whole test, as the kubelet
+// holds it: every message is kept, and the stream's end is noticed.
+class Watch {
+ public:
+  explicit Watch(const std::string& socket_path)
+      : stub_(v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+            "unix://" + socket_path, grpc::InsecureChannelCredentials()))),
+        thread_([this] { Run(); }) {}
+  ~Watch() {
+    context_.TryCancel();
+    thread_.join();
+  }
+
+  // Waits until the latest message satisfies `done`; false at the timeout
+  // or when the stream ended first.
+  bool WaitUntil(const std::function<bool(const Devices&)>& done) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return ended_ || (!messages_.empty() && done(messages_.back()));
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), kTimeout);
+    return !messages_.empty() && done(messages_.back());
+  }
+  bool ended() {
+    absl::MutexLock lock(&mu_);
+    return ended_;
+  }
+  Devices latest() {
+    absl::MutexLock lock(&mu_);
+    return messages_.empty() ? Devices() : messages_.back();
+  }
+  std::string Describe() {
+    Devices last = latest();
+    return absl::StrCat(ended() ? "stream ended; " : "stream open; ",
+                        "latest: ", last.devices_size(), " devices, ",
+                        Healthy(last), " healthy");
+  }
+
+ private:
+  void Run() {
+    auto reader = stub_->ListAndWatch(&context_, v1beta1::Empty());
+    Devices response;
+    while (reader->Read(&response)) {
+      absl::MutexLock lock(&mu_);
+      messages_.push_back(response);
+    }
+    reader->Finish().ok();
+    absl::MutexLock lock(&mu_);
+    ended_ = true;
+  }
+
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  grpc::ClientContext context_;
+  absl::Mutex mu_;
+  std::vector<Devices> messages_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+constexpr char kPlain[] = "version: v1\n";
+
+std::string TimeSlicing(int replicas) {
+  return absl::StrCat(
+      "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+      "    - name: nvidia.com/gpu\n      replicas: ",
+      replicas, "\n");
+}
+
+constexpr char kMigMixed[] = "version: v1\nflags:\n  migStrategy: mixed\n";
+
+class DaemonReloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    std::filesystem::create_directory(dir_);
+  }
+
+  void WriteConfig(const std::string& text) {
+    // Written whole and renamed, as a config-manager sidecar does.
+    std::string tmp = config_ + ".tmp";
+    std::ofstream(tmp) << text;
+    std::filesystem::rename(tmp, config_);
+  }
+
+  std::unique_ptr<DaemonProcess> Start(const std::string& machine,
+                                       const std::string& config,
+                                       std::vector<std::string> env = {}) {
+    WriteConfig(config);
+    env.push_back("GPULET_SIM_SOCKET=" + sim_socket_);
+    return std::make_unique<DaemonProcess>(
+        machine,
+        std::vector<std::string>{"--config-file", config_, "--kubelet-socket",
+                                 kubelet_.socket_path()},
+        log_, env);
+  }
+
+  void Sim(const std::string& command) {
+    absl::StatusOr<std::string> reply =
+        sim::SendControlCommand(sim_socket_, command);
+    ASSERT_TRUE(reply.ok()) << command << ": " << reply.status();
+  }
+
+  int Unrouted() {
+    absl::StatusOr<std::string> reply =
+        sim::SendControlCommand(sim_socket_, "status");
+    if (!reply.ok()) return -1;
+    auto status = nlohmann::json::parse(*reply, nullptr, false);
+    if (status.is_discarded()) return -1;
+    return status["events"]["unrouted"].get<int>();
+  }
+
+  // SIGHUP, then the log line that says how the reload ended.
+  void Reload(DaemonProcess& plugin, const std::string& outcome) {
+    plugin.Signal(SIGHUP);
+    WaitForCount(plugin, outcome, 1);
+  }
+
+  // Until the log holds `outcome` at least n times.
+  void WaitForCount(DaemonProcess& plugin, const std::string& outcome, int n) {
+    absl::Time deadline = absl::Now() + kTimeout;
+    while (absl::Now() < deadline && Count(plugin.Log(), outcome) < n) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_GE(Count(plugin.Log(), outcome), n) << plugin.Log();
+  }
+
+  static int Count(const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos;
+         at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  }
+
+  std::string Socket(const std::string& name = "gpulet-gpu.sock") const {
+    return dir_ + "/" + name;
+  }
+
+  TempDir tmp_;
+  std::string dir_ = tmp_.path() + "/plugins";
+  std::string log_ = tmp_.path() + "/gpulet.log";
+  std::string config_ = tmp_.path() + "/config.yaml";
+  std::string sim_socket_ = tmp_.path() + "/sim.sock";
+  FakeKubelet kubelet_{dir_};
+};
+
+// A lost GPU makes discovery fail for that GPU; a reload then must keep
+// serving the other seven (it exited, taking them all away), with the lost
+// one Unhealthy, and bring it back when the GPU returns.
+TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", kPlain, {"GPULET_HEALTH_QUIET_PERIOD=0s"});
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
+      << watch.Describe();
+  Sim("lose 2");
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 7; }))
+      << watch.Describe() << "\n" << plugin->Log();
+
+  Reload(*plugin, "configuration reloaded");
+  EXPECT_TRUE(plugin->Running()) << plugin->Log();
+  EXPECT_THAT(plugin->Log(), HasSubstr("GPU 2 (GPU-"));
+  EXPECT_THAT(plugin->Log(), HasSubstr("its devices are advertised Unhealthy"));
+  EXPECT_FALSE(watch.ended()) << plugin->Log();
+  Devices now = watch.latest();
+  EXPECT_EQ(now.devices_size(), 8);
+  EXPECT_EQ(Healthy(now), 7);
+  EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
+
+  Sim("restore 2");
+  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
+      << watch.Describe() << "\n" << plugin->Log();
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// A file that fails validation changes nothing: no re-registration, the
+// stream stays open, the unhealthy GPU stays unhealthy, and the monitor
+// still acts on the next fault.
+TEST_F(DaemonReloadTest, ARejectedFileChangesNothing) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", TimeSlicing(4));
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 32; }))
+      << watch.Describe();
+  Sim("xid 1 79");
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 28; }))
+      << watch.Describe();
+
+  WriteConfig(TimeSlicing(1));
+  Reload(*plugin, "configuration not reloaded, keeping the previous one");
+  EXPECT_THAT(plugin->Log(), HasSubstr("replicas"));
+  Sim("xid 3 79");
+  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 24; }))
+      << watch.Describe() << "\n" << plugin->Log();
+  EXPECT_FALSE(watch.ended());
+  EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
+  EXPECT_THAT(plugin->Log(), Not(HasSubstr("stopped serving")));
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// A reload that changes the replica count changes the resource in place on
+// the open stream, and the GPU that had Xid 79 stays unhealthy in the new
+// device list (it came back Healthy).
+TEST_F(DaemonReloadTest, HealthSurvivesAReloadThatChangesReplicas) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", TimeSlicing(4));
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  Sim("xid 6 79");
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return l.devices_size() == 32 && Healthy(l) == 28;
+  })) << watch.Describe();
+
+  WriteConfig(TimeSlicing(2));
+  Reload(*plugin, "configuration reloaded");
+  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return l.devices_size() == 16;
+  })) << watch.Describe();
+  EXPECT_EQ(Healthy(watch.latest()), 14) << watch.Describe();
+  EXPECT_FALSE(watch.ended());
+  EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// MIG mixed, unchanged file: the MIG devices of the GPU that had Xid 79
+// stay unhealthy, and no resource registers again.
+TEST_F(DaemonReloadTest, MigHealthSurvivesAnUnchangedReload) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("a100-mig", kMigMixed);
+  // Every resource registered once before the count is taken.
+  absl::Time deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline &&
+         (Count(plugin->Log(), "starting nvidia.com/") == 0 ||
+          Count(plugin->Log(), "registered nvidia.com/") <
+              Count(plugin->Log(), "starting nvidia.com/"))) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(Count(plugin->Log(), "registered nvidia.com/mig-1g.5gb"), 0)
+      << plugin->Log();
+  Watch watch(Socket("gpulet-mig-1g.5gb.sock"));
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return l.devices_size() > 0 && Healthy(l) == l.devices_size();
+  })) << watch.Describe();
+  const int total = watch.latest().devices_size();
+  Sim("xid 1 79");
+  ASSERT_TRUE(watch.WaitUntil([&](const Devices& l) {
+    return Healthy(l) < total;
+  })) << watch.Describe() << "\n" << plugin->Log();
+  const int healthy = Healthy(watch.latest());
+  const int registrations = kubelet_.registration_count();
+
+  Reload(*plugin, "configuration reloaded");
+  EXPECT_EQ(Healthy(watch.latest()), healthy) << watch.Describe();
+  EXPECT_FALSE(watch.ended());
+  EXPECT_EQ(kubelet_.registration_count(), registrations) << plugin->Log();
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// An Xid injected while a reload runs is delivered (the simulator routes it
+// to a watching event set) and acted on.
+TEST_F(DaemonReloadTest, AnXidDuringAReloadIsNotLost) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", TimeSlicing(2));
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 16; }))
+      << watch.Describe();
+  for (int round = 1; round <= 3; ++round) {
+    WriteConfig(TimeSlicing(round % 2 == 0 ? 2 : 3));
+    plugin->Signal(SIGHUP);
+    Sim(absl::StrCat("xid ", round + 3, " 79"));
+    ASSERT_NO_FATAL_FAILURE(
+        WaitForCount(*plugin, "configuration reloaded", round));
+  }
+  // Back at 3 replicas per GPU after round 3, with GPUs 4, 5 and 6 down.
+  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return l.devices_size() == 24 && Healthy(l) == 15;
+  })) << watch.Describe() << "\n" << plugin->Log();
+  EXPECT_EQ(Unrouted(), 0);
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+}  // namespace
+}  // namespace gpulet::testing
