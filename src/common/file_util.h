@@ -13,8 +13,23 @@ namespace gpulet::common {
 // "read <path>: <reason>".
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// Writes `contents` to `path` atomically: a temporary file in the same
-// directory, fsync, then rename over the target.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
+struct WriteOptions {
+  // Permissions of the new file (before the umask is applied: none is).
+  unsigned mode = 0644;
+  // fsync the file before the rename and the directory after it, so the new
+  // contents survive a crash of the machine. Off only for files that do not
+  // outlive the operation writing them (an OCI bundle's config.json).
+  bool durable = true;
+};
+
+// Writes `contents` to `path` atomically: readers see the old file or the
+// new one, never a mix. The temporary file is created in the same
+// directory under an unpredictable name with O_EXCL | O_NOFOLLOW (nothing
+// planted there can redirect the write), written whole, given `mode`,
+// synced (durable), renamed over `path`, and the directory synced
+// (durable). On any failure the temporary file is removed, no descriptor is
+// left open and `path` is unchanged. Errors name the step and the path.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents,
+                             const WriteOptions& options = {});
 
 }  // namespace gpulet::common

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/common/errors.h"
+#include "src/common/file_util.h"
 
 namespace gpulet::runtime {
 namespace {
@@ -142,35 +143,14 @@ bool IsPrivileged(const json& config) {
 }
 
 absl::Status ReplaceFile(const std::string& path, absl::string_view contents) {
-  mode_t mode = 0644;
+  common::WriteOptions options;
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
-  const std::string tmp = absl::StrCat(path, ".gpulet.", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return common::ErrnoToStatus(errno, absl::StrCat("create ", tmp));
-  absl::Status status;
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = common::ErrnoToStatus(errno, absl::StrCat("write ", tmp));
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (status.ok() && ::fchmod(fd, mode) != 0) {
-    status = common::ErrnoToStatus(errno, absl::StrCat("chmod ", tmp));
-  }
-  if (::close(fd) != 0 && status.ok()) {
-    status = common::ErrnoToStatus(errno, absl::StrCat("close ", tmp));
-  }
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = common::ErrnoToStatus(errno,
-                                   absl::StrCat("rename ", tmp, " to ", path));
-  }
-  if (!status.ok()) ::unlink(tmp.c_str());
-  return status;
+  if (::stat(path.c_str(), &st) == 0) options.mode = st.st_mode & 07777;
+  // The bundle lives only as long as the container being created: runc
+  // reads config.json at once, and a machine crash ends the container
+  // anyway, so syncing would only slow every container start.
+  options.durable = false;
+  return common::WriteFileAtomic(path, contents, options);
 }
 
 }  // namespace gpulet::runtime
