@@ -57,6 +57,7 @@ int Daemon::Impl::Run() {
     GPULET_LOG(ERROR) << signals.status().message();
     return 1;
   }
+  signals_ = signals->get();
   wake_ = common::UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_.valid()) {
     GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "eventfd").message();
@@ -157,7 +158,14 @@ SessionEnd Daemon::Impl::InitFailed(const std::string& message,
   }
   GPULET_LOG(ERROR) << message
                     << "; waiting indefinitely (failOnInitError=false)";
-  int signo = signals.Wait();
+  int signo = TakeSignal();
+  if (signo == 0) signo = signals.Wait();
+  if (signo < 0) {
+    GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "waiting for signals")
+                             .message()
+                      << "; exiting";
+    return SessionEnd{End::kExit, 1};
+  }
   if (signo == SIGHUP) {
     GPULET_LOG(INFO) << "received SIGHUP; starting again";
     return SessionEnd{End::kReload, 0};
@@ -174,14 +182,32 @@ std::vector<PluginRunner*> Daemon::Impl::Runners() {
   return out;
 }
 
+int Daemon::Impl::TakeSignal() {
+  int signo = stashed_signal_;
+  stashed_signal_ = 0;
+  return signo != 0 ? signo : signals_->Read();
+}
+
+bool Daemon::Impl::StopRequested() {
+  auto stopping = [](int signo) { return signo == SIGTERM || signo == SIGINT; };
+  if (!stopping(stashed_signal_)) {
+    if (int signo = signals_->Read(); signo != 0) {
+      // A stop outranks a reload still waiting to be handled.
+      if (stashed_signal_ == 0 || stopping(signo)) stashed_signal_ = signo;
+    }
+  }
+  return stopping(stashed_signal_);
+}
+
 SessionEnd Daemon::Impl::Loop(SignalChannel& signals) {
   while (true) {
     pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, PollTimeoutMs()) < 0 && errno != EINTR) {
+    const int timeout = stashed_signal_ != 0 ? 0 : PollTimeoutMs();
+    if (::poll(fds, 2, timeout) < 0 && errno != EINTR) {
       GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "poll").message();
       return SessionEnd{End::kExit, 1};
     }
-    if (int signo = signals.Read(); signo != 0) {
+    if (int signo = TakeSignal(); signo != 0) {
       if (signo == SIGHUP) {
         GPULET_LOG(INFO) << "received SIGHUP; reloading the configuration";
         Reload();

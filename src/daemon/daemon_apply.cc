@@ -170,7 +170,8 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
     std::set<std::string> wanted;
     RunnerOptions runner_options{plugin_dir_, options_.kubelet_socket,
                                  options_.register_timeout, options_.backoff,
-                                 &metrics_};
+                                 &metrics_,
+                                 [this] { return StopRequested(); }};
     for (Prepared& p : prepared) {
       wanted.insert(p.spec.resource_name);
       book_.Apply(gpu_uuids_, p.spec.devices);

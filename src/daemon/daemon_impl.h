@@ -61,6 +61,12 @@ class Daemon::Impl {
   void OnSocketEvent(const registration::SocketEvent& event);
   void HandleWake();
   absl::Status StartMetrics();
+  // A signal read while a registration waited (see StopRequested), else the
+  // next pending one; 0 when none.
+  int TakeSignal();
+  // Whether SIGTERM or SIGINT is pending: reads the signal channel and keeps
+  // what it read for the loop. The runners' registrations ask it.
+  bool StopRequested();
 
   // ---- daemon_apply.cc: configuration + node -> resources ----
   // The configuration re-read, with its health options; an error when the
@@ -94,6 +100,9 @@ class Daemon::Impl {
   std::vector<PluginRunner*> Runners() ABSL_LOCKS_EXCLUDED(mu_);
 
   const DaemonOptions options_;
+  // Set by Run(); the loop thread's only.
+  SignalChannel* signals_ = nullptr;
+  int stashed_signal_ = 0;
   config::Config config_;
   health::MonitorOptions health_;
   // Process-wide, across reloads.

@@ -178,7 +178,8 @@ void PluginRunner::Attempt(bool restart_server) {
       server_->options().get_preferred_allocation_available;
   params.pre_start_required = server_->options().pre_start_required;
   absl::Status registered =
-      registration::Register(params, options_.register_timeout);
+      registration::Register(params, options_.register_timeout,
+                             options_.cancel_registration);
   if (options_.metrics != nullptr) {
     options_.metrics->registrations->Add(
         {spec_.resource_name, registered.ok() ? metrics::kResultOk

@@ -49,6 +49,7 @@
 #include "src/plugin/device_list.h"
 #include "src/plugin/handlers.h"
 #include "src/plugin/plugin_server.h"
+#include "src/registration/registrar.h"
 
 namespace gpulet::daemon {
 
@@ -59,6 +60,9 @@ struct RunnerOptions {
   BackoffPolicy backoff;
   // Counters for allocations, registrations and restarts; null: none.
   const metrics::GpuletMetrics* metrics = nullptr;
+  // Asked while a registration waits for the kubelet; true abandons it (a
+  // stop was requested). Empty: registrations run to their timeout.
+  registration::CancelCheck cancel_registration = nullptr;
 };
 
 // What identifies one incarnation of a file; nullopt when it is missing.

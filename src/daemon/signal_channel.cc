@@ -60,7 +60,7 @@ int SignalChannel::Wait() {
   while (true) {
     int signo = Read();
     if (signo != 0) return signo;
-    if (::poll(&pfd, 1, -1) < 0 && errno != EINTR) return 0;
+    if (::poll(&pfd, 1, -1) < 0 && errno != EINTR) return -1;
   }
 }
 

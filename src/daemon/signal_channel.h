@@ -40,7 +40,8 @@ class SignalChannel {
   int fd() const { return fd_.get(); }
   // The next pending signal number, or 0 when none is pending.
   int Read();
-  // Blocks until one of the signals arrives and returns it.
+  // Blocks until one of the signals arrives and returns it; -1 when waiting
+  // failed (poll error), which the caller must treat as fatal.
   int Wait();
 
  private:

@@ -27,7 +27,12 @@ v1beta1::RegisterRequest BuildRequest(const RegisterParams& params) {
 
 }  // namespace
 
-absl::Status Register(const RegisterParams& params, absl::Duration timeout) {
+absl::Status Register(const RegisterParams& params, absl::Duration timeout,
+                      const CancelCheck& cancelled) {
+  if (cancelled && cancelled()) {
+    return absl::CancelledError(absl::StrCat("register ", params.resource_name,
+                                             ": cancelled (stopping)"));
+  }
   // A fresh channel per attempt: after a kubelet restart the old connection
   // points at a socket that no longer exists, and gRPC's own reconnect
   // backoff (seconds) would only delay the daemon's retries.
@@ -39,7 +44,34 @@ absl::Status Register(const RegisterParams& params, absl::Duration timeout) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   v1beta1::Empty reply;
-  grpc::Status status = stub->Register(&context, BuildRequest(params), &reply);
+  grpc::Status status;
+  grpc::CompletionQueue cq;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v1beta1::Empty>> call =
+      stub->AsyncRegister(&context, BuildRequest(params), &cq);
+  int tag = 0;
+  call->Finish(&reply, &status, &tag);
+  bool cancel_sent = false;
+  while (true) {
+    void* got = nullptr;
+    bool ok = false;
+    if (!cancelled) {
+      cq.Next(&got, &ok);
+      break;
+    }
+    grpc::CompletionQueue::NextStatus next = cq.AsyncNext(
+        &got, &ok,
+        std::chrono::system_clock::now() + std::chrono::milliseconds(50));
+    if (next != grpc::CompletionQueue::TIMEOUT) break;
+    if (!cancel_sent && cancelled()) {
+      context.TryCancel();  // the Finish event follows with CANCELLED
+      cancel_sent = true;
+    }
+  }
+  cq.Shutdown();
+  void* ignored_tag;
+  bool ignored_ok;
+  while (cq.Next(&ignored_tag, &ignored_ok)) {
+  }
   if (status.ok()) return absl::OkStatus();
   const auto code = static_cast<absl::StatusCode>(status.error_code());
   return absl::Status(code, absl::StrCat("register ", params.resource_name,

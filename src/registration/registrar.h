@@ -6,6 +6,7 @@
 // Thread safety: stateless functions.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,9 +22,16 @@ struct RegisterParams {
   bool pre_start_required = false;
 };
 
+// Asked about every 50 ms while Register waits for the kubelet (and once
+// before it starts); true abandons the call. Lets a stop request end a
+// registration that a stuck kubelet would hold for the whole timeout.
+using CancelCheck = std::function<bool()>;
+
 // Registers once. Errors carry the gRPC code and the kubelet's message, with
 // the resource name, e.g. "register nvidia.com/gpu with
-// /var/lib/kubelet/device-plugins/kubelet.sock: UNAVAILABLE: ...".
-absl::Status Register(const RegisterParams& params, absl::Duration timeout);
+// /var/lib/kubelet/device-plugins/kubelet.sock: UNAVAILABLE: ...";
+// CANCELLED when `cancelled` said so.
+absl::Status Register(const RegisterParams& params, absl::Duration timeout,
+                      const CancelCheck& cancelled = nullptr);
 
 }  // namespace gpulet::registration

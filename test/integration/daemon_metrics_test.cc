@@ -114,7 +114,9 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
                                 std::regex("serving /metrics on 127.0.0.1:(\\d+)")));
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
-  ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
+  // The kubelet counts the registration inside Register; the plugin when
+  // Register has returned.
+  ASSERT_TRUE(plugin->WaitForLog("registered nvidia.com/gpu", kTimeout));
 
   std::string text = Scrape(port);
   EXPECT_THAT(text, ::testing::HasSubstr("text/plain"));

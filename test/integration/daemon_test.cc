@@ -2,7 +2,12 @@
 // through the production dlopen path, and a fake kubelet that registers the
 // plugin the way the kubelet does (dialling it back inside Register).
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
+#include <fstream>
 
 #include <filesystem>
 #include <memory>
@@ -191,6 +196,30 @@ TEST_F(DaemonTest, SighupReloadsWithoutReRegistering) {
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// A kubelet that accepts connections but never answers holds each Register
+// for its whole timeout (10 s); with MIG mixed that is four resources one
+// after the other. SIGTERM must not wait for them: the pod's grace period
+// (30 s by default) would run out first.
+TEST_F(DaemonTest, SigtermDuringAStuckRegistrationStopsAtOnce) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  const std::string path = kubelet_.socket_path();
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 64), 0);  // never accepted, never answered
+  const std::string config = tmp_.path() + "/config.yaml";
+  std::ofstream(config) << "version: v1\nflags:\n  migStrategy: mixed\n";
+  auto plugin = StartPlugin("a100-mig", {"--config-file", config});
+  ASSERT_TRUE(plugin->WaitForLog("starting nvidia.com/gpu", kTimeout))
+      << plugin->Log();
+  plugin->Signal(SIGTERM);
+  // Far below one registration timeout, let alone four.
+  EXPECT_EQ(plugin->WaitExit(absl::Seconds(8)), 0) << plugin->Log();
+  ::close(fd);
 }
 
 TEST_F(DaemonTest, WaitsForTheKubeletAndRegistersWhenItAppears) {
