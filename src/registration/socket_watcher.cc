@@ -113,6 +113,16 @@ class InotifySocketWatcher final : public SocketWatcher {
 
   void Handle(const inotify_event& e, const std::string& name,
               SocketEvent& event) {
+    if (e.mask & IN_Q_OVERFLOW) {
+      // Events were dropped: anything may have happened. Report everything
+      // as possibly changed; the daemon compares file identities and
+      // restarts only what really changed.
+      GPULET_LOG(WARNING) << "inotify queue overflowed for " << dir_
+                          << "; re-checking the kubelet socket and ours";
+      event.kubelet_socket_created = true;
+      for (const std::string& own : own_) AddDeleted(own, event);
+      return;
+    }
     if (e.wd == parent_wd_ && parent_wd_ >= 0) {
       if (name == dir_name_ && dir_wd_ < 0) ReattachDir(event);
       return;

@@ -5,6 +5,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -189,6 +192,37 @@ TEST_F(SocketWatcherTest, ManyRestartsKeepReporting) {
     ASSERT_TRUE(recorder_.WaitCreated(i));
     Remove("kubelet.sock");
   }
+}
+
+// When events are dropped (the inotify queue overflowed while the callback
+// was busy), a kubelet restart inside the lost events must not go unnoticed:
+// the watcher reports everything as possibly changed.
+TEST_F(SocketWatcherTest, QueueOverflowReportsEverythingToReCheck) {
+  absl::Notification entered;
+  absl::Notification release;
+  std::atomic<int> calls{0};
+  auto watcher = SocketWatcher::Create(
+      dir_, "kubelet.sock", {kOwn, kOther}, [&](const SocketEvent& e) {
+        if (calls++ == 0) {
+          entered.Notify();
+          release.WaitForNotification();
+        }
+        recorder_.Add(e);
+      });
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  watcher_ = *std::move(watcher);
+  Bind("kubelet.sock");
+  // The watcher's thread waits in the callback: nothing reads the queue.
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  int max_queued = 16384;
+  std::ifstream("/proc/sys/fs/inotify/max_queued_events") >> max_queued;
+  for (int i = 0; i < max_queued + 64; ++i) Touch("f" + std::to_string(i));
+  release.Notify();
+  ASSERT_TRUE(recorder_.WaitCreated(2)) << "overflow not reported";
+  ASSERT_TRUE(recorder_.WaitDeleted(2));
+  std::vector<std::string> deleted = recorder_.deleted();
+  EXPECT_NE(std::find(deleted.begin(), deleted.end(), kOwn), deleted.end());
+  EXPECT_NE(std::find(deleted.begin(), deleted.end(), kOther), deleted.end());
 }
 
 TEST(SocketWatcherCreateTest, MissingDirectoryIsAnError) {
