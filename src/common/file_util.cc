@@ -55,6 +55,17 @@ std::string RandomSuffix() {
   return absl::StrCat(absl::Hex(bits, absl::kZeroPad16));
 }
 
+absl::Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", dir));
+  absl::Status status;
+  if (::fsync(fd) != 0) status = ErrnoToStatus(errno, absl::StrCat("sync ", dir));
+  ::close(fd);
+  return status;
+}
+
+}  // namespace
+
 absl::Status WriteAll(int fd, absl::string_view contents,
                       const std::string& name) {
   size_t done = 0;
@@ -66,17 +77,6 @@ absl::Status WriteAll(int fd, absl::string_view contents,
   }
   return absl::OkStatus();
 }
-
-absl::Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", dir));
-  absl::Status status;
-  if (::fsync(fd) != 0) status = ErrnoToStatus(errno, absl::StrCat("sync ", dir));
-  ::close(fd);
-  return status;
-}
-
-}  // namespace
 
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents,
                              const WriteOptions& options) {

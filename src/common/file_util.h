@@ -13,6 +13,11 @@ namespace gpulet::common {
 // "read <path>: <reason>".
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// Writes all of `contents` to `fd`, retrying short writes and EINTR.
+// Errors: "write <name>: <reason>".
+absl::Status WriteAll(int fd, absl::string_view contents,
+                      const std::string& name);
+
 struct WriteOptions {
   // Permissions of the new file (before the umask is applied: none is).
   unsigned mode = 0644;

@@ -145,14 +145,21 @@ absl::Status PluginServer::Impl::Serve() {
   builder.AddListeningPort(absl::StrCat("unix:", socket_path_),
                            grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
+  // The socket is bound 0600 (0777 & ~0177) so there is no moment in which
+  // anyone but root may connect. umask is per process: no other gpulet
+  // thread creates files without setting their mode explicitly
+  // (WriteFileAtomic fchmods), so the short change is safe.
+  const mode_t old_umask = ::umask(0177);
   server_ = builder.BuildAndStart();
+  ::umask(old_umask);
   if (server_ == nullptr) {
     service_.reset();
     return absl::UnavailableError(absl::StrCat(
         "cannot serve ", options_.resource_name, " on ", socket_path_,
         ": gRPC failed to listen (see its log above)"));
   }
-  // Only the kubelet (root) may talk to the plugin.
+  // Only the kubelet (root) may talk to the plugin; already so since the
+  // bind, made explicit in case the socket was created otherwise.
   if (chmod(socket_path_.c_str(), 0600) != 0) {
     absl::Status status =
         common::ErrnoToStatus(errno, absl::StrCat("chmod 0600 ", socket_path_));

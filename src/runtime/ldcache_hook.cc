@@ -62,11 +62,7 @@ absl::Status WriteConfFile(const std::string& root,
         absl::StrCat("create ", root, "/etc/ld.so.conf.d/00-gpulet-cdi.conf"));
   }
   const std::string text = absl::StrCat(absl::StrJoin(folders, "\n"), "\n");
-  if (::write(file.get(), text.data(), text.size()) !=
-      static_cast<ssize_t>(text.size())) {
-    return common::ErrnoToStatus(errno, "write 00-gpulet-cdi.conf");
-  }
-  return absl::OkStatus();
+  return common::WriteAll(file.get(), text, "00-gpulet-cdi.conf");
 }
 
 absl::Status RunAndWait(std::vector<std::string> argv) {
