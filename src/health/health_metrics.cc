@@ -29,9 +29,14 @@ std::string HealthMetrics::GpuLabel(int gpu) const {
   return it == labels_.end() ? absl::StrCat(gpu) : it->second;
 }
 
+std::string XidLabel(uint64_t xid) {
+  return xid >= 1 && xid <= kMaxXidLabel ? absl::StrCat(xid)
+                                         : std::string("other");
+}
+
 void HealthMetrics::OnXid(int gpu, uint64_t xid) {
   if (metrics_ == nullptr || metrics_->xid_events == nullptr) return;
-  metrics_->xid_events->Add({GpuLabel(gpu), absl::StrCat(xid)});
+  metrics_->xid_events->Add({GpuLabel(gpu), XidLabel(xid)});
 }
 
 void HealthMetrics::SetHealthy(int gpu, bool healthy) {

@@ -23,6 +23,13 @@
 
 namespace gpulet::health {
 
+// The `xid` label of gpulet_xid_events_total: the Xid for 1..kMaxXidLabel
+// (NVIDIA's catalog stays well below it), "other" for anything else, so a
+// driver or simulator reporting garbage values cannot grow the label set
+// past kMaxXidLabel + 1 values per GPU.
+inline constexpr uint64_t kMaxXidLabel = 255;
+std::string XidLabel(uint64_t xid);
+
 class HealthMetrics {
  public:
   HealthMetrics(const metrics::GpuletMetrics* metrics,

@@ -63,5 +63,13 @@ TEST(HealthMetricsTest, CauseLabels) {
   EXPECT_STREQ(CauseLabel(HealthCause::kRecoveredReset), "reset");
 }
 
+TEST(XidLabelTest, TheLabelSetIsBounded) {
+  EXPECT_EQ(XidLabel(79), "79");
+  EXPECT_EQ(XidLabel(255), "255");
+  EXPECT_EQ(XidLabel(0), "other");
+  EXPECT_EQ(XidLabel(256), "other");
+  EXPECT_EQ(XidLabel(uint64_t{1} << 40), "other");
+}
+
 }  // namespace
 }  // namespace gpulet::health

@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <stop_token>
 #include <thread>
@@ -25,9 +28,11 @@ namespace gpulet::metrics {
 namespace {
 
 constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
-// A slow or silent client holds the one serving thread at most this long.
-constexpr time_t kIoTimeoutSeconds = 2;
+// What one client can hold: a connection slot for at most
+// kRequestDeadline, and kMaxRequestBytes of request plus one response.
+constexpr auto kRequestDeadline = std::chrono::seconds(5);
 constexpr size_t kMaxRequestBytes = 8192;
+constexpr size_t kMaxConnections = 16;
 
 absl::Status BadAddress(absl::string_view address, absl::string_view why) {
   return absl::InvalidArgumentError(
@@ -64,9 +69,12 @@ absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address) {
 }
 
 // A deliberately small HTTP/1.1 responder: Prometheus sends one GET per
-// scrape, so one thread answers connections one at a time and closes each.
-// (Debian's cpp-httplib is a shared library that brings OpenSSL and brotli
-// into the process for this one page.)
+// scrape. One thread multiplexes up to kMaxConnections connections with
+// poll(2); each has kRequestDeadline from its accept to send its request
+// head (at most kMaxRequestBytes) and receive the whole answer, then it is
+// closed. So a slow or silent client holds one slot for a few seconds and
+// never delays the others. (Debian's cpp-httplib is a shared library that
+// brings OpenSSL and brotli into the process for this one page.)
 class MetricsServer::Impl {
  public:
   Impl(const Registry& registry, int listen_fd, int wake_fd)
@@ -79,63 +87,138 @@ class MetricsServer::Impl {
     const uint64_t one = 1;
     (void)!::write(wake_fd_, &one, sizeof(one));
     if (thread_.joinable()) thread_.join();
+    for (Conn& c : conns_) ::close(c.fd);
     ::close(listen_fd_);
     ::close(wake_fd_);
   }
 
  private:
+  struct Conn {
+    int fd = -1;
+    std::chrono::steady_clock::time_point deadline;
+    std::string in;   // request head read so far
+    std::string out;  // response not yet sent
+    size_t sent = 0;
+    bool answered = false;
+  };
+
   void Loop(std::stop_token stop) {
     while (!stop.stop_requested()) {
-      pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
+      std::vector<pollfd> fds;
+      fds.push_back({wake_fd_, POLLIN, 0});
+      // At the limit the backlog holds new clients until a slot frees.
+      fds.push_back({conns_.size() < kMaxConnections ? listen_fd_ : -1,
+                     POLLIN, 0});
+      for (const Conn& c : conns_) {
+        fds.push_back({c.fd, static_cast<short>(c.answered ? POLLOUT : POLLIN),
+                       0});
+      }
+      if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0) {
         if (errno == EINTR) continue;
         GPULET_LOG(ERROR) << "metrics server: poll: " << std::strerror(errno);
         return;
       }
-      if (fds[1].revents != 0) return;
-      int conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn < 0) continue;
-      Serve(conn);
-      ::close(conn);
+      if (fds[0].revents != 0) return;
+      for (size_t i = 0; i < conns_.size(); ++i) {
+        if (fds[i + 2].revents != 0) Progress(conns_[i]);
+      }
+      const auto now = std::chrono::steady_clock::now();
+      std::erase_if(conns_, [now](Conn& c) {
+        const bool done =
+            c.fd < 0 || now >= c.deadline ||
+            (c.answered && c.sent == c.out.size());
+        if (done && c.fd >= 0) ::close(c.fd);
+        return done;
+      });
+      if (fds[1].revents != 0) Accept(now);
     }
   }
 
-  // Reads the request head (bounded in size and time), answers, returns.
-  void Serve(int conn) {
-    timeval timeout{kIoTimeoutSeconds, 0};
-    ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ::setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    std::string head;
-    char buf[1024];
-    while (head.find("\r\n\r\n") == std::string::npos &&
-           head.size() < kMaxRequestBytes) {
-      ssize_t n = ::read(conn, buf, sizeof(buf));
-      if (n <= 0) break;
-      head.append(buf, static_cast<size_t>(n));
+  int PollTimeoutMs() const {
+    if (conns_.empty()) return -1;  // idle: no wake-ups
+    auto next = conns_.front().deadline;
+    for (const Conn& c : conns_) next = std::min(next, c.deadline);
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
+        next - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<int64_t>(wait.count(), 0));
+  }
+
+  void Accept(std::chrono::steady_clock::time_point now) {
+    while (conns_.size() < kMaxConnections) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr,
+                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      Conn c;
+      c.fd = fd;
+      c.deadline = now + kRequestDeadline;
+      conns_.push_back(std::move(c));
     }
+  }
+
+  // Reads what the client sent, answers once the head is complete (or too
+  // long), and writes as much of the answer as the socket takes.
+  void Progress(Conn& c) {
+    if (!c.answered) {
+      char buf[1024];
+      while (true) {
+        ssize_t n = ::read(c.fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n <= 0) {  // closed or failed before a whole request
+          ::close(c.fd);
+          c.fd = -1;
+          return;
+        }
+        c.in.append(buf, static_cast<size_t>(n));
+        if (c.in.find("\r\n\r\n") != std::string::npos ||
+            c.in.size() >= kMaxRequestBytes) {
+          break;
+        }
+      }
+      if (c.in.find("\r\n\r\n") == std::string::npos &&
+          c.in.size() < kMaxRequestBytes) {
+        return;
+      }
+      c.out = Answer(c.in);
+      c.in.clear();
+      c.answered = true;
+    }
+    while (c.sent < c.out.size()) {
+      ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
+                         MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) {
+        ::close(c.fd);
+        c.fd = -1;
+        return;
+      }
+      c.sent += static_cast<size_t>(n);
+    }
+  }
+
+  std::string Answer(const std::string& head) const {
     std::vector<absl::string_view> request_line = absl::StrSplit(
         absl::string_view(head).substr(0, head.find("\r\n")), ' ');
-    std::string response;
     if (request_line.size() != 3 ||
         !absl::StartsWith(request_line[2], "HTTP/1.")) {
-      response = Response("400 Bad Request", "text/plain; charset=utf-8",
-                          "bad request\n");
-    } else if (request_line[0] != "GET") {
-      response = Response("405 Method Not Allowed", "text/plain; charset=utf-8",
-                          "only GET\n");
-    } else {
-      absl::string_view path = request_line[1];
-      path = path.substr(0, path.find('?'));
-      if (path == "/metrics") {
-        response = Response("200 OK", kContentType, registry_.Render());
-      } else if (path == "/healthz") {
-        response = Response("200 OK", "text/plain; charset=utf-8", "ok\n");
-      } else {
-        response = Response("404 Not Found", "text/plain; charset=utf-8",
-                            "not found\n");
-      }
+      return Response("400 Bad Request", "text/plain; charset=utf-8",
+                      "bad request\n");
     }
-    WriteAll(conn, response);
+    if (request_line[0] != "GET") {
+      return Response("405 Method Not Allowed", "text/plain; charset=utf-8",
+                      "only GET\n");
+    }
+    absl::string_view path = request_line[1];
+    path = path.substr(0, path.find('?'));
+    if (path == "/metrics") {
+      return Response("200 OK", kContentType, registry_.Render());
+    }
+    if (path == "/healthz") {
+      return Response("200 OK", "text/plain; charset=utf-8", "ok\n");
+    }
+    return Response("404 Not Found", "text/plain; charset=utf-8",
+                    "not found\n");
   }
 
   static std::string Response(absl::string_view status,
@@ -146,19 +229,10 @@ class MetricsServer::Impl {
                         "\r\nConnection: close\r\n\r\n", body);
   }
 
-  static void WriteAll(int fd, const std::string& data) {
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = ::send(fd, data.data() + done, data.size() - done,
-                         MSG_NOSIGNAL);
-      if (n <= 0) return;
-      done += static_cast<size_t>(n);
-    }
-  }
-
   const Registry& registry_;
   const int listen_fd_;
   const int wake_fd_;
+  std::vector<Conn> conns_;  // the serving thread's only
   std::jthread thread_;  // last: started after, joined before the fds close
 };
 
@@ -177,7 +251,9 @@ int Listen(const std::string& host, int port) {
   }
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    // Non-blocking: the serving loop accepts until EAGAIN.
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                  a->ai_protocol);
     if (fd < 0) continue;
     int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));

@@ -10,9 +10,11 @@
 // does not call Start.
 //
 // Ownership: the server owns the listening socket and one std::jthread that
-// blocks in poll(2) on it (no wake-ups while idle) and answers one
-// connection at a time (HTTP/1.1, Connection: close, each read and write
-// bounded by a 2 s timeout); it borrows the registry, which must outlive it.
+// blocks in poll(2) (no wake-ups while idle) and serves up to 16 connections
+// at once (HTTP/1.1, Connection: close). Each connection has 5 s from its
+// accept to send a request head of at most 8 KiB and receive the answer,
+// then it is closed: a slow client holds one slot for 5 s at most and never
+// delays the others. It borrows the registry, which must outlive it.
 // The destructor wakes the thread through an eventfd and joins it.
 // Thread safety: construct and destroy on one thread; port() from any.
 #pragma once

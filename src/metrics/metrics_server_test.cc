@@ -7,8 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/metrics/gpulet_metrics.h"
@@ -98,6 +101,74 @@ TEST(MetricsServerTest, ServesMetricsAndHealthz) {
   EXPECT_THAT(healthz, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(healthz, HasSubstr("\r\n\r\nok\n"));
   EXPECT_THAT(HttpGet(port, "/other"), StartsWith("HTTP/1.1 404"));
+}
+
+int Connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A client trickling its request one byte at a time (the old server gave
+// each read 2 s, so such a client held its only thread for as long as it
+// liked) neither delays other scrapes nor keeps its connection past the
+// whole-request deadline.
+TEST(MetricsServerTest, ASlowClientDelaysNobodyAndIsCutOff) {
+  Registry registry;
+  ASSERT_TRUE(GpuletMetrics::Register(registry).ok());
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+      MetricsServer::Start("127.0.0.1:0", registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::atomic<bool> scraped{false};
+  std::atomic<bool> scraped_while_trickling{false};
+  std::atomic<bool> cut_off{false};
+  std::thread trickler([&] {
+    const int fd = Connect(port);
+    if (fd < 0) return;
+    const std::string request = "GET /metrics HTTP/1.0\r\nX-Slow: ";
+    // Bounded: 60 s of trickling at most, long after the 5 s deadline.
+    for (int i = 0; i < 600; ++i) {
+      if (::send(fd, request.data() + (i % request.size()), 1,
+                 MSG_NOSIGNAL) != 1) {
+        cut_off = true;
+        break;
+      }
+      if (scraped && !scraped_while_trickling) scraped_while_trickling = true;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ::close(fd);
+  });
+  // Give the trickler its connection first (a condition: the server has a
+  // client), then scrape.
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_THAT(HttpGet(port, "/metrics"), StartsWith("HTTP/1.1 200 OK\r\n"));
+  scraped = true;
+  trickler.join();
+  EXPECT_TRUE(scraped_while_trickling);
+  EXPECT_TRUE(cut_off) << "the server kept a trickling client for 60 s";
+}
+
+// More clients than connection slots are served in turn, none refused.
+TEST(MetricsServerTest, ManyClientsAreAllServed) {
+  Registry registry;
+  ASSERT_TRUE(GpuletMetrics::Register(registry).ok());
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+      MetricsServer::Start("127.0.0.1:0", registry);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) idle.push_back(Connect(port));
+  EXPECT_THAT(HttpGet(port, "/healthz"), HasSubstr("\r\n\r\nok\n"));
+  for (int fd : idle) ::close(fd);
 }
 
 TEST(MetricsServerTest, PortInUseIsUnavailable) {
