@@ -121,13 +121,24 @@ int Connect(int port) {
 // each read 2 s, so such a client held its only thread for as long as it
 // liked) neither delays other scrapes nor keeps its connection past the
 // whole-request deadline.
-TEST(MetricsServerTest, ASlowClientDelaysNobodyAndIsCutOff) {
-  Registry registry;
-  ASSERT_TRUE(GpuletMetrics::Register(registry).ok());
-  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
-      MetricsServer::Start("127.0.0.1:0", registry);
-  ASSERT_TRUE(server.ok()) << server.status();
-  const int port = (*server)->port();
+// A server of the gpulet metrics on a free loopback port.
+class ServedMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(GpuletMetrics::Register(registry_).ok());
+    absl::StatusOr<std::unique_ptr<MetricsServer>> server =
+        MetricsServer::Start("127.0.0.1:0", registry_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    port_ = server_->port();
+  }
+  Registry registry_;
+  std::unique_ptr<MetricsServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(ServedMetricsTest, ASlowClientDelaysNobodyAndIsCutOff) {
+  const int port = port_;
   std::atomic<bool> scraped{false};
   std::atomic<bool> scraped_while_trickling{false};
   std::atomic<bool> cut_off{false};
@@ -158,13 +169,8 @@ TEST(MetricsServerTest, ASlowClientDelaysNobodyAndIsCutOff) {
 }
 
 // More clients than connection slots are served in turn, none refused.
-TEST(MetricsServerTest, ManyClientsAreAllServed) {
-  Registry registry;
-  ASSERT_TRUE(GpuletMetrics::Register(registry).ok());
-  absl::StatusOr<std::unique_ptr<MetricsServer>> server =
-      MetricsServer::Start("127.0.0.1:0", registry);
-  ASSERT_TRUE(server.ok()) << server.status();
-  const int port = (*server)->port();
+TEST_F(ServedMetricsTest, ManyClientsAreAllServed) {
+  const int port = port_;
   std::vector<int> idle;
   for (int i = 0; i < 20; ++i) idle.push_back(Connect(port));
   EXPECT_THAT(HttpGet(port, "/healthz"), HasSubstr("\r\n\r\nok\n"));
