@@ -29,7 +29,14 @@ absl::Status ErrnoToStatus(int err, absl::string_view what) {
 
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  absl::Status annotated(status.code(),
+                         absl::StrCat(context, ": ", status.message()));
+  // Payloads (such as the NVML return code) travel with the error.
+  status.ForEachPayload(
+      [&annotated](absl::string_view type_url, const absl::Cord& payload) {
+        annotated.SetPayload(type_url, payload);
+      });
+  return annotated;
 }
 
 }  // namespace gpulet::common

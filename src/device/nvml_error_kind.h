@@ -1,9 +1,10 @@
 // Classifies NVML failures reported through nvml::Library, for the optional
 // queries where "this driver or GPU cannot answer" is not an error.
 //
-// The Library maps NVML codes to absl codes and always names the NVML code in
-// the message ("... [NVML_ERROR_NOT_SUPPORTED]"); we look at both so the
-// classification does not depend on the exact code mapping.
+// A Status from the Library carries NVML's return code as a typed payload
+// (nvml::NvmlReturnOf); that code decides. A Status without one (from
+// elsewhere, or a symbol the loader could not find) is classified by its
+// absl code. The message text is never searched.
 //
 // Thread safety: pure functions.
 #pragma once

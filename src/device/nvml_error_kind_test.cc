@@ -1,48 +1,62 @@
 #include "src/device/nvml_error_kind.h"
 
 #include "gtest/gtest.h"
+#include "src/common/errors.h"
+#include "src/nvml/nvml_status.h"
 
 namespace gpulet::device {
 namespace {
 
+absl::Status Nvml(nvmlReturn_t ret) {
+  return nvml::NvmlStatus(ret, "nvmlDeviceGetSerial", "GPU 0", "text");
+}
+
 TEST(NvmlErrorKindTest, Unsupported) {
   EXPECT_FALSE(IsNvmlUnsupported(absl::OkStatus()));
   EXPECT_TRUE(IsNvmlUnsupported(absl::UnimplementedError("symbol missing")));
-  EXPECT_TRUE(IsNvmlUnsupported(absl::FailedPreconditionError(
-      "nvmlDeviceGetSerial(GPU 0): Not Supported [NVML_ERROR_NOT_SUPPORTED]")));
-  EXPECT_FALSE(IsNvmlUnsupported(absl::UnavailableError(
-      "nvmlDeviceGetSerial(GPU 0): GPU is lost [NVML_ERROR_GPU_IS_LOST]")));
+  EXPECT_TRUE(IsNvmlUnsupported(Nvml(NVML_ERROR_NOT_SUPPORTED)));
+  EXPECT_TRUE(IsNvmlUnsupported(Nvml(NVML_ERROR_FUNCTION_NOT_FOUND)));
+  EXPECT_FALSE(IsNvmlUnsupported(Nvml(NVML_ERROR_GPU_IS_LOST)));
+  // Mapped to Unimplemented too, but not "unsupported".
+  EXPECT_FALSE(IsNvmlUnsupported(Nvml(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)));
 }
 
 TEST(NvmlErrorKindTest, NotFoundPrefersTheNvmlCode) {
-  EXPECT_TRUE(IsNvmlNotFound(absl::NotFoundError(
-      "nvmlDeviceGetMigDeviceHandleByIndex(GPU 0): Not Found "
-      "[NVML_ERROR_NOT_FOUND]")));
+  EXPECT_TRUE(IsNvmlNotFound(Nvml(NVML_ERROR_NOT_FOUND)));
   EXPECT_TRUE(IsNvmlNotFound(absl::NotFoundError("plain")));
-  // A not-found library file is not an empty MIG slot.
-  EXPECT_FALSE(IsNvmlNotFound(absl::NotFoundError(
-      "nvmlDeviceGetMigDeviceHandleByIndex(GPU 0): GPU not found "
-      "[NVML_ERROR_GPU_NOT_FOUND]")));
+  // A GPU that is not found is not an empty MIG slot.
+  EXPECT_FALSE(IsNvmlNotFound(Nvml(NVML_ERROR_GPU_NOT_FOUND)));
   EXPECT_FALSE(IsNvmlNotFound(absl::OkStatus()));
 }
 
 TEST(NvmlErrorKindTest, InvalidArgumentAndPermission) {
-  EXPECT_TRUE(IsNvmlInvalidArgument(absl::InvalidArgumentError(
-      "nvmlDeviceGetNvLinkState(GPU 0): Invalid Argument "
-      "[NVML_ERROR_INVALID_ARGUMENT]")));
-  EXPECT_FALSE(IsNvmlInvalidArgument(
-      absl::InvalidArgumentError("x [NVML_ERROR_NOT_SUPPORTED]")));
+  EXPECT_TRUE(IsNvmlInvalidArgument(Nvml(NVML_ERROR_INVALID_ARGUMENT)));
+  EXPECT_FALSE(IsNvmlInvalidArgument(Nvml(NVML_ERROR_FREQ_NOT_SUPPORTED)));
   EXPECT_TRUE(IsNvmlNoPermission(absl::PermissionDeniedError("denied")));
-  EXPECT_TRUE(
-      IsNvmlNoPermission(absl::InternalError("x [NVML_ERROR_NO_PERMISSION]")));
+  EXPECT_TRUE(IsNvmlNoPermission(Nvml(NVML_ERROR_NO_PERMISSION)));
+  EXPECT_FALSE(IsNvmlNoPermission(Nvml(NVML_ERROR_OPERATING_SYSTEM)));
 }
 
 TEST(NvmlErrorKindTest, GpuNotFound) {
-  EXPECT_TRUE(IsNvmlGpuNotFound(absl::UnavailableError(
-      "nvmlInit_v2: No supported GPUs were found [NVML_ERROR_GPU_NOT_FOUND]")));
-  EXPECT_FALSE(
-      IsNvmlGpuNotFound(absl::NotFoundError("x [NVML_ERROR_NOT_FOUND]")));
+  EXPECT_TRUE(IsNvmlGpuNotFound(Nvml(NVML_ERROR_GPU_NOT_FOUND)));
+  EXPECT_FALSE(IsNvmlGpuNotFound(Nvml(NVML_ERROR_NOT_FOUND)));
+  EXPECT_FALSE(IsNvmlGpuNotFound(absl::UnavailableError("no payload")));
   EXPECT_FALSE(IsNvmlGpuNotFound(absl::OkStatus()));
+}
+
+// The code travels as a payload, through Annotate, and the text of a
+// message (a GPU name, a path) can no longer make an error look like
+// another: the old classification searched the message.
+TEST(NvmlErrorKindTest, TheCodeDecidesNotTheText) {
+  absl::Status annotated =
+      common::Annotate(Nvml(NVML_ERROR_NOT_SUPPORTED), "discovering GPU 0");
+  EXPECT_TRUE(IsNvmlUnsupported(annotated));
+  EXPECT_EQ(nvml::NvmlReturnOf(annotated), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_FALSE(IsNvmlUnsupported(absl::FailedPreconditionError(
+      "reading /etc/[NVML_ERROR_NOT_SUPPORTED]/x: no such file")));
+  EXPECT_FALSE(IsNvmlGpuNotFound(absl::InternalError(
+      "config names [NVML_ERROR_GPU_NOT_FOUND]")));
+  EXPECT_EQ(nvml::NvmlReturnOf(absl::InternalError("x")), std::nullopt);
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 
 #include <string>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+
+#include <string>
+
 #include "absl/strings/str_cat.h"
 
 namespace gpulet::nvml {
@@ -114,7 +119,21 @@ absl::Status NvmlStatus(nvmlReturn_t ret, absl::string_view function,
   } else {
     absl::StrAppend(&message, " [", name, "]");
   }
-  return absl::Status(NvmlReturnCode(ret), message);
+  absl::Status status(NvmlReturnCode(ret), message);
+  status.SetPayload(kNvmlReturnPayload,
+                    absl::Cord(absl::StrCat(static_cast<int>(ret))));
+  return status;
+}
+
+std::optional<nvmlReturn_t> NvmlReturnOf(const absl::Status& status) {
+  if (status.ok()) return std::nullopt;
+  absl::optional<absl::Cord> payload = status.GetPayload(kNvmlReturnPayload);
+  int value = 0;
+  if (!payload.has_value() ||
+      !absl::SimpleAtoi(std::string(*payload), &value)) {
+    return std::nullopt;
+  }
+  return static_cast<nvmlReturn_t>(value);
 }
 
 }  // namespace gpulet::nvml

@@ -27,7 +27,12 @@
 // which the health layer treats as unhealthy.
 //
 // Thread safety: pure functions.
+// Every such Status also carries NVML's return code as a typed payload
+// (NvmlReturnOf), so callers classify failures by the code itself, never by
+// searching the message text; common::Annotate keeps payloads.
 #pragma once
+
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -48,5 +53,12 @@ absl::StatusCode NvmlReturnCode(nvmlReturn_t ret);
 absl::Status NvmlStatus(nvmlReturn_t ret, absl::string_view function,
                         absl::string_view device_desc,
                         absl::string_view error_string);
+
+// The payload's type URL.
+inline constexpr char kNvmlReturnPayload[] = "type.gpulet.dev/nvml.return";
+
+// The NVML return code a Status made by NvmlStatus carries; nullopt for any
+// other Status (OK included).
+std::optional<nvmlReturn_t> NvmlReturnOf(const absl::Status& status);
 
 }  // namespace gpulet::nvml
