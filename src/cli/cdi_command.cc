@@ -4,7 +4,7 @@
 #include "src/cdi/spec_file.h"
 #include "src/common/file_util.h"
 #include "src/device/discovery.h"
-#include "src/device/status_macros.h"
+#include "src/common/status_macros.h"
 
 namespace gpulet::cli {
 

@@ -3,7 +3,7 @@
 #include "src/cli/devices_format.h"
 #include "src/cli/topo_format.h"
 #include "src/device/discovery.h"
-#include "src/device/status_macros.h"
+#include "src/common/status_macros.h"
 #include "src/device/topology.h"
 
 namespace gpulet::cli {

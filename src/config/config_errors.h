@@ -12,22 +12,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "src/common/status_macros.h"
 #include "absl/strings/string_view.h"
 #include "src/config/config.h"
 
-#define GPULET_CONFIG_CONCAT_INNER(a, b) a##b
-#define GPULET_CONFIG_CONCAT(a, b) GPULET_CONFIG_CONCAT_INNER(a, b)
-#define GPULET_CONFIG_RETURN_IF_ERROR(expr)               \
-  do {                                                    \
-    if (absl::Status _st = (expr); !_st.ok()) return _st; \
-  } while (0)
-#define GPULET_CONFIG_ASSIGN_OR_RETURN(lhs, expr)                            \
-  GPULET_CONFIG_ASSIGN_OR_RETURN_IMPL(GPULET_CONFIG_CONCAT(_sor_, __LINE__), \
-                                      lhs, expr)
-#define GPULET_CONFIG_ASSIGN_OR_RETURN_IMPL(var, lhs, expr) \
-  auto var = (expr);                                        \
-  if (!var.ok()) return var.status();                       \
-  lhs = std::move(var).value()
 
 namespace gpulet::config::internal {
 

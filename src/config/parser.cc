@@ -38,14 +38,14 @@ absl::Status ReadDeviceListStrategy(ParseContext& ctx, const Field& f,
                                     std::vector<DeviceListStrategy>* out) {
   std::vector<Field> items;
   if (f.node.IsSequence()) {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(items, ctx.reader.List(f, kMaxStrategies));
+    GPULET_ASSIGN_OR_RETURN(items, ctx.reader.List(f, kMaxStrategies));
   } else {
     items.push_back(f);
   }
   out->clear();
   for (const Field& item : items) {
     ctx.reader.Record(item);
-    GPULET_CONFIG_ASSIGN_OR_RETURN(
+    GPULET_ASSIGN_OR_RETURN(
         DeviceListStrategy s, ctx.reader.Enum(item, DeviceListStrategyNames()));
     if (std::find(out->begin(), out->end(), s) == out->end()) {
       out->push_back(s);
@@ -59,14 +59,14 @@ absl::Status ReadStringOrList(ParseContext& ctx, const Field& f,
                               std::vector<std::string>* out) {
   out->clear();
   if (!f.node.IsSequence()) {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(std::string s, ctx.reader.String(f));
+    GPULET_ASSIGN_OR_RETURN(std::string s, ctx.reader.String(f));
     out->push_back(std::move(s));
     return absl::OkStatus();
   }
-  GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                  ctx.reader.List(f, kMaxFeatureFlags));
   for (const Field& item : items) {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(std::string s, ctx.reader.String(item));
+    GPULET_ASSIGN_OR_RETURN(std::string s, ctx.reader.String(item));
     out->push_back(std::move(s));
   }
   return absl::OkStatus();
@@ -133,13 +133,13 @@ absl::Status ReadMap(ParseContext& ctx, const Field& field,
   std::vector<std::string> allowed;
   allowed.reserve(handlers.size());
   for (const auto& [key, handler] : handlers) allowed.push_back(key);
-  GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> entries,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> entries,
                                  ctx.reader.Map(field, allowed));
   for (const Field& entry : entries) {
     ctx.reader.Record(entry);
     for (const auto& [key, handler] : handlers) {
       if (JoinPath(field.path, key) == entry.path) {
-        GPULET_CONFIG_RETURN_IF_ERROR(handler(entry));
+        GPULET_RETURN_IF_ERROR(handler(entry));
         break;
       }
     }
@@ -149,14 +149,14 @@ absl::Status ReadMap(ParseContext& ctx, const Field& field,
 
 Handler SetBool(ParseContext& ctx, bool* out) {
   return [&ctx, out](const Field& f) -> absl::Status {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(*out, ctx.reader.Bool(f));
+    GPULET_ASSIGN_OR_RETURN(*out, ctx.reader.Bool(f));
     return absl::OkStatus();
   };
 }
 
 Handler SetString(ParseContext& ctx, std::string* out) {
   return [&ctx, out](const Field& f) -> absl::Status {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(*out, ctx.reader.String(f));
+    GPULET_ASSIGN_OR_RETURN(*out, ctx.reader.String(f));
     return absl::OkStatus();
   };
 }
@@ -166,7 +166,7 @@ Handler IgnoredString(ParseContext& ctx) { return Ignored(ctx, false); }
 
 absl::StatusOr<std::string> ReadResourceName(ParseContext& ctx,
                                              const Field& field) {
-  GPULET_CONFIG_ASSIGN_OR_RETURN(std::string name,
+  GPULET_ASSIGN_OR_RETURN(std::string name,
                                  ctx.reader.String(field, 256));
   absl::StatusOr<std::string> full = QualifyResourceName(name);
   if (!full.ok()) return ctx.reader.Error(field, full.status().message());
@@ -201,7 +201,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml,
         absl::StrCat(source, ": config file is ", yaml.size(),
                      " bytes; the limit is ", kMaxConfigFileBytes));
   }
-  GPULET_CONFIG_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       internal::CheckNestingDepth(yaml, internal::kMaxNesting, source));
   Config config;
   try {
@@ -218,7 +218,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml,
     }
     internal::ParseContext ctx{internal::YamlReader(source, &config.origins),
                                &config};
-    GPULET_CONFIG_RETURN_IF_ERROR(internal::ParseRoot(ctx, root));
+    GPULET_RETURN_IF_ERROR(internal::ParseRoot(ctx, root));
   } catch (const std::exception& e) {
     // Only a yaml-cpp bug gets here; report it rather than crash the caller.
     return absl::InvalidArgumentError(
@@ -227,7 +227,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml,
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": cannot read config file"));
   }
-  GPULET_CONFIG_RETURN_IF_ERROR(ValidateValues(config));
+  GPULET_RETURN_IF_ERROR(ValidateValues(config));
   return config;
 }
 

@@ -14,12 +14,12 @@ constexpr size_t kMaxXidRules = 64;
 
 absl::Status ReadXids(ParseContext& ctx, const Field& f,
                       std::vector<uint64_t>* out) {
-  GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                  ctx.reader.List(f, kMaxXids));
   out->clear();
   for (const Field& item : items) {
     ctx.reader.Record(item);
-    GPULET_CONFIG_ASSIGN_OR_RETURN(int64_t xid, ctx.reader.Int(item));
+    GPULET_ASSIGN_OR_RETURN(int64_t xid, ctx.reader.Int(item));
     if (xid < 1) {
       return ctx.reader.Error(
           item, absl::StrCat("an Xid is a positive number, got ", xid));
@@ -33,7 +33,7 @@ absl::Status ReadXids(ParseContext& ctx, const Field& f,
 // GPULET_HEALTH_QUIET_PERIOD takes it.
 absl::Status ReadDuration(ParseContext& ctx, const Field& f,
                           std::optional<absl::Duration>* out) {
-  GPULET_CONFIG_ASSIGN_OR_RETURN(std::string text, ctx.reader.String(f, 64));
+  GPULET_ASSIGN_OR_RETURN(std::string text, ctx.reader.String(f, 64));
   absl::Duration d;
   if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration() ||
       d == absl::InfiniteDuration()) {
@@ -50,7 +50,7 @@ absl::StatusOr<XidRule> ParseXidRule(ParseContext& ctx, const Field& f) {
   XidRule rule;
   bool has_codes = false;
   bool has_action = false;
-  GPULET_CONFIG_RETURN_IF_ERROR(ReadMap(
+  GPULET_RETURN_IF_ERROR(ReadMap(
       ctx, f,
       {{"codes",
         [&](const Field& c) {
@@ -59,7 +59,7 @@ absl::StatusOr<XidRule> ParseXidRule(ParseContext& ctx, const Field& f) {
         }},
        {"action", [&](const Field& a) -> absl::Status {
           has_action = true;
-          GPULET_CONFIG_ASSIGN_OR_RETURN(
+          GPULET_ASSIGN_OR_RETURN(
               rule.action, ctx.reader.Enum(a, XidActionNames()));
           return absl::OkStatus();
         }}}));
@@ -86,12 +86,12 @@ absl::Status ParseHealth(ParseContext& ctx, const Field& field) {
        {"ignoredXids",
         [&](const Field& f) { return ReadXids(ctx, f, &h.ignored_xids); }},
        {"xids", [&](const Field& f) -> absl::Status {
-          GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+          GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                          ctx.reader.List(f, kMaxXidRules));
           h.xids.clear();
           for (const Field& item : items) {
             ctx.reader.Record(item);
-            GPULET_CONFIG_ASSIGN_OR_RETURN(XidRule rule,
+            GPULET_ASSIGN_OR_RETURN(XidRule rule,
                                            ParseXidRule(ctx, item));
             h.xids.push_back(std::move(rule));
           }

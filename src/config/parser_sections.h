@@ -39,7 +39,7 @@ Handler IgnoredString(ParseContext& ctx);
 template <typename E>
 Handler SetEnum(ParseContext& ctx, E* out, const EnumNames<E>& names) {
   return [&ctx, out, &names](const Field& f) -> absl::Status {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(*out, ctx.reader.Enum(f, names));
+    GPULET_ASSIGN_OR_RETURN(*out, ctx.reader.Enum(f, names));
     return absl::OkStatus();
   };
 }

@@ -35,12 +35,12 @@ bool IsPlainInteger(const YAML::Node& node) {
 absl::Status ReadDevices(ParseContext& ctx, const Field& f,
                          ReplicaDevices* out) {
   if (f.node.IsSequence()) {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+    GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                    ctx.reader.List(f, kMaxDeviceRefs));
     out->kind = ReplicaDevices::Kind::kList;
     for (const Field& item : items) {
       ctx.reader.Record(item);
-      GPULET_CONFIG_ASSIGN_OR_RETURN(std::string ref,
+      GPULET_ASSIGN_OR_RETURN(std::string ref,
                                      ctx.reader.String(item, 256));
       out->list.push_back(std::move(ref));
     }
@@ -51,7 +51,7 @@ absl::Status ReadDevices(ParseContext& ctx, const Field& f,
     return absl::OkStatus();
   }
   if (IsPlainInteger(f.node)) {
-    GPULET_CONFIG_ASSIGN_OR_RETURN(int64_t count, ctx.reader.Int(f));
+    GPULET_ASSIGN_OR_RETURN(int64_t count, ctx.reader.Int(f));
     out->kind = ReplicaDevices::Kind::kCount;
     out->count = static_cast<int>(count);
     return absl::OkStatus();
@@ -67,23 +67,23 @@ absl::StatusOr<ReplicatedResource> ParseReplicatedResource(ParseContext& ctx,
   ReplicatedResource r;
   bool has_name = false;
   bool has_replicas = false;
-  GPULET_CONFIG_RETURN_IF_ERROR(ReadMap(
+  GPULET_RETURN_IF_ERROR(ReadMap(
       ctx, f,
       {{"name",
         [&](const Field& n) -> absl::Status {
-          GPULET_CONFIG_ASSIGN_OR_RETURN(r.name, ReadResourceName(ctx, n));
+          GPULET_ASSIGN_OR_RETURN(r.name, ReadResourceName(ctx, n));
           has_name = true;
           return absl::OkStatus();
         }},
        {"rename",
         [&](const Field& n) -> absl::Status {
-          GPULET_CONFIG_ASSIGN_OR_RETURN(r.rename, ReadResourceName(ctx, n));
+          GPULET_ASSIGN_OR_RETURN(r.rename, ReadResourceName(ctx, n));
           return absl::OkStatus();
         }},
        {"devices",
         [&](const Field& d) { return ReadDevices(ctx, d, &r.devices); }},
        {"replicas", [&](const Field& n) -> absl::Status {
-          GPULET_CONFIG_ASSIGN_OR_RETURN(int64_t replicas, ctx.reader.Int(n));
+          GPULET_ASSIGN_OR_RETURN(int64_t replicas, ctx.reader.Int(n));
           r.replicas = static_cast<int>(replicas);
           has_replicas = true;
           return absl::OkStatus();
@@ -105,18 +105,18 @@ absl::StatusOr<ReplicatedResources> ParseReplicated(ParseContext& ctx,
   // NVIDIA's NewConfig keeps MPS's historical default unless set.
   section.fail_requests_greater_than_one = is_mps;
   bool has_resources = false;
-  GPULET_CONFIG_RETURN_IF_ERROR(ReadMap(
+  GPULET_RETURN_IF_ERROR(ReadMap(
       ctx, f,
       {{"renameByDefault", SetBool(ctx, &section.rename_by_default)},
        {"failRequestsGreaterThanOne",
         SetBool(ctx, &section.fail_requests_greater_than_one)},
        {"resources", [&](const Field& list) -> absl::Status {
           has_resources = true;
-          GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+          GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                          ctx.reader.List(list, kMaxResources));
           for (const Field& item : items) {
             ctx.reader.Record(item);
-            GPULET_CONFIG_ASSIGN_OR_RETURN(ReplicatedResource r,
+            GPULET_ASSIGN_OR_RETURN(ReplicatedResource r,
                                            ParseReplicatedResource(ctx, item));
             section.resources.push_back(std::move(r));
           }
@@ -137,24 +137,24 @@ absl::StatusOr<ReplicatedResources> ParseReplicated(ParseContext& ctx,
 
 absl::Status ParseResourceList(ParseContext& ctx, const Field& f,
                                std::vector<Resource>* out) {
-  GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                  ctx.reader.List(f, kMaxResources));
   for (const Field& item : items) {
     ctx.reader.Record(item);
     Resource r;
     bool has_pattern = false;
     bool has_name = false;
-    GPULET_CONFIG_RETURN_IF_ERROR(ReadMap(
+    GPULET_RETURN_IF_ERROR(ReadMap(
         ctx, item,
         {{"pattern",
           [&](const Field& p) -> absl::Status {
-            GPULET_CONFIG_ASSIGN_OR_RETURN(r.pattern,
+            GPULET_ASSIGN_OR_RETURN(r.pattern,
                                            ctx.reader.String(p, 256));
             has_pattern = true;
             return absl::OkStatus();
           }},
          {"name", [&](const Field& n) -> absl::Status {
-            GPULET_CONFIG_ASSIGN_OR_RETURN(r.name, ReadResourceName(ctx, n));
+            GPULET_ASSIGN_OR_RETURN(r.name, ReadResourceName(ctx, n));
             has_name = true;
             return absl::OkStatus();
           }}}));
@@ -181,7 +181,7 @@ absl::Status ParseSharing(ParseContext& ctx, const Field& field) {
   Sharing& s = ctx.config->sharing;
   auto section = [&](std::optional<ReplicatedResources>* out, bool is_mps) {
     return [&ctx, out, is_mps](const Field& f) -> absl::Status {
-      GPULET_CONFIG_ASSIGN_OR_RETURN(*out, ParseReplicated(ctx, f, is_mps));
+      GPULET_ASSIGN_OR_RETURN(*out, ParseReplicated(ctx, f, is_mps));
       return absl::OkStatus();
     };
   };
@@ -196,11 +196,11 @@ absl::Status ParseImex(ParseContext& ctx, const Field& field) {
       ctx, field,
       {{"channelIDs",
         [&](const Field& f) -> absl::Status {
-          GPULET_CONFIG_ASSIGN_OR_RETURN(std::vector<Field> items,
+          GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                          ctx.reader.List(f, kMaxChannelIds));
           for (const Field& item : items) {
             ctx.reader.Record(item);
-            GPULET_CONFIG_ASSIGN_OR_RETURN(int64_t id, ctx.reader.Int(item));
+            GPULET_ASSIGN_OR_RETURN(int64_t id, ctx.reader.Int(item));
             imex.channel_ids.push_back(static_cast<int>(id));
           }
           return absl::OkStatus();

@@ -71,7 +71,7 @@ absl::Status ApplyFlag(const FlagSpec& spec, const FlagValues& cli,
                        const EnvLookup& env, Config* config) {
   std::string used;
   const std::vector<std::string>* values = nullptr;
-  GPULET_CONFIG_RETURN_IF_ERROR(FindCliValues(spec, cli, &used, &values));
+  GPULET_RETURN_IF_ERROR(FindCliValues(spec, cli, &used, &values));
   if (values != nullptr) {
     return ApplyValues(spec, *values, Origin{absl::StrCat("flag --", used)},
                        config);
@@ -120,7 +120,7 @@ absl::StatusOr<Config> Resolve(const FlagValues& cli, const EnvLookup& env,
   Config config = file.value_or(Config{});
   for (const FlagSpec& spec : FlagTable()) {
     if (!spec.apply) continue;
-    GPULET_CONFIG_RETURN_IF_ERROR(ApplyFlag(spec, cli, env, &config));
+    GPULET_RETURN_IF_ERROR(ApplyFlag(spec, cli, env, &config));
   }
   if (config.flags.nvidia_dev_root.empty()) {
     config.flags.nvidia_dev_root = config.flags.nvidia_driver_root;
@@ -129,7 +129,7 @@ absl::StatusOr<Config> Resolve(const FlagValues& cli, const EnvLookup& env,
       config.origins["flags.nvidiaDevRoot"] = root->second;
     }
   }
-  GPULET_CONFIG_RETURN_IF_ERROR(Validate(config));
+  GPULET_RETURN_IF_ERROR(Validate(config));
   return config;
 }
 

@@ -78,14 +78,14 @@ absl::Status Checker::Flags() const {
       {"flags.plugin.containerDriverRoot", &p.container_driver_root},
       {"flags.plugin.nvidiaCTKPath", &p.nvidia_ctk_path}};
   for (const auto& [path, value] : paths) {
-    GPULET_CONFIG_RETURN_IF_ERROR(AbsolutePath(path, *value, false));
+    GPULET_RETURN_IF_ERROR(AbsolutePath(path, *value, false));
   }
   const std::pair<const char*, const std::string*> optional_paths[] = {
       {"flags.nvidiaDevRoot", &f.nvidia_dev_root},
       {"flags.mpsRoot", &f.mps_root},
       {"flags.plugin.kubeletSocket", &p.kubelet_socket}};
   for (const auto& [path, value] : optional_paths) {
-    GPULET_CONFIG_RETURN_IF_ERROR(AbsolutePath(path, *value, true));
+    GPULET_RETURN_IF_ERROR(AbsolutePath(path, *value, true));
   }
   return absl::OkStatus();
 }
@@ -100,7 +100,7 @@ absl::Status Checker::Resources() const {
       if ((*list)[i].pattern.empty()) {
         return Error(JoinPath(base, "pattern"), "must not be empty");
       }
-      GPULET_CONFIG_RETURN_IF_ERROR(
+      GPULET_RETURN_IF_ERROR(
           ResourceName(JoinPath(base, "name"), (*list)[i].name));
     }
   }
@@ -145,9 +145,9 @@ absl::Status Checker::Replicated(const std::string& path,
   for (size_t i = 0; i < section.resources.size(); ++i) {
     const ReplicatedResource& r = section.resources[i];
     const std::string base = IndexPath(list_path, i);
-    GPULET_CONFIG_RETURN_IF_ERROR(ResourceName(JoinPath(base, "name"), r.name));
+    GPULET_RETURN_IF_ERROR(ResourceName(JoinPath(base, "name"), r.name));
     if (!r.rename.empty()) {
-      GPULET_CONFIG_RETURN_IF_ERROR(
+      GPULET_RETURN_IF_ERROR(
           ResourceName(JoinPath(base, "rename"), r.rename));
     }
     if (r.replicas < 2 || r.replicas > kMaxReplicas) {
@@ -157,7 +157,7 @@ absl::Status Checker::Replicated(const std::string& path,
                        : absl::StrCat("must be <= ", kMaxReplicas, ", got ",
                                       r.replicas));
     }
-    GPULET_CONFIG_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         Devices(JoinPath(base, "devices"), r.devices));
     // One resource may be split over several entries (different replica
     // counts for different GPUs) when each entry lists its devices.
@@ -182,7 +182,7 @@ absl::Status Checker::Replicated(const std::string& path,
     }
     adv_source.emplace(shared, i);
     if (shared != r.name) {
-      GPULET_CONFIG_RETURN_IF_ERROR(
+      GPULET_RETURN_IF_ERROR(
           ResourceName(JoinPath(base, "rename"), shared));
     }
   }
@@ -268,23 +268,23 @@ absl::Status ValidateValues(const Config& config) {
         absl::StrCat("unknown version ", Quote(config.version),
                      " (gpulet reads version: ", kConfigVersion, " files)"));
   }
-  GPULET_CONFIG_RETURN_IF_ERROR(check.Flags());
-  GPULET_CONFIG_RETURN_IF_ERROR(check.Resources());
+  GPULET_RETURN_IF_ERROR(check.Flags());
+  GPULET_RETURN_IF_ERROR(check.Resources());
   if (config.sharing.time_slicing) {
-    GPULET_CONFIG_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         check.Replicated("sharing.timeSlicing", *config.sharing.time_slicing));
   }
   if (config.sharing.mps) {
-    GPULET_CONFIG_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         check.Replicated("sharing.mps", *config.sharing.mps));
   }
-  GPULET_CONFIG_RETURN_IF_ERROR(check.Imex());
-  GPULET_CONFIG_RETURN_IF_ERROR(check.Health());
+  GPULET_RETURN_IF_ERROR(check.Imex());
+  GPULET_RETURN_IF_ERROR(check.Health());
   return check.Metrics();
 }
 
 absl::Status Validate(const Config& config) {
-  GPULET_CONFIG_RETURN_IF_ERROR(ValidateValues(config));
+  GPULET_RETURN_IF_ERROR(ValidateValues(config));
   if (!config.sharing.mps) return absl::OkStatus();
   Checker check(config);
   if (config.sharing.time_slicing) {

@@ -83,7 +83,7 @@ absl::StatusOr<E> YamlReader::Enum(const Field& field,
   std::vector<std::string> keys;
   keys.reserve(names.size());
   for (const auto& [name, value] : names) keys.push_back(name);
-  GPULET_CONFIG_ASSIGN_OR_RETURN(size_t index, MatchName(field, keys));
+  GPULET_ASSIGN_OR_RETURN(size_t index, MatchName(field, keys));
   return names[index].second;
 }
 

@@ -11,7 +11,7 @@
 #include "src/device/mig_profile.h"
 #include "src/device/nvml_error_kind.h"
 #include "src/device/pci_address.h"
-#include "src/device/status_macros.h"
+#include "src/common/status_macros.h"
 
 namespace gpulet::device {
 namespace {

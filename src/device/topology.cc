@@ -5,7 +5,7 @@
 
 #include "src/device/nvml_error_kind.h"
 #include "src/device/pci_address.h"
-#include "src/device/status_macros.h"
+#include "src/common/status_macros.h"
 
 namespace gpulet::device {
 namespace {

@@ -97,7 +97,7 @@ std::string SerialFromUuid(absl::string_view uuid) {
 absl::StatusOr<const GpuModel*> ResolveModel(const Ctx& ctx,
                                              const MapView& map) {
   if (std::optional<Field> field = map.Find("model")) {
-    GPULET_SIM_ASSIGN_OR_RETURN(std::string key, yaml::ReadString(ctx, *field));
+    GPULET_ASSIGN_OR_RETURN(std::string key, yaml::ReadString(ctx, *field));
     const GpuModel* model = FindGpuModel(key);
     if (model == nullptr) {
       return yaml::FieldError(
@@ -116,7 +116,7 @@ absl::StatusOr<const GpuModel*> ResolveModel(const Ctx& ctx,
 
 absl::StatusOr<std::pair<int, int>> ReadComputeCapability(const Ctx& ctx,
                                                           const Field& field) {
-  GPULET_SIM_ASSIGN_OR_RETURN(std::string text,
+  GPULET_ASSIGN_OR_RETURN(std::string text,
                               yaml::ReadString(ctx, field, 8));
   std::vector<std::string> parts = absl::StrSplit(text, '.');
   int major = 0;
@@ -141,7 +141,7 @@ absl::StatusOr<std::pair<int, int>> ReadComputeCapability(const Ctx& ctx,
 }
 
 absl::StatusOr<uint32_t> ReadPciDeviceId(const Ctx& ctx, const Field& field) {
-  GPULET_SIM_ASSIGN_OR_RETURN(uint64_t id,
+  GPULET_ASSIGN_OR_RETURN(uint64_t id,
                               yaml::ReadUint(ctx, field, 1, 0xFFFFFFFFu));
   // A bare 16-bit device ID gets NVIDIA's vendor ID, as NVML reports it.
   if (id <= 0xFFFF) return static_cast<uint32_t>(id << 16 | 0x10DE);
@@ -151,21 +151,21 @@ absl::StatusOr<uint32_t> ReadPciDeviceId(const Ctx& ctx, const Field& field) {
 absl::Status ParseIdentity(const Ctx& ctx, const MapView& map, size_t index,
                            ParsedGpu* out) {
   Gpu& gpu = out->gpu;
-  GPULET_SIM_ASSIGN_OR_RETURN(out->uuid, map.Require("uuid"));
-  GPULET_SIM_ASSIGN_OR_RETURN(gpu.uuid, ParseUuid(ctx, out->uuid, "GPU"));
-  GPULET_SIM_ASSIGN_OR_RETURN(out->bus_id, map.Require("busId"));
-  GPULET_SIM_ASSIGN_OR_RETURN(gpu.bus_id, ParseBusId(ctx, out->bus_id));
+  GPULET_ASSIGN_OR_RETURN(out->uuid, map.Require("uuid"));
+  GPULET_ASSIGN_OR_RETURN(gpu.uuid, ParseUuid(ctx, out->uuid, "GPU"));
+  GPULET_ASSIGN_OR_RETURN(out->bus_id, map.Require("busId"));
+  GPULET_ASSIGN_OR_RETURN(gpu.bus_id, ParseBusId(ctx, out->bus_id));
   gpu.minor = static_cast<unsigned>(index);
   out->minor = map.Find("minor");
   if (out->minor) {
-    GPULET_SIM_ASSIGN_OR_RETURN(gpu.minor,
+    GPULET_ASSIGN_OR_RETURN(gpu.minor,
                                 yaml::ReadUint(ctx, *out->minor, 0, 254));
   }
   gpu.serial = SerialFromUuid(gpu.uuid);
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "serial", &gpu.serial,
       [&](const Field& f) { return yaml::ReadString(ctx, f, 29); }));
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "numaNode", &gpu.numa_node,
       [&](const Field& f) { return yaml::ReadInt(ctx, f, -1, 1023); }));
   return yaml::ReadOptional(
@@ -179,17 +179,17 @@ absl::Status ParseMemory(const Ctx& ctx, const MapView& map, Gpu* gpu) {
   };
   std::optional<Field> memory = map.Find("memory");
   if (memory) {
-    GPULET_SIM_ASSIGN_OR_RETURN(gpu->memory_total, read(*memory));
+    GPULET_ASSIGN_OR_RETURN(gpu->memory_total, read(*memory));
     if (gpu->memory_total == 0) {
       return yaml::FieldError(ctx, *memory, "GPU memory must not be 0");
     }
   } else if (gpu->memory_total == 0) {
     return map.Require("memory").status();
   }
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "memoryReserved", &gpu->memory_reserved, read));
   gpu->memory_used = gpu->memory_reserved;
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "memoryUsed", &gpu->memory_used, read));
   std::optional<Field> reserved = map.Find("memoryReserved");
   if (reserved && gpu->memory_reserved > gpu->memory_total) {
@@ -208,27 +208,27 @@ absl::Status ParseHardware(const Ctx& ctx, const MapView& map,
                            const GpuModel* model, Gpu* gpu) {
   if (model != nullptr) ApplyModel(*model, gpu);
   if (model == nullptr || map.Has("name")) {
-    GPULET_SIM_ASSIGN_OR_RETURN(Field name, map.Require("name"));
-    GPULET_SIM_ASSIGN_OR_RETURN(gpu->name, yaml::ReadString(ctx, name, 95));
+    GPULET_ASSIGN_OR_RETURN(Field name, map.Require("name"));
+    GPULET_ASSIGN_OR_RETURN(gpu->name, yaml::ReadString(ctx, name, 95));
     if (gpu->name.empty()) return yaml::FieldError(ctx, name, "is empty");
   }
-  GPULET_SIM_RETURN_IF_ERROR(ParseMemory(ctx, map, gpu));
+  GPULET_RETURN_IF_ERROR(ParseMemory(ctx, map, gpu));
   auto read_pci = [&](const Field& f) { return ReadPciDeviceId(ctx, f); };
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "pciDeviceId", &gpu->pci_device_id, read_pci));
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "pciSubsystemId", &gpu->pci_subsystem_id,
       [&](const Field& f) { return yaml::ReadUint(ctx, f, 0, 0xFFFFFFFFu); }));
   if (std::optional<Field> cc = map.Find("computeCapability")) {
-    GPULET_SIM_ASSIGN_OR_RETURN(auto version, ReadComputeCapability(ctx, *cc));
+    GPULET_ASSIGN_OR_RETURN(auto version, ReadComputeCapability(ctx, *cc));
     gpu->cc_major = version.first;
     gpu->cc_minor = version.second;
   }
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "architecture", &gpu->architecture, [&](const Field& f) {
         return yaml::ReadEnum(ctx, f, ArchitectureNames());
       }));
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "brand", &gpu->brand,
       [&](const Field& f) { return yaml::ReadEnum(ctx, f, BrandNames()); }));
   return yaml::ReadOptional(
@@ -241,11 +241,11 @@ absl::Status ParseEvents(const Ctx& ctx, const MapView& map, Gpu* gpu) {
   if (gpu->mig_capable) gpu->supported_events |= nvmlEventMigConfigChange;
   std::optional<Field> field = map.Find("events");
   if (!field) return absl::OkStatus();
-  GPULET_SIM_ASSIGN_OR_RETURN(std::vector<Field> items,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                               yaml::ReadList(ctx, *field, 32));
   gpu->supported_events = 0;
   for (const Field& item : items) {
-    GPULET_SIM_ASSIGN_OR_RETURN(uint64_t bit,
+    GPULET_ASSIGN_OR_RETURN(uint64_t bit,
                                 yaml::ReadEnum(ctx, item, EventNames()));
     gpu->supported_events |= bit;
   }
@@ -254,7 +254,7 @@ absl::Status ParseEvents(const Ctx& ctx, const MapView& map, Gpu* gpu) {
 
 absl::Status ParseLink(const Ctx& ctx, const Field& item, size_t index,
                        size_t gpu_count, ParsedGpu* out) {
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       MapView map,
       MapView::Read(ctx, item, {"gpu", "nvswitch", "count", "active"}));
   std::optional<Field> peer = map.Find("gpu");
@@ -269,7 +269,7 @@ absl::Status ParseLink(const Ctx& ctx, const Field& item, size_t index,
   if (peer) {
     if (gpu_count == 0)
       return yaml::FieldError(ctx, *peer, "no GPUs to link to");
-    GPULET_SIM_ASSIGN_OR_RETURN(uint64_t peer_index,
+    GPULET_ASSIGN_OR_RETURN(uint64_t peer_index,
                                 yaml::ReadUint(ctx, *peer, 0, gpu_count - 1));
     if (peer_index == index) {
       return yaml::FieldError(ctx, *peer, "a GPU cannot link to itself");
@@ -277,14 +277,14 @@ absl::Status ParseLink(const Ctx& ctx, const Field& item, size_t index,
     link.peer_gpu = static_cast<int>(peer_index);
   } else {
     link.remote_type = NVML_NVLINK_DEVICE_TYPE_SWITCH;
-    GPULET_SIM_ASSIGN_OR_RETURN(link.remote_bus_id, ParseBusId(ctx, *nvswitch));
+    GPULET_ASSIGN_OR_RETURN(link.remote_bus_id, ParseBusId(ctx, *nvswitch));
     switch_field = *nvswitch;
   }
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "active", &link.active,
       [&](const Field& f) { return yaml::ReadBool(ctx, f); }));
   uint64_t count = 1;
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "count", &count, [&](const Field& f) {
         return yaml::ReadUint(ctx, f, 1, NVML_NVLINK_MAX_LINKS);
       }));
@@ -306,11 +306,11 @@ absl::Status ParseNvLinks(const Ctx& ctx, const MapView& map, size_t index,
                           size_t gpu_count, ParsedGpu* out) {
   std::optional<Field> field = map.Find("nvlinks");
   if (!field) return absl::OkStatus();
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       std::vector<Field> items,
       yaml::ReadList(ctx, *field, NVML_NVLINK_MAX_LINKS));
   for (const Field& item : items) {
-    GPULET_SIM_RETURN_IF_ERROR(ParseLink(ctx, item, index, gpu_count, out));
+    GPULET_RETURN_IF_ERROR(ParseLink(ctx, item, index, gpu_count, out));
   }
   return absl::OkStatus();
 }
@@ -344,17 +344,17 @@ const std::vector<std::string>& GpuDefaultKeys() {
 absl::StatusOr<ParsedGpu> ParseGpu(const Ctx& ctx, const Field& field,
                                    const MapView* defaults, size_t index,
                                    size_t gpu_count) {
-  GPULET_SIM_ASSIGN_OR_RETURN(MapView map,
+  GPULET_ASSIGN_OR_RETURN(MapView map,
                               MapView::Read(ctx, field, GpuKeys()));
   map.SetFallback(defaults);
   ParsedGpu out;
   out.self = field;
-  GPULET_SIM_ASSIGN_OR_RETURN(const GpuModel* model, ResolveModel(ctx, map));
-  GPULET_SIM_RETURN_IF_ERROR(ParseIdentity(ctx, map, index, &out));
-  GPULET_SIM_RETURN_IF_ERROR(ParseHardware(ctx, map, model, &out.gpu));
-  GPULET_SIM_RETURN_IF_ERROR(ParseMig(ctx, map, model, &out));
-  GPULET_SIM_RETURN_IF_ERROR(ParseEvents(ctx, map, &out.gpu));
-  GPULET_SIM_RETURN_IF_ERROR(ParseNvLinks(ctx, map, index, gpu_count, &out));
+  GPULET_ASSIGN_OR_RETURN(const GpuModel* model, ResolveModel(ctx, map));
+  GPULET_RETURN_IF_ERROR(ParseIdentity(ctx, map, index, &out));
+  GPULET_RETURN_IF_ERROR(ParseHardware(ctx, map, model, &out.gpu));
+  GPULET_RETURN_IF_ERROR(ParseMig(ctx, map, model, &out));
+  GPULET_RETURN_IF_ERROR(ParseEvents(ctx, map, &out.gpu));
+  GPULET_RETURN_IF_ERROR(ParseNvLinks(ctx, map, index, gpu_count, &out));
   return out;
 }
 

@@ -27,7 +27,7 @@ constexpr int kDefaultCudaVersion = 12040;
 
 // "550.54.15": two to four dot-separated numbers.
 absl::StatusOr<std::string> ReadVersion(const Ctx& ctx, const Field& field) {
-  GPULET_SIM_ASSIGN_OR_RETURN(std::string text,
+  GPULET_ASSIGN_OR_RETURN(std::string text,
                               yaml::ReadString(ctx, field, 64));
   std::vector<absl::string_view> parts = absl::StrSplit(text, '.');
   bool ok = parts.size() >= 2 && parts.size() <= 4;
@@ -50,7 +50,7 @@ absl::StatusOr<std::string> ReadVersion(const Ctx& ctx, const Field& field) {
 absl::StatusOr<int> ReadCudaVersion(const Ctx& ctx, const Field& field) {
   if (field.node.IsScalar() &&
       field.node.Scalar().find('.') != std::string::npos) {
-    GPULET_SIM_ASSIGN_OR_RETURN(std::string text, ReadVersion(ctx, field));
+    GPULET_ASSIGN_OR_RETURN(std::string text, ReadVersion(ctx, field));
     std::vector<std::string> parts = absl::StrSplit(text, '.');
     int major = 0;
     int minor = 0;
@@ -62,7 +62,7 @@ absl::StatusOr<int> ReadCudaVersion(const Ctx& ctx, const Field& field) {
     return yaml::FieldError(ctx, field,
                             "expected a CUDA version such as 12.4 or 12040");
   }
-  GPULET_SIM_ASSIGN_OR_RETURN(uint64_t version,
+  GPULET_ASSIGN_OR_RETURN(uint64_t version,
                               yaml::ReadUint(ctx, field, 1000, 99990));
   return static_cast<int>(version);
 }
@@ -72,20 +72,20 @@ absl::Status ParseDriver(const Ctx& ctx, const std::optional<Field>& field,
   m->driver_version = kDefaultDriverVersion;
   m->cuda_driver_version = kDefaultCudaVersion;
   if (field) {
-    GPULET_SIM_ASSIGN_OR_RETURN(
+    GPULET_ASSIGN_OR_RETURN(
         MapView map, MapView::Read(ctx, *field,
                                    {"loaded", "version", "nvmlVersion",
                                     "cudaVersion", "initError"}));
-    GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+    GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
         map, "loaded", &m->driver_loaded,
         [&](const Field& f) { return yaml::ReadBool(ctx, f); }));
     auto read_version = [&](const Field& f) { return ReadVersion(ctx, f); };
-    GPULET_SIM_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         yaml::ReadOptional(map, "version", &m->driver_version, read_version));
     m->nvml_version = absl::StrCat("12.", m->driver_version);
-    GPULET_SIM_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         yaml::ReadOptional(map, "nvmlVersion", &m->nvml_version, read_version));
-    GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+    GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
         map, "cudaVersion", &m->cuda_driver_version,
         [&](const Field& f) { return ReadCudaVersion(ctx, f); }));
     if (std::optional<Field> error = map.Find("initError")) {
@@ -93,7 +93,7 @@ absl::Status ParseDriver(const Ctx& ctx, const std::optional<Field>& field,
         return yaml::FieldError(ctx, *error,
                                 "initError applies only when loaded is false");
       }
-      GPULET_SIM_ASSIGN_OR_RETURN(
+      GPULET_ASSIGN_OR_RETURN(
           m->init_error,
           yaml::ReadEnum<nvmlReturn_t>(
               ctx, *error,
@@ -126,19 +126,19 @@ absl::Status CheckUnique(const Ctx& ctx, const std::vector<ParsedGpu>& gpus) {
   std::map<std::string, std::string> minors;
   for (const ParsedGpu& p : gpus) {
     const Gpu& gpu = p.gpu;
-    GPULET_SIM_RETURN_IF_ERROR(Claim(ctx, &uuids,
+    GPULET_RETURN_IF_ERROR(Claim(ctx, &uuids,
                                      absl::AsciiStrToLower(gpu.uuid), p.uuid,
                                      "UUID " + gpu.uuid));
-    GPULET_SIM_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         Claim(ctx, &bus_ids, gpu.bus_id, p.bus_id, "PCI bus ID " + gpu.bus_id));
     Field minor_field = p.minor.value_or(p.self);
-    GPULET_SIM_RETURN_IF_ERROR(
+    GPULET_RETURN_IF_ERROR(
         Claim(ctx, &minors, absl::StrCat(gpu.minor), minor_field,
               absl::StrCat("minor number ", gpu.minor,
                            p.minor ? "" : " (defaulted to the GPU's index)")));
     for (size_t i = 0; i < gpu.mig_devices.size(); ++i) {
       const std::string& uuid = gpu.mig_devices[i].uuid;
-      GPULET_SIM_RETURN_IF_ERROR(Claim(ctx, &uuids, absl::AsciiStrToLower(uuid),
+      GPULET_RETURN_IF_ERROR(Claim(ctx, &uuids, absl::AsciiStrToLower(uuid),
                                        p.mig_uuids[i], "UUID " + uuid));
     }
   }
@@ -199,37 +199,37 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
     return yaml::FieldError(ctx, root_field,
                             "expected a map with driver, gpus and topology");
   }
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       MapView map, MapView::Read(ctx, root_field,
                                  {"description", "driver", "gpuDefaults",
                                   "gpus", "topology"}));
   Machine m;
   m.source = ctx.source;
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "description", &m.description,
       [&](const Field& f) { return yaml::ReadString(ctx, f, 200); }));
-  GPULET_SIM_RETURN_IF_ERROR(ParseDriver(ctx, map.Find("driver"), &m));
+  GPULET_RETURN_IF_ERROR(ParseDriver(ctx, map.Find("driver"), &m));
   std::optional<MapView> defaults;
   if (std::optional<Field> field = map.Find("gpuDefaults")) {
-    GPULET_SIM_ASSIGN_OR_RETURN(
+    GPULET_ASSIGN_OR_RETURN(
         defaults, MapView::Read(ctx, *field, parser::GpuDefaultKeys()));
   }
-  GPULET_SIM_ASSIGN_OR_RETURN(Field gpus_field, map.Require("gpus"));
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(Field gpus_field, map.Require("gpus"));
+  GPULET_ASSIGN_OR_RETURN(
       std::vector<Field> items,
       yaml::ReadList(ctx, gpus_field, parser::kMaxGpus));
   std::vector<ParsedGpu> gpus;
   for (size_t i = 0; i < items.size(); ++i) {
-    GPULET_SIM_ASSIGN_OR_RETURN(
+    GPULET_ASSIGN_OR_RETURN(
         ParsedGpu gpu,
         parser::ParseGpu(ctx, items[i], defaults ? &*defaults : nullptr, i,
                          items.size()));
     gpus.push_back(std::move(gpu));
   }
-  GPULET_SIM_RETURN_IF_ERROR(CheckUnique(ctx, gpus));
-  GPULET_SIM_RETURN_IF_ERROR(ResolveLinks(ctx, &gpus));
+  GPULET_RETURN_IF_ERROR(CheckUnique(ctx, gpus));
+  GPULET_RETURN_IF_ERROR(ResolveLinks(ctx, &gpus));
   for (ParsedGpu& p : gpus) m.gpus.push_back(std::move(p.gpu));
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       m.topology, parser::ParseTopology(ctx, map.Find("topology"), m.gpus));
   return m;
 }
@@ -244,7 +244,7 @@ absl::StatusOr<Machine> ParseMachine(const std::string& yaml,
         absl::StrCat(source, ": machine file is ", yaml.size(),
                      " bytes; the limit is ", kMaxMachineFileBytes));
   }
-  GPULET_SIM_RETURN_IF_ERROR(yaml::CheckNestingDepth(ctx, yaml, kMaxNesting));
+  GPULET_RETURN_IF_ERROR(yaml::CheckNestingDepth(ctx, yaml, kMaxNesting));
   try {
     YAML::Node root;
     try {

@@ -49,7 +49,7 @@ std::string SlotRange(unsigned start, unsigned size) {
 absl::StatusOr<const GpuInstanceProfile*> FindGiProfile(const Ctx& ctx,
                                                         const Field& field,
                                                         const Gpu& gpu) {
-  GPULET_SIM_ASSIGN_OR_RETURN(std::string name,
+  GPULET_ASSIGN_OR_RETURN(std::string name,
                               yaml::ReadString(ctx, field, 40));
   std::vector<std::string> names;
   for (const GpuInstanceProfile& p : gpu.gi_profiles) {
@@ -113,7 +113,7 @@ absl::Status ClaimComputeInstance(const Ctx& ctx, const MapView& map,
                                   const Gpu& gpu, GpuInstanceUse* gi,
                                   MigDevice* dev) {
   unsigned slices = gi->profile->slice_count;
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(map, "ciSlices", &slices,
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "ciSlices", &slices,
                                                 UintReader(ctx, 1, kMaxSlots)));
   const ComputeInstanceProfile* ci = nullptr;
   for (const ComputeInstanceProfile& p : gpu.ci_profiles) {
@@ -130,7 +130,7 @@ absl::Status ClaimComputeInstance(const Ctx& ctx, const MapView& map,
                      gi->profile->name));
   }
   unsigned start = 0;
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(map, "ciPlacement", &start,
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "ciPlacement", &start,
                                                 UintReader(ctx, 0, kMaxSlots)));
   if (start + slices > gi->profile->slice_count) {
     return yaml::FieldError(
@@ -165,16 +165,16 @@ absl::Status ClaimComputeInstance(const Ctx& ctx, const MapView& map,
 absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
                            std::map<unsigned, GpuInstanceUse>* uses,
                            ParsedGpu* out) {
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       MapView map, MapView::Read(ctx, item,
                                  {"profile", "placement", "gi", "ci",
                                   "ciSlices", "ciPlacement", "uuid"}));
   MigDevice dev;
-  GPULET_SIM_ASSIGN_OR_RETURN(Field profile_field, map.Require("profile"));
-  GPULET_SIM_ASSIGN_OR_RETURN(const GpuInstanceProfile* profile,
+  GPULET_ASSIGN_OR_RETURN(Field profile_field, map.Require("profile"));
+  GPULET_ASSIGN_OR_RETURN(const GpuInstanceProfile* profile,
                               FindGiProfile(ctx, profile_field, out->gpu));
-  GPULET_SIM_ASSIGN_OR_RETURN(Field placement, map.Require("placement"));
-  GPULET_SIM_ASSIGN_OR_RETURN(dev.gi_placement_start,
+  GPULET_ASSIGN_OR_RETURN(Field placement, map.Require("placement"));
+  GPULET_ASSIGN_OR_RETURN(dev.gi_placement_start,
                               yaml::ReadUint(ctx, placement, 0, kMaxSlots - 1));
   const std::vector<unsigned>& starts = profile->placement_starts;
   if (std::find(starts.begin(), starts.end(), dev.gi_placement_start) ==
@@ -187,19 +187,19 @@ absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
   }
   dev.gi_placement_size = profile->placement_size;
   dev.gpu_instance_profile_id = profile->id;
-  GPULET_SIM_ASSIGN_OR_RETURN(Field gi_field, map.Require("gi"));
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(Field gi_field, map.Require("gi"));
+  GPULET_ASSIGN_OR_RETURN(
       dev.gpu_instance_id, yaml::ReadUint(ctx, gi_field, 0, kMaxGpuInstanceId));
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "ci", &dev.compute_instance_id,
                          UintReader(ctx, 0, kMaxComputeInstanceId)));
-  GPULET_SIM_ASSIGN_OR_RETURN(Field uuid, map.Require("uuid"));
-  GPULET_SIM_ASSIGN_OR_RETURN(dev.uuid, ParseUuid(ctx, uuid, "MIG"));
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(Field uuid, map.Require("uuid"));
+  GPULET_ASSIGN_OR_RETURN(dev.uuid, ParseUuid(ctx, uuid, "MIG"));
+  GPULET_ASSIGN_OR_RETURN(
       GpuInstanceUse * gi,
       ClaimGpuInstance(ctx, item, gi_field, dev.gpu_instance_id, profile,
                        dev.gi_placement_start, uses));
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       ClaimComputeInstance(ctx, map, out->gpu, gi, &dev));
   out->gpu.mig_devices.push_back(std::move(dev));
   out->mig_uuids.push_back(uuid);
@@ -209,7 +209,7 @@ absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
 absl::Status ReadMigDevices(const Ctx& ctx, const Field& field,
                             ParsedGpu* out) {
   const Gpu& gpu = out->gpu;
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       std::vector<Field> items,
       yaml::ReadList(ctx, field, kMaxSlots * kMaxSlots));
   if (items.empty()) return absl::OkStatus();
@@ -227,7 +227,7 @@ absl::Status ReadMigDevices(const Ctx& ctx, const Field& field,
   }
   std::map<unsigned, GpuInstanceUse> uses;
   for (const Field& item : items) {
-    GPULET_SIM_RETURN_IF_ERROR(ReadMigDevice(ctx, item, &uses, out));
+    GPULET_RETURN_IF_ERROR(ReadMigDevice(ctx, item, &uses, out));
   }
   return absl::OkStatus();
 }
@@ -245,27 +245,27 @@ absl::Status ParseMig(const Ctx& ctx, const MapView& gpu_map,
   }
   std::optional<Field> field = gpu_map.Find("mig");
   if (!field) return absl::OkStatus();
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       MapView map, MapView::Read(ctx, *field,
                                  {"capable", "mode", "pending", "maxDevices",
                                   "giProfiles", "ciProfiles", "devices"}));
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "capable", &gpu.mig_capable,
       [&](const Field& f) { return yaml::ReadBool(ctx, f); }));
   auto read_mode = [&](const Field& f) { return ReadMode(ctx, f); };
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "mode", &gpu.mig_enabled, read_mode));
   gpu.mig_pending = gpu.mig_enabled;
-  GPULET_SIM_RETURN_IF_ERROR(
+  GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "pending", &gpu.mig_pending, read_mode));
   if (!gpu.mig_capable && (gpu.mig_enabled || gpu.mig_pending)) {
     return yaml::FieldError(ctx,
                             *map.Find(gpu.mig_enabled ? "mode" : "pending"),
                             "MIG enabled on a GPU that is not MIG-capable");
   }
-  GPULET_SIM_RETURN_IF_ERROR(yaml::ReadOptional(
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "maxDevices", &gpu.max_mig_devices, UintReader(ctx, 1, 7)));
-  GPULET_SIM_RETURN_IF_ERROR(ParseMigTables(ctx, map, &gpu));
+  GPULET_RETURN_IF_ERROR(ParseMigTables(ctx, map, &gpu));
   if (!gpu.mig_capable) {
     gpu.max_mig_devices = 0;
   } else if (gpu.gi_profiles.empty() || gpu.ci_profiles.empty() ||

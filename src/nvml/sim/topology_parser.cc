@@ -58,7 +58,7 @@ std::string TokenError(absl::string_view token) {
 // Reads a level that is not "X" (off-diagonal, default, group).
 absl::StatusOr<nvmlGpuTopologyLevel_t> ReadLevel(const Ctx& ctx,
                                                  const Field& field) {
-  GPULET_SIM_ASSIGN_OR_RETURN(std::string token,
+  GPULET_ASSIGN_OR_RETURN(std::string token,
                               yaml::ReadString(ctx, field, 16));
   nvmlGpuTopologyLevel_t level;
   if (!LevelFromToken(token, &level)) {
@@ -103,10 +103,10 @@ absl::StatusOr<std::vector<Token>> RowTokens(const Ctx& ctx, const Field& row) {
     }
     return tokens;
   }
-  GPULET_SIM_ASSIGN_OR_RETURN(std::vector<Field> items,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                               yaml::ReadList(ctx, row, kMaxGpus));
   for (const Field& item : items) {
-    GPULET_SIM_ASSIGN_OR_RETURN(std::string text,
+    GPULET_ASSIGN_OR_RETURN(std::string text,
                                 yaml::ReadString(ctx, item, 16));
     tokens.push_back(Token{text, item.node.Mark()});
   }
@@ -115,7 +115,7 @@ absl::StatusOr<std::vector<Token>> RowTokens(const Ctx& ctx, const Field& row) {
 
 absl::StatusOr<Matrix> ReadMatrix(const Ctx& ctx, const Field& field,
                                   size_t n) {
-  GPULET_SIM_ASSIGN_OR_RETURN(std::vector<Field> rows,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> rows,
                               yaml::ReadList(ctx, field, kMaxGpus));
   if (rows.size() != n) {
     return yaml::FieldError(
@@ -126,7 +126,7 @@ absl::StatusOr<Matrix> ReadMatrix(const Ctx& ctx, const Field& field,
   Matrix m(n, std::vector<nvmlGpuTopologyLevel_t>(n));
   std::vector<std::vector<Token>> tokens(n);
   for (size_t i = 0; i < n; ++i) {
-    GPULET_SIM_ASSIGN_OR_RETURN(tokens[i], RowTokens(ctx, rows[i]));
+    GPULET_ASSIGN_OR_RETURN(tokens[i], RowTokens(ctx, rows[i]));
     if (tokens[i].size() != n) {
       return yaml::FieldError(
           ctx, rows[i],
@@ -167,22 +167,22 @@ absl::StatusOr<Matrix> ReadMatrix(const Ctx& ctx, const Field& field,
 
 absl::Status ApplyGroups(const Ctx& ctx, const Field& field, Matrix* m) {
   const size_t n = m->size();
-  GPULET_SIM_ASSIGN_OR_RETURN(std::vector<Field> groups,
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> groups,
                               yaml::ReadList(ctx, field, 4 * kMaxGpus));
   for (const Field& group : groups) {
-    GPULET_SIM_ASSIGN_OR_RETURN(MapView map,
+    GPULET_ASSIGN_OR_RETURN(MapView map,
                                 MapView::Read(ctx, group, {"gpus", "level"}));
-    GPULET_SIM_ASSIGN_OR_RETURN(Field gpus_field, map.Require("gpus"));
-    GPULET_SIM_ASSIGN_OR_RETURN(Field level_field, map.Require("level"));
+    GPULET_ASSIGN_OR_RETURN(Field gpus_field, map.Require("gpus"));
+    GPULET_ASSIGN_OR_RETURN(Field level_field, map.Require("level"));
     if (n == 0) return yaml::FieldError(ctx, gpus_field, "there are no GPUs");
-    GPULET_SIM_ASSIGN_OR_RETURN(
+    GPULET_ASSIGN_OR_RETURN(
         std::vector<unsigned> gpus,
         yaml::ReadIndexList(ctx, gpus_field, static_cast<unsigned>(n - 1)));
     if (gpus.size() < 2) {
       return yaml::FieldError(ctx, gpus_field,
                               "a group needs at least two GPUs");
     }
-    GPULET_SIM_ASSIGN_OR_RETURN(nvmlGpuTopologyLevel_t level,
+    GPULET_ASSIGN_OR_RETURN(nvmlGpuTopologyLevel_t level,
                                 ReadLevel(ctx, level_field));
     for (unsigned a : gpus) {
       for (unsigned b : gpus) {
@@ -215,7 +215,7 @@ absl::StatusOr<Matrix> ParseTopology(const Ctx& ctx,
                                      const std::vector<Gpu>& gpus) {
   Matrix m = DefaultMatrix(gpus);
   if (!field) return m;
-  GPULET_SIM_ASSIGN_OR_RETURN(
+  GPULET_ASSIGN_OR_RETURN(
       MapView map, MapView::Read(ctx, *field, {"matrix", "default", "groups"}));
   std::optional<Field> matrix = map.Find("matrix");
   if (matrix) {
@@ -226,7 +226,7 @@ absl::StatusOr<Matrix> ParseTopology(const Ctx& ctx,
     return ReadMatrix(ctx, *matrix, gpus.size());
   }
   if (std::optional<Field> level_field = map.Find("default")) {
-    GPULET_SIM_ASSIGN_OR_RETURN(nvmlGpuTopologyLevel_t level,
+    GPULET_ASSIGN_OR_RETURN(nvmlGpuTopologyLevel_t level,
                                 ReadLevel(ctx, *level_field));
     for (size_t i = 0; i < m.size(); ++i) {
       for (size_t j = 0; j < m.size(); ++j) {
@@ -235,7 +235,7 @@ absl::StatusOr<Matrix> ParseTopology(const Ctx& ctx,
     }
   }
   if (std::optional<Field> groups = map.Find("groups")) {
-    GPULET_SIM_RETURN_IF_ERROR(ApplyGroups(ctx, *groups, &m));
+    GPULET_RETURN_IF_ERROR(ApplyGroups(ctx, *groups, &m));
   }
   return m;
 }

@@ -231,7 +231,7 @@ absl::StatusOr<std::vector<Field>> ReadList(const Ctx& ctx, const Field& field,
 
 absl::StatusOr<std::string> ReadString(const Ctx& ctx, const Field& field,
                                        size_t max_len) {
-  GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, field, "a string"));
+  GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, field, "a string"));
   const std::string& s = field.node.Scalar();
   if (s.size() > max_len) {
     return FieldError(
@@ -249,7 +249,7 @@ absl::StatusOr<std::string> ReadString(const Ctx& ctx, const Field& field,
 
 absl::StatusOr<uint64_t> ReadUint(const Ctx& ctx, const Field& field,
                                   uint64_t min, uint64_t max) {
-  GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, field, "an integer"));
+  GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, field, "an integer"));
   uint64_t value = 0;
   if (!ParseUnsigned(field.node.Scalar(), &value)) {
     return FieldError(ctx, field,
@@ -266,7 +266,7 @@ absl::StatusOr<uint64_t> ReadUint(const Ctx& ctx, const Field& field,
 
 absl::StatusOr<int64_t> ReadInt(const Ctx& ctx, const Field& field, int64_t min,
                                 int64_t max) {
-  GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, field, "an integer"));
+  GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, field, "an integer"));
   absl::string_view s = field.node.Scalar();
   bool negative = absl::ConsumePrefix(&s, "-");
   uint64_t magnitude = 0;
@@ -287,7 +287,7 @@ absl::StatusOr<int64_t> ReadInt(const Ctx& ctx, const Field& field, int64_t min,
 }
 
 absl::StatusOr<bool> ReadBool(const Ctx& ctx, const Field& field) {
-  GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, field, "true or false"));
+  GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, field, "true or false"));
   std::string s = absl::AsciiStrToLower(field.node.Scalar());
   if (s == "true" || s == "yes" || s == "on") return true;
   if (s == "false" || s == "no" || s == "off") return false;
@@ -298,7 +298,7 @@ absl::StatusOr<bool> ReadBool(const Ctx& ctx, const Field& field) {
 
 absl::StatusOr<uint64_t> ReadBytes(const Ctx& ctx, const Field& field,
                                    uint64_t max) {
-  GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, field, "a size"));
+  GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, field, "a size"));
   absl::string_view s = field.node.Scalar();
   size_t digits_end = 0;
   while (digits_end < s.size() &&
@@ -359,10 +359,10 @@ absl::StatusOr<std::vector<unsigned>> ReadIndexList(const Ctx& ctx,
       }
     }
   } else {
-    GPULET_SIM_ASSIGN_OR_RETURN(std::vector<Field> items,
+    GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
                                 ReadList(ctx, field, max_value + size_t{1}));
     for (const Field& item : items) {
-      GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, item, "a number or range"));
+      GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, item, "a number or range"));
       if (!AddRange(item.node.Scalar(), max_value, &seen, &why)) {
         return FieldError(ctx, item, why);
       }
@@ -377,7 +377,7 @@ absl::StatusOr<std::vector<unsigned>> ReadIndexList(const Ctx& ctx,
 
 absl::StatusOr<size_t> MatchName(const Ctx& ctx, const Field& field,
                                  const std::vector<std::string>& names) {
-  GPULET_SIM_RETURN_IF_ERROR(ExpectScalar(ctx, field, "a name"));
+  GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, field, "a name"));
   for (size_t i = 0; i < names.size(); ++i) {
     if (absl::EqualsIgnoreCase(names[i], field.node.Scalar())) return i;
   }

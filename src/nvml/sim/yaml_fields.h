@@ -14,23 +14,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "src/common/status_macros.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "yaml-cpp/yaml.h"
 
-#define GPULET_SIM_CONCAT_INNER(a, b) a##b
-#define GPULET_SIM_CONCAT(a, b) GPULET_SIM_CONCAT_INNER(a, b)
-#define GPULET_SIM_RETURN_IF_ERROR(expr)                  \
-  do {                                                    \
-    if (absl::Status _st = (expr); !_st.ok()) return _st; \
-  } while (0)
-#define GPULET_SIM_ASSIGN_OR_RETURN(lhs, expr)                              \
-  GPULET_SIM_ASSIGN_OR_RETURN_IMPL(GPULET_SIM_CONCAT(_sor_, __LINE__), lhs, \
-                                   expr)
-#define GPULET_SIM_ASSIGN_OR_RETURN_IMPL(var, lhs, expr) \
-  auto var = (expr);                                     \
-  if (!var.ok()) return var.status();                    \
-  lhs = std::move(var).value()
 
 namespace gpulet::sim::yaml {
 
@@ -126,7 +114,7 @@ absl::StatusOr<T> ReadEnum(
   std::vector<std::string> keys;
   keys.reserve(names.size());
   for (const auto& [name, value] : names) keys.push_back(name);
-  GPULET_SIM_ASSIGN_OR_RETURN(size_t index, MatchName(ctx, field, keys));
+  GPULET_ASSIGN_OR_RETURN(size_t index, MatchName(ctx, field, keys));
   return names[index].second;
 }
 

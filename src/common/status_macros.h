@@ -1,6 +1,6 @@
 // Early-return helpers for absl::Status / absl::StatusOr, in the spirit of
-// Google's RETURN_IF_ERROR / ASSIGN_OR_RETURN. Kept private to the device
-// layer until src/common grows an equivalent.
+// Google's RETURN_IF_ERROR / ASSIGN_OR_RETURN: the one copy for every layer
+// (and the simulator, which uses them header-only).
 //
 // Thread safety: macros only.
 #pragma once
