@@ -144,9 +144,10 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
       by_name[s.resource_name] = &s;
     }
     EXPECT_EQ(got, c.resources);
-    // No control node exists under this probe root.
+    // No control node exists under these roots, whatever the machine has.
     HostView view = MakeHostView(*config);
     view.probe_root = "/nonexistent-dev-root";
+    view.own_root = "/nonexistent-own-root";
     for (const Request& r : c.requests) {
       SCOPED_TRACE(r.resource);
       ASSERT_TRUE(by_name.contains(r.resource));
