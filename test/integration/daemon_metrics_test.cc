@@ -115,6 +115,10 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
   ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
+  // The kubelet sees Register before the plugin counts it: wait for the
+  // plugin's own log line, written after the counter.
+  ASSERT_TRUE(plugin->WaitForLog("registered nvidia.com/gpu (", kTimeout))
+      << plugin->Log();
 
   std::string text = Scrape(port);
   EXPECT_THAT(text, ::testing::HasSubstr("text/plain"));
