@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/nvml/sim/control_client.h"
+#include "src/nvml/sim/node_render.h"
+#include "src/nvml/sim/profiles.h"
 
 namespace gpulet::cli {
 namespace {
@@ -52,6 +54,27 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& options) {
       ->check(CLI::PositiveNumber);
 
   sim->add_subcommand("status", "Print the simulator's state as JSON");
+
+  CLI::App* render = sim->add_subcommand(
+      "render", "Write the simulated node's /dev, /proc, /sys and driver root");
+  render->add_option("root", options.root, "Directory to render into")
+      ->required();
+  render
+      ->add_option("--machine", options.machine,
+                   "Built-in profile or machine file (default dgx-h100)")
+      ->envname("GPULET_SIM_MACHINE");
+  render
+      ->add_option("--driver-dir", options.driver_dir,
+                   "Driver root inside ROOT ('.' for ROOT itself)")
+      ->capture_default_str();
+  render
+      ->add_option("--dev-nodes", options.dev_nodes,
+                   "mknod: character devices (root only); files: empty files")
+      ->check(CLI::IsMember({"mknod", "files"}))
+      ->capture_default_str();
+  render->add_option("--sim-lib", options.sim_lib,
+                     "Simulator library to install as the driver's "
+                     "libnvidia-ml.so.<version>");
   return sim;
 }
 
@@ -62,6 +85,7 @@ void ResolveSimVerb(const CLI::App& sim, SimOptions& options) {
 }
 
 absl::Status ValidateSimOptions(const SimOptions& options) {
+  if (options.verb == "render") return absl::OkStatus();
   if (options.socket.empty()) {
     return absl::InvalidArgumentError(
         "sim: no simulator socket: pass --socket or set GPULET_SIM_SOCKET");
@@ -86,7 +110,28 @@ std::string SimControlLine(const SimOptions& o) {
   return absl::StrCat(o.verb, " ", o.gpu);
 }
 
+absl::Status RunRender(const SimOptions& options, std::ostream& out) {
+  absl::StatusOr<sim::Machine> machine = sim::LoadMachine(options.machine);
+  if (!machine.ok()) return machine.status();
+  sim::RenderOptions render;
+  render.root = options.root;
+  render.driver_dir = options.driver_dir;
+  render.dev_nodes = options.dev_nodes == "files" ? sim::DevNodes::kFiles
+                                                  : sim::DevNodes::kMknod;
+  render.nvml_library = options.sim_lib;
+  if (absl::Status s = sim::RenderNode(*machine, render); !s.ok()) return s;
+  out << "rendered " << machine->source << " (" << machine->gpus.size()
+      << " GPUs, driver " << machine->driver_version << ") under "
+      << options.root << "; driver root "
+      << (options.driver_dir == "." || options.driver_dir.empty()
+              ? options.root
+              : options.root + "/" + options.driver_dir)
+      << "\n";
+  return absl::OkStatus();
+}
+
 absl::Status RunSim(const SimOptions& options, std::ostream& out) {
+  if (options.verb == "render") return RunRender(options, out);
   absl::StatusOr<std::string> reply = sim::SendControlCommand(
       options.socket, SimControlLine(options), options.timeout_ms);
   if (!reply.ok()) return reply.status();

@@ -1,6 +1,10 @@
 // `gpulet sim <cmd>`: fault injection into a running NVML simulator through
-// its control socket (src/nvml/sim/control_protocol.h). The CLI never links
-// the simulator; it only sends one text line and prints the reply payload.
+// its control socket (src/nvml/sim/control_protocol.h), and `gpulet sim
+// render ROOT`, which writes the rest of the simulated node (device nodes,
+// /proc, /sys, a driver root) from the machine the simulator loads
+// (src/nvml/sim/node_render.h). The CLI never links the simulator library;
+// it sends one text line and prints the reply payload, or renders from the
+// machine model.
 //
 // Thread safety: run on the main thread, one command per process.
 #pragma once
@@ -25,6 +29,12 @@ struct SimOptions {
   std::optional<unsigned> compute_instance;
   unsigned code = 0;  // nvmlReturn_t for wait-error
   std::optional<unsigned> count;
+  // render
+  std::string root;
+  std::string machine;  // --machine, GPULET_SIM_MACHINE; empty: dgx-h100
+  std::string driver_dir = "driver";
+  std::string dev_nodes = "mknod";  // mknod | files
+  std::string sim_lib;  // installed as the driver's libnvidia-ml
 };
 
 // Registers `sim` and its sub-subcommands.
@@ -34,13 +44,15 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& options);
 void ResolveSimVerb(const CLI::App& sim, SimOptions& options);
 
 // Problems the user must fix on the command line (exit code 2), e.g. no
-// socket from either --socket or GPULET_SIM_SOCKET.
+// socket from either --socket or GPULET_SIM_SOCKET (every command but
+// render talks to the simulator).
 absl::Status ValidateSimOptions(const SimOptions& options);
 
 // The request line for the simulator, without newline, e.g. "xid 0 79".
 std::string SimControlLine(const SimOptions& options);
 
-// Sends the request and prints the reply payload (with a final newline).
+// render: renders the node and prints what it wrote. Otherwise sends the
+// request and prints the reply payload (with a final newline).
 absl::Status RunSim(const SimOptions& options, std::ostream& out);
 
 }  // namespace gpulet::cli

@@ -64,5 +64,24 @@ TEST(SimCommandTest, SocketIsRequired) {
   EXPECT_TRUE(ValidateSimOptions(options).ok());
 }
 
+TEST(SimCommandTest, RenderNeedsNoSocket) {
+  CLI::App app("test");
+  SimOptions options;
+  CLI::App* sim = AddSimCommand(app, options);
+  std::vector<const char*> argv = {"gpulet",  "sim",        "render",
+                                   "/tmp/r",  "--dev-nodes", "files",
+                                   "--machine", "pcie-t4"};
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  ResolveSimVerb(*sim, options);
+  EXPECT_EQ(options.verb, "render");
+  EXPECT_EQ(options.root, "/tmp/r");
+  EXPECT_EQ(options.machine, "pcie-t4");
+  EXPECT_EQ(options.dev_nodes, "files");
+  EXPECT_EQ(options.driver_dir, "driver");
+  EXPECT_TRUE(ValidateSimOptions(options).ok());
+  EXPECT_EQ(Line({"render", "/tmp/r", "--dev-nodes", "bogus"}), "");
+  EXPECT_EQ(Line({"render"}), "");
+}
+
 }  // namespace
 }  // namespace gpulet::cli

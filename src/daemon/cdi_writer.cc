@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "src/cdi/spec_file.h"
+#include "src/plugin/allocate_cdi.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -56,13 +57,19 @@ absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
   driver.driver_root = seen_root;
   driver.dev_root = view.probe_root;
   driver.proc_root = std::string(1, '/');  // /proc is the kernel's, in or out of a container
-  absl::StatusOr<cdi::Spec> spec = cdi::GenerateSpec(node, driver);
+  cdi::BuildOptions build;
+  build.vendor = plugin::kPluginCdiVendor;
+  build.cls = plugin::kPluginCdiClass;
+  absl::StatusOr<cdi::Spec> spec = cdi::GenerateSpec(node, driver, build);
   if (!spec.ok()) return spec.status();
   RebaseHostPaths(*spec, seen_root, host_root);
   if (view.probe_root != seen_root) {
     RebaseHostPaths(*spec, view.probe_root, view.dev_root);
   }
-  return cdi::WriteSpecFile(dir, *spec, cdi::Format::kYaml);
+  // JSON under NVIDIA's file name (k8s.device-plugin.nvidia.com-gpu.json):
+  // it replaces the spec NVIDIA's plugin left on a node gpulet takes over,
+  // which would otherwise define every device a second time.
+  return cdi::WriteSpecFile(dir, *spec, cdi::Format::kJson);
 }
 
 }  // namespace gpulet::daemon

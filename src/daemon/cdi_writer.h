@@ -1,6 +1,10 @@
 // The CDI spec `gpulet plugin` writes at start-up when a cdi-annotations or
 // cdi-cri strategy is configured, so that the CDI names its Allocate answers
-// carry ("nvidia.com/gpu=<uuid or index>") resolve in the container runtime.
+// carry ("k8s.device-plugin.nvidia.com/gpu=<uuid or index>") resolve in the
+// container runtime. The spec's kind is NVIDIA's plugin's
+// (k8s.device-plugin.nvidia.com/gpu), never the toolkit's nvidia.com/gpu,
+// so it does not collide with a spec nvidia-ctk or `gpulet cdi generate`
+// wrote on the same node.
 //
 // Discovery reads the driver where this process sees it (the container
 // driver root inside NVIDIA's DaemonSet); the spec's host paths are then
@@ -30,7 +34,7 @@ void RebaseHostPaths(cdi::Spec& spec, const std::string& from,
                      const std::string& to);
 
 // Generates the node's spec and writes it atomically into `dir`
-// (cdi::WriteSpecFile, YAML). Returns the path written. Errors name the
+// (cdi::WriteSpecFile, JSON, as NVIDIA's plugin writes it). Returns the path written. Errors name the
 // driver root, the MIG device or the file.
 absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
                                          const config::Config& config,

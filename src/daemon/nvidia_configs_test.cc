@@ -100,8 +100,8 @@ const Case kCases[] = {
      {{"nvidia.com/gpu", 3}},
      {{"nvidia.com/gpu",
        {"GPU-0", "GPU-2"},
-       R"pb(cdi_devices { name: "nvidia.com/gpu=GPU-0" }
-            cdi_devices { name: "nvidia.com/gpu=GPU-2" })pb",
+       R"pb(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-0" }
+            cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-2" })pb",
        ""}}},
     {"/src/daemon/testdata/volume-mounts-specs.yaml",
      {{"nvidia.com/gpu", 3}},
@@ -144,9 +144,10 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
       by_name[s.resource_name] = &s;
     }
     EXPECT_EQ(got, c.resources);
-    // No control node exists under this probe root.
+    // No control node exists under these roots, whatever the machine has.
     HostView view = MakeHostView(*config);
     view.probe_root = "/nonexistent-dev-root";
+    view.own_root = "/nonexistent-own-root";
     for (const Request& r : c.requests) {
       SCOPED_TRACE(r.resource);
       ASSERT_TRUE(by_name.contains(r.resource));
@@ -201,7 +202,7 @@ TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
   const auto& [key, value] = *response->annotations().begin();
   EXPECT_TRUE(absl::StartsWith(key, "cdi.k8s.io/nvidia-device-plugin_")) << key;
   EXPECT_LE(key.size() - std::string("cdi.k8s.io/").size(), 63u);
-  EXPECT_EQ(value, "nvidia.com/gpu=2:1,nvidia.com/gpu=2:0");
+  EXPECT_EQ(value, "k8s.device-plugin.nvidia.com/gpu=2:1,k8s.device-plugin.nvidia.com/gpu=2:0");
   EXPECT_EQ(response->cdi_devices_size(), 0);
 }
 

@@ -69,8 +69,9 @@ absl::StatusOr<plugin::AllocateOptions> AllocateOptionsFor(
   o.pass_device_specs = config.flags.plugin.pass_device_specs;
   o.dev_root = view.dev_root;
   // nvidia-uvm appears when the first CUDA process loads it, so presence is
-  // checked on every Allocate, as NVIDIA does.
-  o.control_nodes_probe = [root = view.probe_root] {
+  // checked on every Allocate, as NVIDIA does, and where NVIDIA does: in
+  // this process's own /dev, not under the dev root.
+  o.control_nodes_probe = [root = view.own_root] {
     return device::PresentControlNodes(root);
   };
   o.gdrcopy_enabled = config.flags.gdrcopy_enabled;

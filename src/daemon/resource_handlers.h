@@ -26,6 +26,13 @@ struct HostView {
   // Where this process sees the host's driver root: NVML is loaded and the
   // CDI driver discovery reads from here.
   std::string driver_root = {};
+  // This process's own file system root, "/" outside tests. passDeviceSpecs
+  // looks for the control nodes (/dev/nvidiactl, ...) here, as NVIDIA's
+  // plugin does (os.Stat on the container path): the plugin's container
+  // gets the node's GPU device nodes from the runtime
+  // (NVIDIA_VISIBLE_DEVICES=all, or privileged), whatever the dev root is,
+  // while <probe_root>/dev is usually not mounted at all.
+  std::string own_root = "/";
 };
 
 // The HostView for a resolved configuration: driver_root is the container

@@ -47,6 +47,7 @@ TEST(AllocateOptionsForTest, CopiesFlags) {
   config.flags.gds_enabled = true;
   config.flags.plugin.cdi_annotation_prefix = "cdi.example.com/";
   HostView view{"/host-dev", "/nonexistent", "/"};
+  view.own_root = "/nonexistent-own-root";
   auto o = AllocateOptionsFor(config, Spec("nvidia.com/gpu", false), view);
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_THAT(o->strategies, ElementsAre(plugin::DeviceListStrategy::kVolumeMounts,

@@ -1,5 +1,6 @@
 // The CDI parts of an Allocate answer, as NVIDIA's k8s-device-plugin writes
-// them: qualified device names ("nvidia.com/gpu=GPU-…"), the annotation key
+// them: qualified device names ("k8s.device-plugin.nvidia.com/gpu=GPU-…"),
+// the annotation key
 // the container runtime looks for ("cdi.k8s.io/nvidia-device-plugin_<id>"),
 // and the name checks of the CDI reference library
 // (tags.cncf.io/container-device-interface pkg/parser and annotations).
@@ -22,6 +23,13 @@
 namespace gpulet::plugin {
 
 inline constexpr char kDefaultCdiAnnotationPrefix[] = "cdi.k8s.io/";
+// The CDI vendor and class NVIDIA's plugin names its devices with, in its
+// answers and in the spec it writes itself. Apart from the toolkit's
+// "nvidia.com/gpu" (nvidia-ctk cdi generate, the GPU operator, gpulet cdi
+// generate), so both specs can sit on one node without defining a device
+// twice.
+inline constexpr char kPluginCdiVendor[] = "k8s.device-plugin.nvidia.com";
+inline constexpr char kPluginCdiClass[] = "gpu";
 // The plugin part of NVIDIA's annotation key; kept so tools that look for
 // NVIDIA's keys find gpulet's.
 inline constexpr char kCdiAnnotationPluginName[] = "nvidia-device-plugin";

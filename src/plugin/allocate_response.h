@@ -39,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "src/plugin/allocate_cdi.h"
 #include "src/plugin/device_list.h"
 #include "src/plugin/handlers.h"
 
@@ -81,13 +82,12 @@ struct AllocateOptions {
   bool gds_enabled = false;
   bool mofed_enabled = false;
 
-  // CDI naming. NVIDIA's plugin uses vendor "k8s.device-plugin.nvidia.com"
-  // for the specs it writes itself; set the vendor the node's CDI spec
-  // (gpulet cdi generate) uses.
+  // CDI naming: NVIDIA's, the vendor and class of the spec the plugin
+  // writes itself (allocate_cdi.h kPluginCdiVendor).
   std::string cdi_annotation_prefix = "cdi.k8s.io/";
   std::string cdi_annotation_plugin_name = "nvidia-device-plugin";
-  std::string cdi_vendor = "nvidia.com";
-  std::string cdi_class = "gpu";
+  std::string cdi_vendor = kPluginCdiVendor;
+  std::string cdi_class = kPluginCdiClass;
   // Qualified CDI names appended after the GPU and IMEX names, e.g.
   // AdditionalCdiDevices(vendor, gdrcopy, gds, mofed) for the specs that
   // exist on the node.

@@ -116,12 +116,12 @@ INSTANTIATE_TEST_SUITE_P(
              [](auto& o) { Strategies(o, {DLS::kCdiAnnotations}); },
              {"GPU-a", "GPU-b"},
              R"(annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY"
-                              value: "nvidia.com/gpu=GPU-a,nvidia.com/gpu=GPU-b" })"},
+                              value: "k8s.device-plugin.nvidia.com/gpu=GPU-a,k8s.device-plugin.nvidia.com/gpu=GPU-b" })"},
         Case{"cdi_cri",
              [](auto& o) { Strategies(o, {DLS::kCdiCri}); },
              {"MIG-m1", "GPU-r::0"},
-             R"(cdi_devices { name: "nvidia.com/gpu=MIG-m1" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-r" })"},
+             R"(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=MIG-m1" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-r" })"},
         Case{
             "envvar_and_volume_mounts_mounts_win",
             [](auto& o) {
@@ -136,8 +136,8 @@ INSTANTIATE_TEST_SUITE_P(
               Strategies(o, {DLS::kCdiCri, DLS::kCdiAnnotations});
             },
             {"GPU-b"},
-            R"(annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY" value: "nvidia.com/gpu=GPU-b" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-b" })"},
+            R"(annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY" value: "k8s.device-plugin.nvidia.com/gpu=GPU-b" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-b" })"},
         Case{
             "all_four",
             [](auto& o) {
@@ -149,9 +149,9 @@ INSTANTIATE_TEST_SUITE_P(
                 mounts { container_path: "/var/run/nvidia-container-devices/GPU-b" host_path: "/dev/null" }
                 mounts { container_path: "/var/run/nvidia-container-devices/GPU-a" host_path: "/dev/null" }
                 annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY"
-                              value: "nvidia.com/gpu=GPU-b,nvidia.com/gpu=GPU-a" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-b" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-a" })"},
+                              value: "k8s.device-plugin.nvidia.com/gpu=GPU-b,k8s.device-plugin.nvidia.com/gpu=GPU-a" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-b" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" })"},
         Case{"cdi_only_skips_specs_and_feature_envs",
              [](auto& o) {
                Strategies(o, {DLS::kCdiCri});
@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
                o.gds_enabled = o.mofed_enabled = o.gdrcopy_enabled = true;
              },
              {"GPU-a"},
-             R"(cdi_devices { name: "nvidia.com/gpu=GPU-a" })"},
+             R"(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" })"},
         Case{"envvar_with_cdi_keeps_specs_and_feature_envs",
              [](auto& o) {
                Strategies(o, {DLS::kCdiCri, DLS::kEnvvar});
@@ -171,7 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
              R"(envs { key: "NVIDIA_VISIBLE_DEVICES" value: "GPU-a" }
                 envs { key: "NVIDIA_GDS" value: "enabled" }
                 devices { container_path: "/dev/nvidia0" host_path: "/dev/nvidia0" permissions: "rw" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-a" })"}),
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" })"}),
     [](const auto& test_info) { return test_info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(
@@ -249,7 +249,7 @@ INSTANTIATE_TEST_SUITE_P(
               o.pass_device_specs = true;
               o.imex_channel_ids = {0, 3};
               o.cdi_additional_devices =
-                  AdditionalCdiDevices("nvidia.com", true, false, true);
+                  AdditionalCdiDevices(kPluginCdiVendor, true, false, true);
             },
             {"GPU-a"},
             R"(envs { key: "NVIDIA_VISIBLE_DEVICES" value: "/var/run/nvidia-container-devices" }
@@ -261,23 +261,23 @@ INSTANTIATE_TEST_SUITE_P(
                 devices { container_path: "/dev/nvidia-caps-imex-channels/channel0" host_path: "/dev/nvidia-caps-imex-channels/channel0" permissions: "rw" }
                 devices { container_path: "/dev/nvidia-caps-imex-channels/channel3" host_path: "/dev/nvidia-caps-imex-channels/channel3" permissions: "rw" }
                 annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY"
-                  value: "nvidia.com/gpu=GPU-a,nvidia.com/imex-channel=0,nvidia.com/imex-channel=3,nvidia.com/gdrcopy=all,nvidia.com/mofed=all" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-a" }
-                cdi_devices { name: "nvidia.com/imex-channel=0" }
-                cdi_devices { name: "nvidia.com/imex-channel=3" }
-                cdi_devices { name: "nvidia.com/gdrcopy=all" }
-                cdi_devices { name: "nvidia.com/mofed=all" })"},
+                  value: "k8s.device-plugin.nvidia.com/gpu=GPU-a,k8s.device-plugin.nvidia.com/imex-channel=0,k8s.device-plugin.nvidia.com/imex-channel=3,k8s.device-plugin.nvidia.com/gdrcopy=all,k8s.device-plugin.nvidia.com/mofed=all" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/imex-channel=0" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/imex-channel=3" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gdrcopy=all" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/mofed=all" })"},
         Case{"custom_prefix_vendor_class",
              [](auto& o) {
                Strategies(o, {DLS::kCdiAnnotations});
                o.cdi_annotation_prefix = "custom.cdi.k8s.io/";
-               o.cdi_vendor = "k8s.device-plugin.nvidia.com";
-               o.cdi_class = "gpu";
+               o.cdi_vendor = "example.com";
+               o.cdi_class = "accel";
                o.resource_name = "nvidia.com/mig-1g.5gb";
              },
              {"MIG-m1"},
              R"(annotations { key: "custom.cdi.k8s.io/nvidia-device-plugin_$KEY"
-                              value: "k8s.device-plugin.nvidia.com/gpu=MIG-m1" })"},
+                              value: "example.com/accel=MIG-m1" })"},
         Case{
             "mps_envvar_and_volume_mounts",
             [](auto& o) {
@@ -301,7 +301,7 @@ INSTANTIATE_TEST_SUITE_P(
             R"(envs { key: "CUDA_MPS_PIPE_DIRECTORY" value: "/mps/nvidia.com/gpu/pipe" }
                 mounts { container_path: "/mps/nvidia.com/gpu/pipe" host_path: "/run/nvidia/mps/nvidia.com/gpu/pipe" }
                 mounts { container_path: "/dev/shm" host_path: "/run/nvidia/mps/shm" }
-                cdi_devices { name: "nvidia.com/gpu=GPU-r" })"}),
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-r" })"}),
     [](const auto& test_info) { return test_info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(
@@ -326,9 +326,9 @@ INSTANTIATE_TEST_SUITE_P(
               Strategies(o, {DLS::kCdiAnnotations, DLS::kCdiCri});
             },
             {"GPU-r::1", "MIG-m1"},
-            R"(annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY" value: "nvidia.com/gpu=2,nvidia.com/gpu=3:1" }
-                cdi_devices { name: "nvidia.com/gpu=2" }
-                cdi_devices { name: "nvidia.com/gpu=3:1" })",
+            R"(annotations { key: "cdi.k8s.io/nvidia-device-plugin_$KEY" value: "k8s.device-plugin.nvidia.com/gpu=2,k8s.device-plugin.nvidia.com/gpu=3:1" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=2" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=3:1" })",
             true}),
     [](const auto& test_info) { return test_info.param.name; });
 
@@ -436,7 +436,7 @@ TEST(MakeAllocateHandlerTest, ValidatesThenBuilds) {
       (*handler)(Snapshot(false), {"GPU-b"});
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->cdi_devices_size(), 1);
-  EXPECT_EQ(r->cdi_devices(0).name(), "nvidia.com/gpu=GPU-b");
+  EXPECT_EQ(r->cdi_devices(0).name(), "k8s.device-plugin.nvidia.com/gpu=GPU-b");
 }
 
 TEST(EnvvarResponseTest, DefaultOptions) {

@@ -66,6 +66,9 @@ TEST(HandleAllocateTest, OneResponsePerContainerInOrder) {
             "GPU-b");
 }
 
+// NVIDIA's plugin v0.20 answers this request with exactly this text and the
+// code UNKNOWN (a plain Go error). gpulet keeps NVIDIA's text and answers
+// INVALID_ARGUMENT on purpose (docs/migration.md lists the difference).
 TEST(HandleAllocateTest, UnknownIdIsInvalidArgumentNamingIt) {
   v1beta1::AllocateResponse response;
   int calls = 0;

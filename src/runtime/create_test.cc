@@ -68,6 +68,53 @@ TEST_F(PrepareBundleTest, EnvRequestIsInjected) {
   EXPECT_EQ(config["hooks"]["createContainer"].size(), 1u);
 }
 
+// A node holding both the toolkit's nvidia.com/gpu spec and the device
+// plugin's own k8s.device-plugin.nvidia.com/gpu spec (gpulet plugin with a
+// CDI strategy, or NVIDIA's plugin): each name form injects its own spec's
+// devices, and neither disturbs the other.
+TEST_F(PrepareBundleTest, BothSpecKindsOnOneNode) {
+  dir_.Write("cdi/k8s.device-plugin.nvidia.com-gpu.json", "plugin spec");
+  options_.parser = [](const std::string& text,
+                       const std::string&) -> absl::StatusOr<cdi::Spec> {
+    cdi::Spec spec = testing::TwoGpuSpec();
+    if (text == "spec") return spec;
+    if (text != "plugin spec") return absl::InvalidArgumentError("bad spec");
+    spec.kind = "k8s.device-plugin.nvidia.com/gpu";
+    spec.devices[0].name = "GPU-a";
+    spec.devices[1].name = "GPU-b";
+    return spec;
+  };
+  struct Case {
+    std::string config;
+    std::vector<std::string> injected;
+    std::vector<std::string> nodes;
+  } cases[] = {
+      {R"({"root":{"path":"r"},"process":{"env":[]},)"
+       R"("annotations":{"cdi.k8s.io/nvidia-device-plugin_1":)"
+       R"("k8s.device-plugin.nvidia.com/gpu=GPU-b"}})",
+       {"k8s.device-plugin.nvidia.com/gpu=GPU-b"},
+       {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia1"}},
+      {R"({"root":{"path":"r"},"process":{"env":[]},)"
+       R"("annotations":{"cdi.k8s.io/x":"nvidia.com/gpu=0"}})",
+       {"nvidia.com/gpu=0"},
+       {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0"}},
+      {R"({"root":{"path":"r"},"process":{"env":["NVIDIA_VISIBLE_DEVICES=1"]}})",
+       {"nvidia.com/gpu=1"},
+       {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia1"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    const std::string path = WriteConfig(c.config);
+    absl::StatusOr<PrepareResult> result = PrepareBundle(Bundle(), options_);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->injected, c.injected);
+    json config = json::parse(*common::ReadFile(path));
+    std::vector<std::string> paths;
+    for (const json& d : config["linux"]["devices"]) paths.push_back(d["path"]);
+    EXPECT_EQ(paths, c.nodes);
+  }
+}
+
 TEST_F(PrepareBundleTest, NoneGivesTheDriverOnly) {
   const std::string path = WriteConfig(
       R"({"root":{"path":"r"},"process":{"env":["NVIDIA_VISIBLE_DEVICES=none"]}})");

@@ -4,8 +4,9 @@ compares the result with what the CDI project's Go library injected for the
 same name (oci.json from cdi-validate --each): device nodes, cgroup allow
 rules, mounts, environment and hooks must be the same.
 
-usage: compare-runtime.py GPULET_RUNTIME WORK_DIR
-WORK_DIR is a validate-profile.sh work dir (root/, cdi/, oci.json).
+usage: compare-runtime.py GPULET_RUNTIME WORK_DIR [SPEC_DIR OCI_JSON]
+WORK_DIR is a validate-profile.sh work dir (root/, cdi/, oci.json); SPEC_DIR
+and OCI_JSON name another spec dir and reference result inside it.
 """
 import json
 import os
@@ -39,7 +40,7 @@ def hooks(spec):
                   for stage, hs in spec.get("hooks", {}).items() for h in hs)
 
 
-def inject(runtime, work, name, n):
+def inject(runtime, work, spec_dir, name, n):
     bundle = os.path.join(work, "bundles", str(n))
     os.makedirs(os.path.join(bundle, "rootfs"), exist_ok=True)
     config = {
@@ -56,7 +57,7 @@ def inject(runtime, work, name, n):
     with open(runtime_config, "w") as f:
         f.write("runtime: /bin/true\n")
         f.write("driverRoot: %s\n" % os.path.join(work, "root"))
-        f.write("specDirs: [%s]\n" % os.path.join(work, "cdi"))
+        f.write("specDirs: [%s]\n" % os.path.join(work, spec_dir))
     env_vars = dict(os.environ, GPULET_RUNTIME_CONFIG=runtime_config)
     result = subprocess.run([runtime, "create", "--bundle", bundle, "c%d" % n],
                             env=env_vars, capture_output=True, text=True)
@@ -69,11 +70,13 @@ def inject(runtime, work, name, n):
 
 def main():
     runtime, work = sys.argv[1], sys.argv[2]
-    with open(os.path.join(work, "oci.json")) as f:
+    spec_dir, oci = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (
+        "cdi", "oci.json")
+    with open(os.path.join(work, oci)) as f:
         reference = json.load(f)
     failures = []
     for n, (name, want) in enumerate(sorted(reference.items())):
-        got = inject(runtime, work, name, n)
+        got = inject(runtime, work, spec_dir, name, n)
         for what, fn in (("device nodes", device_nodes),
                          ("cgroup allow rules", allow_rules),
                          ("mounts", mounts), ("env", env), ("hooks", hooks)):

@@ -1,6 +1,7 @@
 // `gpulet sim` round trip: a separate process (sim_host) holds the NVML
 // simulator initialised with GPULET_SIM_SOCKET set; gpulet sends it fault
 // commands over that socket and prints the replies.
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -116,6 +117,28 @@ TEST(SimUsageTest, NothingListeningIsARuntimeError) {
       "dgx-h100", {"sim", "--socket", dir.path() + "/none.sock", "status"});
   EXPECT_EQ(r.exit_code, 1) << Describe(r);
   EXPECT_THAT(r.err, HasSubstr(dir.path() + "/none.sock"));
+}
+
+// `gpulet sim render` needs no simulator socket and takes the machine from
+// GPULET_SIM_MACHINE, as the simulator does.
+TEST(SimRenderTest, RendersTheMachineOfTheEnvironment) {
+  TempDir dir;
+  const std::string root = dir.path() + "/node";
+  ProcessResult r =
+      RunGpulet("a100-mig", {"sim", "render", root, "--dev-nodes", "files"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_THAT(r.out, HasSubstr("profile:a100-mig (4 GPUs, driver 550.54.15)"));
+  EXPECT_TRUE(std::filesystem::exists(
+      root + "/driver/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"));
+  EXPECT_TRUE(std::filesystem::exists(
+      root + "/proc/driver/nvidia/gpus/0000:c1:00.0/information"));
+
+  r = RunGpulet("no-driver", {"sim", "render", root, "--dev-nodes", "files"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("no driver"));
+  r = RunGpulet("a100-mig", {"sim", "render", "relative"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("absolute"));
 }
 
 }  // namespace

@@ -114,9 +114,11 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
                                 std::regex("serving /metrics on 127.0.0.1:(\\d+)")));
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
-  // The kubelet counts the registration inside Register; the plugin when
-  // Register has returned.
-  ASSERT_TRUE(plugin->WaitForLog("registered nvidia.com/gpu", kTimeout));
+  ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
+  // The kubelet sees Register before the plugin counts it: wait for the
+  // plugin's own log line, written after the counter.
+  ASSERT_TRUE(plugin->WaitForLog("registered nvidia.com/gpu (", kTimeout))
+      << plugin->Log();
 
   std::string text = Scrape(port);
   EXPECT_THAT(text, ::testing::HasSubstr("text/plain"));
@@ -230,18 +232,27 @@ TEST_F(DaemonConfiguredTest, MigScopedXidMarksOnlyThatMigDevice) {
 }
 
 // With a CDI strategy the plugin writes the spec its answers name, before it
-// registers, and the names it hands out are devices of that spec.
+// registers, and the names it hands out are devices of that spec: NVIDIA's
+// plugin's kind and file (k8s.device-plugin.nvidia.com-gpu.json), beside a
+// toolkit-style nvidia.com/gpu spec already on the node, which stays.
 TEST_F(DaemonConfiguredTest, CdiStrategyWritesTheSpecItsAnswersName) {
   const std::string cdi_dir = tmp_.path() + "/cdi";
+  std::filesystem::create_directories(cdi_dir);
+  const std::string toolkit = "kind: nvidia.com/gpu\n";
+  std::ofstream(cdi_dir + "/nvidia.com-gpu.yaml") << toolkit;
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start("pcie-t4", {"--device-list-strategy=cdi-cri",
                                   "--cdi-spec-dir", cdi_dir});
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
-  std::ifstream in(cdi_dir + "/nvidia.com-gpu.yaml");
+  std::ifstream in(cdi_dir + "/k8s.device-plugin.nvidia.com-gpu.json");
   ASSERT_TRUE(in.good()) << plugin->Log();
   const std::string spec((std::istreambuf_iterator<char>(in)),
                          std::istreambuf_iterator<char>());
-  EXPECT_THAT(spec, ::testing::HasSubstr("kind: nvidia.com/gpu"));
+  EXPECT_THAT(spec, ::testing::HasSubstr("\"k8s.device-plugin.nvidia.com/gpu\""));
+  std::ifstream kept(cdi_dir + "/nvidia.com-gpu.yaml");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept),
+                        std::istreambuf_iterator<char>()),
+            toolkit);
 
   auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
       "unix://" + dir_ + "/gpulet-gpu.sock", grpc::InsecureChannelCredentials()));
@@ -261,8 +272,8 @@ TEST_F(DaemonConfiguredTest, CdiStrategyWritesTheSpecItsAnswersName) {
   ASSERT_TRUE(stub->Allocate(&context, request, &response).ok());
   ASSERT_EQ(response.container_responses(0).cdi_devices_size(), 1);
   const std::string name = response.container_responses(0).cdi_devices(0).name();
-  EXPECT_EQ(name, "nvidia.com/gpu=" + list.devices(2).id());
-  EXPECT_THAT(spec, ::testing::HasSubstr("name: " + list.devices(2).id()));
+  EXPECT_EQ(name, "k8s.device-plugin.nvidia.com/gpu=" + list.devices(2).id());
+  EXPECT_THAT(spec, ::testing::HasSubstr("\"" + list.devices(2).id() + "\""));
   EXPECT_TRUE(response.container_responses(0).envs().empty());
 }
 

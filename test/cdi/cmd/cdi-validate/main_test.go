@@ -85,3 +85,34 @@ func TestUnknownDeviceFails(t *testing.T) {
 		t.Errorf("no devices named: exit %d, want 2", code)
 	}
 }
+
+// Two spec files in one dir. The same kind defining a device twice is the
+// conflict the CDI registry reports (two specs under one vendor on a node);
+// two kinds naming the same GPU, as the toolkit's nvidia.com/gpu spec and
+// the device plugin's k8s.device-plugin.nvidia.com/gpu spec do, load
+// together.
+func TestTwoSpecsOnOneNode(t *testing.T) {
+	pluginSpec := strings.Replace(goodSpec, "example.com/gpu", "k8s.device-plugin.example.com/gpu", 1)
+	cases := []struct {
+		name   string
+		second string
+		want   int
+	}{
+		{"same kind twice conflicts", goodSpec, 1},
+		{"two kinds load together", pluginSpec, 0},
+	}
+	for _, c := range cases {
+		dir := writeSpec(t, "a.yaml", goodSpec)
+		if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(c.second), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		code := run([]string{"--spec-dir", dir, "--all"}, &out, &errOut)
+		if code != c.want {
+			t.Errorf("%s: exit %d, want %d (%s)", c.name, code, c.want, errOut.String())
+		}
+		if c.want == 1 && !strings.Contains(errOut.String(), "conflict") {
+			t.Errorf("%s: error does not name the conflict: %s", c.name, errOut.String())
+		}
+	}
+}
