@@ -22,12 +22,6 @@
 namespace gpulet::daemon {
 namespace {
 
-// A resource as Apply is about to serve it.
-struct Prepared {
-  ResourceSpec spec;
-  plugin::AllocateHandler allocate;
-};
-
 std::vector<std::pair<unsigned, std::string>> GpuKeys(
     const device::Node& node) {
   std::vector<std::pair<unsigned, std::string>> keys;
@@ -91,10 +85,10 @@ void Daemon::Impl::Reload() {
   GPULET_LOG(INFO) << "configuration reloaded";
 }
 
-absl::Status Daemon::Impl::Apply(const config::Config& config,
-                                 const health::MonitorOptions& health,
-                                 const device::Node& node) {
-  // Everything that can fail comes first, so a failure changes nothing.
+// Everything that can fail, before anything changes: the resources, their
+// Allocate handlers and the CDI spec.
+absl::StatusOr<std::vector<Daemon::Impl::Prepared>> Daemon::Impl::Prepare(
+    const config::Config& config, const device::Node& node) {
   const HostView view = MakeHostView(config);
   absl::StatusOr<std::vector<ResourceSpec>> specs = BuildResources(
       node, config, MakeResourceOptions(options_.socket_prefix, view));
@@ -119,20 +113,38 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
     }
     GPULET_LOG(INFO) << "wrote CDI spec " << *written;
   }
+  return prepared;
+}
+
+absl::Status Daemon::Impl::Apply(const config::Config& config,
+                                 const health::MonitorOptions& health,
+                                 const device::Node& node) {
+  absl::StatusOr<std::vector<Prepared>> prepared = Prepare(config, node);
+  if (!prepared.ok()) return prepared.status();
   std::vector<std::string> sockets;
-  for (const Prepared& p : prepared) sockets.push_back(p.spec.socket_name);
+  for (const Prepared& p : *prepared) sockets.push_back(p.spec.socket_name);
   // Watch before the first registration so no kubelet restart is missed.
   if (absl::Status s = EnsureWatcher(sockets); !s.ok()) return s;
-
+  RecordNode(node);
+  // The health of the GPUs is watched before any device list goes out, so
+  // no fault between now and the first ListAndWatch is missed.
+  EnsureMonitor(health, node);
   allocation::PreferredOptions preferred_options;
   preferred_options.shared_policy =
       config.flags.plugin.shared_devices_allocation_policy ==
               config::SharedDevicesAllocationPolicy::kPacked
           ? allocation::SharedPolicy::kPacked
           : allocation::SharedPolicy::kDistributed;
-  plugin::PreferredHandler preferred =
-      allocation::MakePreferredHandler(ScoreTopology(node), preferred_options);
+  ServeResources(
+      *std::move(prepared),
+      allocation::MakePreferredHandler(ScoreTopology(node), preferred_options));
+  node_ = node;
+  return absl::OkStatus();
+}
 
+// The node's GPUs into the book: UUIDs by index, GPUs gone from the node
+// forgotten, and this discovery's failures replacing the previous ones.
+void Daemon::Impl::RecordNode(const device::Node& node) {
   std::map<int, std::string> uuids;
   for (const device::Gpu& gpu : node.gpus) {
     if (!gpu.uuid.empty()) uuids[static_cast<int>(gpu.index)] = gpu.uuid;
@@ -145,24 +157,26 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
                                   : "; its devices are advertised Unhealthy");
     }
   }
-  // The health of the GPUs is watched before any device list goes out, so
-  // no fault between now and the first ListAndWatch is missed.
-  {
-    absl::MutexLock lock(&mu_);
-    gpu_uuids_ = uuids;
-    book_.Retain(uuids);
-    book_.DropCause(health::HealthCause::kDiscoveryFailed);
-    for (const device::Gpu& gpu : node.gpus) {
-      if (gpu.failure.empty() || gpu.uuid.empty()) continue;
-      health::HealthEvent failed;
-      failed.gpu_index = static_cast<int>(gpu.index);
-      failed.reason = absl::StrCat("discovery failed: ", gpu.failure);
-      failed.cause = health::HealthCause::kDiscoveryFailed;
-      book_.Record(gpu.uuid, failed);
-    }
+  absl::MutexLock lock(&mu_);
+  gpu_uuids_ = uuids;
+  book_.Retain(uuids);
+  book_.DropCause(health::HealthCause::kDiscoveryFailed);
+  for (const device::Gpu& gpu : node.gpus) {
+    if (gpu.failure.empty() || gpu.uuid.empty()) continue;
+    health::HealthEvent failed;
+    failed.gpu_index = static_cast<int>(gpu.index);
+    failed.reason = absl::StrCat("discovery failed: ", gpu.failure);
+    failed.cause = health::HealthCause::kDiscoveryFailed;
+    book_.Record(gpu.uuid, failed);
   }
-  EnsureMonitor(health, node);
+}
 
+// Brings the runners to `prepared`: existing resources updated in place,
+// new ones started (and registered), missing ones stopped. Device health
+// comes from the book, under the same lock the health callback takes, so no
+// event falls between building a list and publishing it.
+void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
+                                  plugin::PreferredHandler preferred) {
   std::vector<std::unique_ptr<PluginRunner>> removed;
   std::vector<PluginRunner*> added;
   {
@@ -207,8 +221,6 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
   }
   removed.clear();  // stops their servers and removes their sockets
   for (PluginRunner* runner : added) runner->Start();
-  node_ = node;
-  return absl::OkStatus();
 }
 
 // A monitor is kept across reloads while the GPUs and the health options

@@ -27,6 +27,7 @@
 #include "src/daemon/daemon.h"
 #include "src/daemon/health_book.h"
 #include "src/daemon/plugin_runner.h"
+#include "src/daemon/resources.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/gpu.h"
 #include "src/health/health_monitor.h"
@@ -76,6 +77,17 @@ class Daemon::Impl {
     health::MonitorOptions health;
   };
   absl::StatusOr<Loaded> ReadConfig();
+  // A resource as Apply is about to serve it.
+  struct Prepared {
+    ResourceSpec spec;
+    plugin::AllocateHandler allocate;
+  };
+  absl::StatusOr<std::vector<Prepared>> Prepare(const config::Config& config,
+                                                const device::Node& node);
+  void RecordNode(const device::Node& node) ABSL_LOCKS_EXCLUDED(mu_);
+  void ServeResources(std::vector<Prepared> prepared,
+                      plugin::PreferredHandler preferred)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Serves `node` as `config` says: the first time, or over the resources
   // already served (changed in place, added, removed). Nothing changes
   // when it fails (the configuration does not fit the node).
