@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "src/common/status_macros.h"
 #include "src/nvml/sim/render_fs.h"
 
 namespace gpulet::sim {
@@ -35,12 +36,6 @@ bool AllDigits(absl::string_view s) {
   return true;
 }
 
-#define RETURN_IF_ERROR_R(expr)            \
-  do {                                     \
-    if (absl::Status s_ = (expr); !s_.ok()) \
-      return s_;                           \
-  } while (false)
-
 std::string CapAccessText(unsigned minor) {
   return absl::StrCat("DeviceFileMinor: ", minor, "\nDeviceFileMode: ",
                       kCapAccessMode, "\nDeviceFileModify: 1\n");
@@ -49,25 +44,25 @@ std::string CapAccessText(unsigned minor) {
 absl::Status RenderDev(const Machine& machine, const std::string& root,
                        DevNodes how) {
   const std::string dev = root + "/dev";
-  RETURN_IF_ERROR_R(render::EnsureDir(dev + "/nvidia-caps"));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(dev + "/nvidia-caps"));
   std::set<std::string> gpu_nodes;
   for (const Gpu& gpu : machine.gpus) {
     gpu_nodes.insert(absl::StrCat("nvidia", gpu.minor));
-    RETURN_IF_ERROR_R(render::CharDevice(absl::StrCat(dev, "/nvidia", gpu.minor),
+    GPULET_RETURN_IF_ERROR(render::CharDevice(absl::StrCat(dev, "/nvidia", gpu.minor),
                                          kNvidiaMajor, gpu.minor, how));
   }
-  RETURN_IF_ERROR_R(render::RemoveStale(dev, [&](const std::string& name) {
+  GPULET_RETURN_IF_ERROR(render::RemoveStale(dev, [&](const std::string& name) {
     absl::string_view rest = name;
     return absl::ConsumePrefix(&rest, "nvidia") && AllDigits(rest) &&
            !gpu_nodes.contains(name);
   }));
-  RETURN_IF_ERROR_R(render::CharDevice(dev + "/nvidiactl", kNvidiaMajor,
+  GPULET_RETURN_IF_ERROR(render::CharDevice(dev + "/nvidiactl", kNvidiaMajor,
                                        kNvidiaCtlMinor, how));
-  RETURN_IF_ERROR_R(render::CharDevice(dev + "/nvidia-modeset", kNvidiaMajor,
+  GPULET_RETURN_IF_ERROR(render::CharDevice(dev + "/nvidia-modeset", kNvidiaMajor,
                                        kNvidiaModesetMinor, how));
-  RETURN_IF_ERROR_R(
+  GPULET_RETURN_IF_ERROR(
       render::CharDevice(dev + "/nvidia-uvm", kNvidiaUvmMajor, 0, how));
-  RETURN_IF_ERROR_R(
+  GPULET_RETURN_IF_ERROR(
       render::CharDevice(dev + "/nvidia-uvm-tools", kNvidiaUvmMajor, 1, how));
   // The MIG config and monitor caps, and one per existing GPU and compute
   // instance, as nvidia-modprobe -f creates them.
@@ -83,7 +78,7 @@ absl::Status RenderDev(const Machine& machine, const std::string& root,
   std::set<std::string> cap_names;
   for (unsigned minor : caps) {
     cap_names.insert(absl::StrCat("nvidia-cap", minor));
-    RETURN_IF_ERROR_R(render::CharDevice(
+    GPULET_RETURN_IF_ERROR(render::CharDevice(
         absl::StrCat(dev, "/nvidia-caps/nvidia-cap", minor), kNvidiaCapsMajor,
         minor, how));
   }
@@ -95,26 +90,26 @@ absl::Status RenderDev(const Machine& machine, const std::string& root,
 absl::Status RenderMigCapabilities(const Machine& machine,
                                    const std::string& root) {
   const std::string caps = root + kCapsProc;
-  RETURN_IF_ERROR_R(render::EnsureDir(caps + "/mig"));
-  RETURN_IF_ERROR_R(render::WriteFile(caps + "/mig/config", CapAccessText(1)));
-  RETURN_IF_ERROR_R(render::WriteFile(caps + "/mig/monitor", CapAccessText(2)));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(caps + "/mig"));
+  GPULET_RETURN_IF_ERROR(render::WriteFile(caps + "/mig/config", CapAccessText(1)));
+  GPULET_RETURN_IF_ERROR(render::WriteFile(caps + "/mig/monitor", CapAccessText(2)));
   std::set<std::string> gpus;
   for (const Gpu& gpu : machine.gpus) {
     if (!gpu.mig_enabled) continue;
     const std::string name = absl::StrCat("gpu", gpu.minor);
     gpus.insert(name);
     const std::string mig = absl::StrCat(caps, "/", name, "/mig");
-    RETURN_IF_ERROR_R(render::RemoveStale(mig, [](const std::string&) {
+    GPULET_RETURN_IF_ERROR(render::RemoveStale(mig, [](const std::string&) {
       return true;
     }));
     for (const MigDevice& d : gpu.mig_devices) {
       const std::string gi = absl::StrCat(mig, "/gi", d.gpu_instance_id);
       const std::string ci = absl::StrCat(gi, "/ci", d.compute_instance_id);
-      RETURN_IF_ERROR_R(render::EnsureDir(ci));
-      RETURN_IF_ERROR_R(render::WriteFile(
+      GPULET_RETURN_IF_ERROR(render::EnsureDir(ci));
+      GPULET_RETURN_IF_ERROR(render::WriteFile(
           gi + "/access",
           CapAccessText(GpuInstanceCapMinor(gpu.minor, d.gpu_instance_id))));
-      RETURN_IF_ERROR_R(render::WriteFile(
+      GPULET_RETURN_IF_ERROR(render::WriteFile(
           ci + "/access",
           CapAccessText(ComputeInstanceCapMinor(gpu.minor, d.gpu_instance_id,
                                                 d.compute_instance_id))));
@@ -127,24 +122,24 @@ absl::Status RenderMigCapabilities(const Machine& machine,
 
 absl::Status RenderProc(const Machine& machine, const std::string& root) {
   const std::string nvidia = root + "/proc/driver/nvidia";
-  RETURN_IF_ERROR_R(render::EnsureDir(nvidia + "/gpus"));
-  RETURN_IF_ERROR_R(render::EnsureDir(root + "/proc/driver/nvidia-caps"));
-  RETURN_IF_ERROR_R(
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(nvidia + "/gpus"));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(root + "/proc/driver/nvidia-caps"));
+  GPULET_RETURN_IF_ERROR(
       render::WriteFile(root + "/proc/devices", ProcDevicesText(), 0444));
-  RETURN_IF_ERROR_R(
+  GPULET_RETURN_IF_ERROR(
       render::WriteFile(nvidia + "/version", ProcVersionText(machine), 0444));
-  RETURN_IF_ERROR_R(render::WriteFile(root + "/proc/driver/nvidia-caps/mig-minors",
+  GPULET_RETURN_IF_ERROR(render::WriteFile(root + "/proc/driver/nvidia-caps/mig-minors",
                                       MigMinorsText(), 0444));
   std::set<std::string> bdfs;
   for (const Gpu& gpu : machine.gpus) {
     const std::string bdf = SysfsBusId(gpu.bus_id);
     bdfs.insert(bdf);
     const std::string dir = absl::StrCat(nvidia, "/gpus/", bdf);
-    RETURN_IF_ERROR_R(render::EnsureDir(dir));
-    RETURN_IF_ERROR_R(render::WriteFile(dir + "/information",
+    GPULET_RETURN_IF_ERROR(render::EnsureDir(dir));
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/information",
                                         ProcGpuInformationText(gpu), 0444));
   }
-  RETURN_IF_ERROR_R(render::RemoveStale(
+  GPULET_RETURN_IF_ERROR(render::RemoveStale(
       nvidia + "/gpus",
       [&](const std::string& name) { return !bdfs.contains(name); }));
   return RenderMigCapabilities(machine, root);
@@ -155,9 +150,9 @@ absl::Status RenderProc(const Machine& machine, const std::string& root) {
 // tree can be moved and never points outside the root.
 absl::Status RenderSys(const Machine& machine, const std::string& root) {
   const std::string sys = root + "/sys";
-  RETURN_IF_ERROR_R(render::EnsureDir(sys + "/bus/pci/devices"));
-  RETURN_IF_ERROR_R(render::EnsureDir(sys + "/bus/pci/drivers/nvidia"));
-  RETURN_IF_ERROR_R(render::EnsureDir(sys + "/kernel/iommu_groups"));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/devices"));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/drivers/nvidia"));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/kernel/iommu_groups"));
   std::set<std::string> bdfs;
   std::set<std::string> groups;
   for (size_t i = 0; i < machine.gpus.size(); ++i) {
@@ -169,39 +164,39 @@ absl::Status RenderSys(const Machine& machine, const std::string& root) {
     const std::string group = std::to_string(i);
     bdfs.insert(bdf);
     groups.insert(group);
-    RETURN_IF_ERROR_R(render::EnsureDir(dir));
+    GPULET_RETURN_IF_ERROR(render::EnsureDir(dir));
     const auto hex = [](uint32_t v) { return absl::StrFormat("0x%04x\n", v); };
-    RETURN_IF_ERROR_R(render::WriteFile(dir + "/vendor", hex(0x10de)));
-    RETURN_IF_ERROR_R(
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/vendor", hex(0x10de)));
+    GPULET_RETURN_IF_ERROR(
         render::WriteFile(dir + "/device", hex(gpu.pci_device_id >> 16)));
-    RETURN_IF_ERROR_R(render::WriteFile(dir + "/subsystem_vendor",
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/subsystem_vendor",
                                         hex(gpu.pci_subsystem_id & 0xffff)));
-    RETURN_IF_ERROR_R(render::WriteFile(dir + "/subsystem_device",
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/subsystem_device",
                                         hex(gpu.pci_subsystem_id >> 16)));
-    RETURN_IF_ERROR_R(render::WriteFile(dir + "/class", kPciClass));
-    RETURN_IF_ERROR_R(render::WriteFile(dir + "/numa_node",
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/class", kPciClass));
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/numa_node",
                                         absl::StrCat(gpu.numa_node, "\n")));
-    RETURN_IF_ERROR_R(
+    GPULET_RETURN_IF_ERROR(
         render::Symlink("../../../bus/pci/drivers/nvidia", dir + "/driver"));
-    RETURN_IF_ERROR_R(render::Symlink(
+    GPULET_RETURN_IF_ERROR(render::Symlink(
         "../../../kernel/iommu_groups/" + group, dir + "/iommu_group"));
-    RETURN_IF_ERROR_R(render::Symlink(
+    GPULET_RETURN_IF_ERROR(render::Symlink(
         "../../../" + rel, absl::StrCat(sys, "/bus/pci/devices/", bdf)));
-    RETURN_IF_ERROR_R(render::Symlink(
+    GPULET_RETURN_IF_ERROR(render::Symlink(
         "../../../../" + rel, absl::StrCat(sys, "/bus/pci/drivers/nvidia/", bdf)));
     const std::string members =
         absl::StrCat(sys, "/kernel/iommu_groups/", group, "/devices");
-    RETURN_IF_ERROR_R(render::EnsureDir(members));
-    RETURN_IF_ERROR_R(render::RemoveStale(
+    GPULET_RETURN_IF_ERROR(render::EnsureDir(members));
+    GPULET_RETURN_IF_ERROR(render::RemoveStale(
         members, [&](const std::string& name) { return name != bdf; }));
-    RETURN_IF_ERROR_R(
+    GPULET_RETURN_IF_ERROR(
         render::Symlink("../../../../" + rel, absl::StrCat(members, "/", bdf)));
   }
   const auto stale_bdf = [&](const std::string& n) {
     return n.find(':') != std::string::npos && !bdfs.contains(n);
   };
-  RETURN_IF_ERROR_R(render::RemoveStale(sys + "/bus/pci/devices", stale_bdf));
-  RETURN_IF_ERROR_R(render::RemoveStale(sys + "/bus/pci/drivers/nvidia", stale_bdf));
+  GPULET_RETURN_IF_ERROR(render::RemoveStale(sys + "/bus/pci/devices", stale_bdf));
+  GPULET_RETURN_IF_ERROR(render::RemoveStale(sys + "/bus/pci/drivers/nvidia", stale_bdf));
   return render::RemoveStale(
       sys + "/kernel/iommu_groups",
       [&](const std::string& n) { return !groups.contains(n); });
@@ -226,10 +221,10 @@ absl::Status RenderNode(const Machine& machine, const RenderOptions& options) {
         machine.source, ": the machine has no driver loaded; there is no "
                         "driver to render"));
   }
-  RETURN_IF_ERROR_R(render::EnsureDir(options.root));
-  RETURN_IF_ERROR_R(RenderDev(machine, options.root, options.dev_nodes));
-  RETURN_IF_ERROR_R(RenderProc(machine, options.root));
-  RETURN_IF_ERROR_R(RenderSys(machine, options.root));
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(options.root));
+  GPULET_RETURN_IF_ERROR(RenderDev(machine, options.root, options.dev_nodes));
+  GPULET_RETURN_IF_ERROR(RenderProc(machine, options.root));
+  GPULET_RETURN_IF_ERROR(RenderSys(machine, options.root));
   const std::string driver_root =
       options.driver_dir.empty() || options.driver_dir == "."
           ? options.root
