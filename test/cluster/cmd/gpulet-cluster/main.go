@@ -58,7 +58,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "gpulet-cluster: --k8s-bin is required (run test/cluster/build-k8s)")
 			os.Exit(2)
 		}
-		if _, err := scenario.Select(*run); err != nil {
+		if _, err := scenario.Select(*run); err != nil && !*keep {
 			fmt.Fprintln(os.Stderr, "gpulet-cluster:", err)
 			os.Exit(2)
 		}
@@ -73,7 +73,7 @@ func main() {
 			logf("%v", err)
 			os.Exit(1)
 		}
-		code, err := sandbox.RunOuter(sandbox.Options{CgroupName: cgroup, Log: logf})
+		code, err := sandbox.RunOuter(sandbox.Options{CgroupName: cgroup, Log: logf, Keep: *keep})
 		if err != nil {
 			logf("%v", err)
 		}
@@ -148,8 +148,8 @@ func runner(cfg node.Config, run string, keep bool) int {
 				[]byte(n.Kubectl("get", "all,events", "-A", "-o", "wide")), 0644)
 		}
 		if keep && ctx.Err() == nil {
-			logf("cluster kept up. In another shell:\n  nsenter -t %d -m -n -p %s --kubeconfig %s get pods -A\nlogs: %s\nCtrl-C brings it down.",
-				os.Getpid(), filepath.Join(cfg.K8sBin, "kubectl"), n.Kubeconfig, cfg.Paths.Logs())
+			logf("cluster kept up. In another shell (PID: the namespace's init, printed at the start):\n  nsenter -t PID -m -n -p %s --kubeconfig %s get pods -A\nlogs: %s\nCtrl-C brings it down.",
+				filepath.Join(cfg.K8sBin, "kubectl"), n.Kubeconfig, cfg.Paths.Logs())
 			<-interrupted
 		}
 		t := time.Now()
@@ -160,7 +160,7 @@ func runner(cfg node.Config, run string, keep bool) int {
 		logf("tear-down took %.2f s", time.Since(t).Seconds())
 	}
 	logf("logs: %s", cfg.Paths.Logs())
-	if ctx.Err() != nil && code == 0 {
+	if ctx.Err() != nil && code == 0 && !keep {
 		code = 1
 	}
 	return code

@@ -65,6 +65,8 @@ type Options struct {
 	CgroupName string
 	// Log receives the outer process's own messages.
 	Log func(format string, args ...any)
+	// Keep: say how to enter the namespaces (the cluster stays up).
+	Keep bool
 }
 
 // RunOuter starts init in new namespaces with the same arguments, waits for
@@ -90,6 +92,9 @@ func RunOuter(opts Options) (int, error) {
 	p, err := os.StartProcess(self, os.Args, attr)
 	if err != nil {
 		return 0, fmt.Errorf("cannot start the fixture in new namespaces (needs root): %w", err)
+	}
+	if opts.Keep {
+		opts.Log("the fixture's namespaces: nsenter -t %d -m -n -p", p.Pid)
 	}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
