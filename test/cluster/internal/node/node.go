@@ -276,8 +276,8 @@ func lookPath(name string) (string, error) {
 }
 
 // waitFor polls cond until it is true; the deadline only bounds a failure.
-func (n *Node) waitFor(ctx context.Context, what string, limit time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
+func (n *Node) waitFor(parent context.Context, what string, limit time.Duration, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(parent, limit)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -298,6 +298,9 @@ func (n *Node) waitFor(ctx context.Context, what string, limit time.Duration, co
 		}
 		select {
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("waiting for %s: interrupted", what)
+			}
 			return fmt.Errorf("waiting for %s: not after %s", what, limit)
 		case <-tick.C:
 		}

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -37,7 +36,7 @@ func strategiesScenario(t *T) {
 	n := t.N
 	full := map[string]int{"nvidia.com/gpu": len(n.Machine.GPUs)}
 	defer func() {
-		if err := n.Reconfigure(context.Background(), node.NoSharingConfig, full); err != nil {
+		if err := n.Reconfigure(t.Ctx, node.NoSharingConfig, full); err != nil {
 			t.Errorf("restoring the config: %v", err)
 		}
 	}()
@@ -85,7 +84,7 @@ func timeSlicingScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	defer func() {
-		if err := n.Reconfigure(context.Background(), node.NoSharingConfig, map[string]int{"nvidia.com/gpu": gpus}); err != nil {
+		if err := n.Reconfigure(t.Ctx, node.NoSharingConfig, map[string]int{"nvidia.com/gpu": gpus}); err != nil {
 			t.Errorf("restoring the config: %v", err)
 		}
 	}()

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -26,7 +25,7 @@ func init() {
 	register(Scenario{
 		Name: "xid",
 		Doc: "an Xid lowers the node's allocatable in the API server and the quiet period brings it back; " +
-			"a lost GPU returns when restored; a pod on that GPU keeps running",
+			"a pod on that GPU keeps running",
 		Run: xidScenario,
 	})
 }
@@ -130,7 +129,14 @@ func gpuletRecreateScenario(t *T) {
 	expectDisjoint(t, devs, allocatedDevices(t, "after-recreate", "nvidia.com/gpu"))
 }
 
-// healthConfig is the no-sharing config with a short quiet period.
+// healthConfig is the no-sharing config with a short quiet period, long
+// enough for the kubelet's status updates (every second) to show the
+// unhealthy GPU under load.
+//
+// A lost GPU that is restored is not checked here: gpulet recovers it only
+// when one of its once-a-second probes saw it lost, and nothing outside
+// gpulet (log at the default level, metric) shows that a probe did, so a
+// restore could land before it and the GPU would rightly stay unhealthy.
 const healthConfig = `version: v1
 flags:
   migStrategy: none
@@ -139,7 +145,7 @@ flags:
     deviceListStrategy: envvar
     deviceIDStrategy: uuid
 health:
-  quietPeriod: 5s
+  quietPeriod: 10s
 `
 
 func xidScenario(t *T) {
@@ -150,7 +156,7 @@ func xidScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	defer func() {
-		if err := n.Reconfigure(context.Background(), node.NoSharingConfig, full); err != nil {
+		if err := n.Reconfigure(t.Ctx, node.NoSharingConfig, full); err != nil {
 			t.Errorf("restoring the config: %v", err)
 		}
 	}()
@@ -170,18 +176,6 @@ func xidScenario(t *T) {
 	t.Figure("Xid -> allocatable lowered in the API server", time.Since(start))
 	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus); err != nil {
 		t.Fatalf("after the quiet period: %v", err)
-	}
-	if err := n.Sim("lose", "--gpu", fmt.Sprint(idx)); err != nil {
-		t.Fatalf("%v", err)
-	}
-	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus-1); err != nil {
-		t.Fatalf("after losing the GPU: %v", err)
-	}
-	if err := n.Sim("restore", "--gpu", fmt.Sprint(idx)); err != nil {
-		t.Fatalf("%v", err)
-	}
-	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus); err != nil {
-		t.Fatalf("after restoring the GPU: %v", err)
 	}
 	expectUndisturbed(t, "on-sick-gpu", cid, devs)
 }
