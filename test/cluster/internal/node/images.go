@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -279,5 +278,3 @@ func buildImages(dir, srcDir, gpulet, runtime string) ([]string, error) {
 	}
 	return paths, nil
 }
-
-var _ = io.EOF

@@ -52,7 +52,10 @@ func (g *Group) Start(name string, env []string, argv ...string) (*Process, erro
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// No parent-death signal: Go delivers it when the forking OS thread
+	// exits, not the process. Should the runner die, the namespace's init
+	// ends everything instead.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
