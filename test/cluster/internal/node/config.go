@@ -31,6 +31,7 @@ func (p Paths) Containerd() string    { return filepath.Join(p.State, "container
 func (p Paths) Kubelet() string       { return filepath.Join(p.State, "kubelet") }
 func (p Paths) PodLogs() string       { return filepath.Join(p.State, "pod-logs") }
 func (p Paths) CNI() string           { return filepath.Join(p.State, "cni") }
+func (p Paths) CNICache() string      { return filepath.Join(p.State, "cni-cache") }
 func (p Paths) GPURoot() string       { return filepath.Join(p.State, "gpu-root") }
 func (p Paths) StaticCDI() string     { return filepath.Join(p.State, "cdi") }
 func (p Paths) Images() string        { return filepath.Join(p.State, "images") }
@@ -47,6 +48,7 @@ const (
 	SimSocketDir = "/run/gpulet-sim"
 	SimSocket    = SimSocketDir + "/nvml.sock"
 	kubeletDir   = "/var/lib/kubelet"
+	cniCacheDir  = "/var/lib/cni"
 	usrBin       = "/usr/bin"
 	// RuntimeBinary is where gpulet-runtime is installed on the node.
 	RuntimeBinary = usrBin + "/gpulet-runtime"

@@ -15,26 +15,32 @@ import (
 // so when it was created), so each of these hides a host directory from
 // the node's processes only; nothing is visible on the host.
 
-// mountPrivate makes a tmpfs /run and /var/log, and /var/lib/kubelet backed by the state
-// directory. It returns the directories it had to create on the host (the
-// mount points), which teardown removes again.
+// mountPrivate makes a tmpfs /run and /var/log, and /var/lib/kubelet and
+// /var/lib/cni backed by the state directory. It returns the directories it
+// had to create on the host (the mount points), which teardown removes
+// again.
 func mountPrivate(p Paths) (created []string, err error) {
 	for _, d := range []string{"/run", "/var/log"} {
 		if err := syscall.Mount("tmpfs", d, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=755,size=256m"); err != nil {
 			return nil, fmt.Errorf("mount tmpfs on %s: %w", d, err)
 		}
 	}
-	if _, err := os.Stat(kubeletDir); os.IsNotExist(err) {
-		if err := os.MkdirAll(kubeletDir, 0755); err != nil {
-			return nil, err
+	// The kubelet's fixed paths, and libcni's result cache (which containerd
+	// does not let one move).
+	for _, b := range [][2]string{{p.Kubelet(), kubeletDir}, {p.CNICache(), cniCacheDir}} {
+		src, dst := b[0], b[1]
+		if _, err := os.Stat(dst); os.IsNotExist(err) {
+			if err := os.MkdirAll(dst, 0755); err != nil {
+				return created, err
+			}
+			created = append(created, dst)
 		}
-		created = append(created, kubeletDir)
-	}
-	if err := os.MkdirAll(p.Kubelet(), 0755); err != nil {
-		return created, err
-	}
-	if err := syscall.Mount(p.Kubelet(), kubeletDir, "", syscall.MS_BIND, ""); err != nil {
-		return created, fmt.Errorf("bind %s on %s: %w", p.Kubelet(), kubeletDir, err)
+		if err := os.MkdirAll(src, 0755); err != nil {
+			return created, err
+		}
+		if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
+			return created, fmt.Errorf("bind %s on %s: %w", src, dst, err)
+		}
 	}
 	return created, nil
 }

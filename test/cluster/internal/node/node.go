@@ -372,7 +372,7 @@ func (n *Node) Down() error {
 	if left := sandbox.OtherPids(); len(left) > 0 {
 		errs = append(errs, fmt.Sprintf("processes still running: %v", left))
 	}
-	if err := unmountAll(n.Cfg.Paths.State, kubeletDir, "/run", "/var/log", usrBin); err != nil {
+	if err := unmountAll(n.Cfg.Paths.State, kubeletDir, cniCacheDir, "/run", "/var/log", usrBin); err != nil {
 		errs = append(errs, err.Error())
 	}
 	for _, d := range n.created {
