@@ -242,8 +242,12 @@ func (n *Node) gpuNode() error {
 		return err
 	}
 	n.Machine = m
-	if err := renderStandIn(p.GPURoot(), m, n.Cfg.SimLib); err != nil {
-		return err
+	// The node's device nodes, /proc and /sys files and driver libraries,
+	// the simulator installed as the driver's NVML, all under one root.
+	render := exec.Command(n.Cfg.Gpulet, "sim", "render", p.GPURoot(), "--machine", n.Cfg.Machine,
+		"--driver-dir", ".", "--sim-lib", n.Cfg.SimLib)
+	if out, err := render.CombinedOutput(); err != nil {
+		return fmt.Errorf("gpulet sim render: %v: %s", err, out)
 	}
 	cmd := exec.Command(n.Cfg.Gpulet, "--driver-root", p.GPURoot(), "--nvml-lib", n.Cfg.SimLib,
 		"cdi", "generate", "--output", filepath.Join(p.StaticCDI(), "nvidia.com-gpu.yaml"))

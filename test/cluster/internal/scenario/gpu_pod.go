@@ -19,8 +19,8 @@ func init() {
 var controlNodes = map[string]string{
 	"nvidiactl":        "c 195:255",
 	"nvidia-modeset":   "c 195:254",
-	"nvidia-uvm":       "c 235:0",
-	"nvidia-uvm-tools": "c 235:1",
+	"nvidia-uvm":       "c 511:0",
+	"nvidia-uvm-tools": "c 511:1",
 }
 
 func gpuPodScenario(t *T) {
@@ -90,12 +90,13 @@ func nvidiaDevs(lines []string) map[string]bool {
 }
 
 // nvidiaRules returns the device cgroup rules (cgroup v1 devices.list:
-// "c 195:0 rw") for the NVIDIA majors, as "c 195:0".
+// "c 195:0 rw") for the majors `gpulet sim render` gives NVIDIA's devices
+// (195, nvidia-caps 235, nvidia-uvm 511), as "c 195:0".
 func nvidiaRules(lines []string) map[string]bool {
 	out := map[string]bool{}
 	for _, l := range lines {
 		f := strings.Fields(l)
-		if len(f) >= 2 && (strings.HasPrefix(f[1], "195:") || strings.HasPrefix(f[1], "235:")) {
+		if len(f) >= 2 && (strings.HasPrefix(f[1], "195:") || strings.HasPrefix(f[1], "235:") || strings.HasPrefix(f[1], "511:")) {
 			out[f[0]+" "+f[1]] = true
 		}
 	}
