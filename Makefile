@@ -37,15 +37,16 @@ build: $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j $(JOBS)
 
 # Unit, integration and conformance tests, then the same tests under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer. GPULET_FAIL_ON_SKIP=1 (set
+# by .ci/run) turns a skipped test into a failure.
 test: test-unit test-asan
 
 test-unit: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && $(CURDIR)/scripts/ctest-strict --output-on-failure -j $(JOBS)
 
 test-asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE no-sanitize
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 $(CURDIR)/scripts/ctest-strict --output-on-failure -j $(JOBS) -LE no-sanitize
 
 # Every libFuzzer target, FUZZ_SECONDS each.
 fuzz: $(FUZZ_BUILD)/build.ninja

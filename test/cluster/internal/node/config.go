@@ -1,0 +1,91 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Addresses inside the fixture's network namespace. Nothing outside it is
+// ever contacted.
+const (
+	NodeIP        = "10.201.0.1"
+	nodePeerIP    = "10.201.0.2"
+	ServiceCIDR   = "10.202.0.0/24"
+	serviceIP     = "10.202.0.1"
+	PodCIDR       = "10.203.0.0/24"
+	NodeName      = "gpulet-node"
+	apiServerPort = 6443
+)
+
+// Paths of the node, inside the fixture's mount namespace.
+type Paths struct {
+	State string // everything the run writes; kept after the run for debugging
+}
+
+func (p Paths) Logs() string          { return filepath.Join(p.State, "logs") }
+func (p Paths) PKI() string           { return filepath.Join(p.State, "pki") }
+func (p Paths) Etcd() string          { return filepath.Join(p.State, "etcd") }
+func (p Paths) Containerd() string    { return filepath.Join(p.State, "containerd") }
+func (p Paths) Kubelet() string       { return filepath.Join(p.State, "kubelet") }
+func (p Paths) PodLogs() string       { return filepath.Join(p.State, "pod-logs") }
+func (p Paths) CNI() string           { return filepath.Join(p.State, "cni") }
+func (p Paths) CNICache() string      { return filepath.Join(p.State, "cni-cache") }
+func (p Paths) GPURoot() string       { return filepath.Join(p.State, "gpu-root") }
+func (p Paths) StaticCDI() string     { return filepath.Join(p.State, "cdi") }
+func (p Paths) Images() string        { return filepath.Join(p.State, "images") }
+func (p Paths) RuntimeConfig() string { return filepath.Join(p.State, "runtime.yaml") }
+func (p Paths) RuntimeLog() string    { return filepath.Join(p.State, "logs", "gpulet-runtime.log") }
+
+// Fixed paths the node's software uses: private to the fixture's mount
+// namespace (a tmpfs or a bind mount of a state directory is put there).
+const (
+	ContainerdSocket = "/run/containerd/containerd.sock"
+	DynamicCDIDir    = "/var/run/cdi"
+	// SimSocketDir is where the NVML simulator inside gpulet's pod listens
+	// (a hostPath volume the fixture adds to the DaemonSet).
+	SimSocketDir = "/run/gpulet-sim"
+	SimSocket    = SimSocketDir + "/nvml.sock"
+	kubeletDir   = "/var/lib/kubelet"
+	cniCacheDir  = "/var/lib/cni"
+	usrBin       = "/usr/bin"
+	// RuntimeBinary is where gpulet-runtime is installed on the node.
+	RuntimeBinary = usrBin + "/gpulet-runtime"
+)
+
+// Config is what the fixture is given.
+type Config struct {
+	Paths      Paths
+	K8sBin     string // kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl
+	Gpulet     string // build/bin/gpulet
+	Runtime    string // build/bin/gpulet-runtime
+	SimLib     string // build/sim/lib/libnvidia-ml.so.1
+	SourceDir  string // the checkout (deploy/ is read from here)
+	Machine    string // simulator machine: profile name or file
+	CgroupName string // the kubelet's cgroup root
+	Log        func(format string, args ...any)
+}
+
+func (c *Config) check() error {
+	var missing []string
+	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib,
+		filepath.Join(c.K8sBin, "kube-apiserver"), filepath.Join(c.K8sBin, "kubelet"),
+		filepath.Join(c.SourceDir, "deploy/daemonset.yaml")} {
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, f)
+		}
+	}
+	for _, b := range []string{"etcd", "containerd", "containerd-shim-runc-v2", "ctr", "runc"} {
+		if _, err := lookPath(b); err != nil {
+			missing = append(missing, b+" (in PATH)")
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		missing = append(missing, "/usr/lib/cni/bridge (containernetworking-plugins)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing: %s (run scripts/bootstrap and test/cluster/build-k8s)", strings.Join(missing, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func sourceDir(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "../../../..")
+}
+
+func TestNoSharingConfigDropsOnlyTheSharingSection(t *testing.T) {
+	n := &Node{Cfg: Config{SourceDir: sourceDir(t)}}
+	example, err := n.ConfigMap(ExampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(example.Data["config.yaml"], "timeSlicing:") {
+		t.Fatalf("the example config no longer time-slices; the fixture's expectations need updating")
+	}
+	cm, err := n.ConfigMap(NoSharingConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := cm.Data["config.yaml"]
+	var parsed map[string]any
+	if err := yaml.Unmarshal([]byte(text), &parsed); err != nil {
+		t.Fatalf("config without sharing is not YAML: %v\n%s", err, text)
+	}
+	if _, ok := parsed["sharing"]; ok {
+		t.Errorf("sharing still present:\n%s", text)
+	}
+	if parsed["version"] != "v1" || parsed["flags"] == nil {
+		t.Errorf("lost more than the sharing section:\n%s", text)
+	}
+}
+
+func TestDaemonSetSubstitutionsAreOnlyImageDriverRootAndSimulator(t *testing.T) {
+	n := &Node{Cfg: Config{SourceDir: sourceDir(t), Machine: "dgx-h100", Paths: Paths{State: "/tmp/s"}}}
+	objs, err := n.gpuletObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := readObjects(filepath.Join(sourceDir(t), "deploy/daemonset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want *appsv1.DaemonSet
+	for _, o := range objs {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			got = ds
+		}
+	}
+	for _, o := range orig {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			want = ds
+		}
+	}
+	c := got.Spec.Template.Spec.Containers[0]
+	if c.Image != GpuletImage {
+		t.Errorf("image %s", c.Image)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["NVIDIA_DRIVER_ROOT"] != "/tmp/s/gpu-root" || env["GPULET_SIM_SOCKET"] != SimSocket || env["GPULET_SIM_MACHINE"] != "dgx-h100" {
+		t.Errorf("env %v", env)
+	}
+	if len(c.Env) != len(want.Spec.Template.Spec.Containers[0].Env)+2 {
+		t.Errorf("env: %d entries, want the original's %d + 2", len(c.Env), len(want.Spec.Template.Spec.Containers[0].Env))
+	}
+	if len(got.Spec.Template.Spec.Volumes) != len(want.Spec.Template.Spec.Volumes)+1 {
+		t.Errorf("volumes: want the original's + 1")
+	}
+	// Everything else as shipped.
+	g, w := got.DeepCopy(), want.DeepCopy()
+	g.Spec.Template.Spec.Containers[0] = w.Spec.Template.Spec.Containers[0]
+	g.Spec.Template.Spec.Volumes = w.Spec.Template.Spec.Volumes
+	gy, _ := yaml.Marshal(g)
+	wy, _ := yaml.Marshal(w)
+	if string(gy) != string(wy) {
+		t.Errorf("the DaemonSet changed beyond the container and volumes:\n%s\nvs\n%s", gy, wy)
+	}
+}

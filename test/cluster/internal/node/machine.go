@@ -1,0 +1,34 @@
+package node
+
+// What the fixture needs to know about the simulated machine, from
+// `gpulet devices --json`.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+type simMachine struct {
+	DriverVersion string `json:"driverVersion"`
+	GPUs          []struct {
+		Index int    `json:"index"`
+		UUID  string `json:"uuid"`
+		Minor int    `json:"minor"`
+	} `json:"gpus"`
+}
+
+func querySimMachine(gpulet, simLib, machine string) (*simMachine, error) {
+	cmd := exec.Command(gpulet, "--nvml-lib", simLib, "devices", "--json")
+	cmd.Env = append(os.Environ(), "GPULET_SIM_MACHINE="+machine)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("gpulet devices --json: %w", err)
+	}
+	var m simMachine
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}

@@ -1,0 +1,122 @@
+// Package scenario holds the tests run on the one-node cluster. Each is a
+// function of the running node; the cluster's CLI runs all of them or the
+// ones named with --run.
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gpulet.dev/test/cluster/internal/node"
+)
+
+// T is a scenario's handle: failures and figures.
+type T struct {
+	Name    string
+	N       *node.Node
+	Ctx     context.Context
+	failed  []string
+	Figures []Figure
+}
+
+// Figure is one measured value for the report.
+type Figure struct {
+	Name  string
+	Value string
+}
+
+// Errorf records a failure and continues.
+func (t *T) Errorf(format string, args ...any) {
+	t.failed = append(t.failed, fmt.Sprintf(format, args...))
+}
+
+// Fatalf records a failure and ends the scenario.
+func (t *T) Fatalf(format string, args ...any) {
+	t.Errorf(format, args...)
+	panic(fatal{})
+}
+
+// Figure records a measured value.
+func (t *T) Figure(name string, d time.Duration) {
+	t.Figures = append(t.Figures, Figure{name, fmt.Sprintf("%.2f s", d.Seconds())})
+}
+
+type fatal struct{}
+
+// Scenario is one registered test.
+type Scenario struct {
+	Name string
+	Doc  string
+	Run  func(t *T)
+}
+
+var all []Scenario
+
+func register(s Scenario) { all = append(all, s) }
+
+// order is the order scenarios run in: the basic claim first, then the
+// ones that restart or reconfigure gpulet.
+var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing"}
+
+func rank(name string) int {
+	for i, n := range order {
+		if n == name {
+			return i
+		}
+	}
+	return len(order)
+}
+
+// Select returns the scenarios whose names match re ("" = all), in
+// run order.
+func Select(re string) ([]Scenario, error) {
+	sort.SliceStable(all, func(i, j int) bool { return rank(all[i].Name) < rank(all[j].Name) })
+	if re == "" {
+		return all, nil
+	}
+	r, err := regexp.Compile(re)
+	if err != nil {
+		return nil, err
+	}
+	var out []Scenario
+	for _, s := range all {
+		if r.MatchString(s.Name) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scenario matches %q (have: %s)", re, strings.Join(Names(), ", "))
+	}
+	return out, nil
+}
+
+// Names lists every scenario.
+func Names() []string {
+	var n []string
+	for _, s := range all {
+		n = append(n, s.Name)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Run runs one scenario and returns its failures.
+func Run(ctx context.Context, n *node.Node, s Scenario) (t *T) {
+	t = &T{Name: s.Name, N: n, Ctx: ctx}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(fatal); !ok {
+				t.failed = append(t.failed, fmt.Sprintf("panic: %v", r))
+			}
+		}
+	}()
+	s.Run(t)
+	return t
+}
+
+// Failures of a finished scenario.
+func (t *T) Failures() []string { return t.failed }
