@@ -168,7 +168,14 @@ TEST_F(DaemonTest, SurvivesThePluginDirectoryBeingRecreated) {
   auto plugin = StartPlugin("dgx-h100");
   ExpectRegistrations(*plugin, 1);
   kubelet_.Stop();
-  std::filesystem::remove_all(dir_);
+  // The plugin may recreate its socket (it saw it deleted) while the
+  // directory is being emptied; remove until the directory is gone.
+  absl::Time deadline = absl::Now() + kTimeout;
+  std::error_code error;
+  while (std::filesystem::exists(dir_) && absl::Now() < deadline) {
+    std::filesystem::remove_all(dir_, error);
+  }
+  ASSERT_FALSE(std::filesystem::exists(dir_)) << error.message();
   ASSERT_TRUE(plugin->WaitForLog("was removed", kTimeout)) << plugin->Log();
   std::filesystem::create_directory(dir_);
   ASSERT_TRUE(kubelet_.Start());
