@@ -136,15 +136,21 @@ absl::StatusOr<device::Node> Daemon::Impl::LoadNode() {
   if (device::IsNvmlGpuNotFound(init)) return device::Node{};
   if (!init.ok()) return common::Annotate(init, "failed to initialize NVML");
   nvml_initialized_ = true;
-  device::DiscoveryOptions discovery{options_.sysfs_root};
-  // One GPU failing (lost, or some query refused) does not stop the others
-  // from being served: it is advertised Unhealthy with the reason.
-  discovery.tolerate_gpu_failures = true;
-  absl::StatusOr<device::Node> node = device::Discover(*lib_, discovery);
+  absl::StatusOr<device::Node> node = DiscoverNode(nullptr);
   if (!node.ok()) {
     return common::Annotate(node.status(), "failed to discover GPUs");
   }
   return node;
+}
+
+absl::StatusOr<device::Node> Daemon::Impl::DiscoverNode(
+    const device::Node* previous) {
+  device::DiscoveryOptions discovery{options_.sysfs_root};
+  // One GPU failing (lost, or some query refused) does not stop the others
+  // from being served: it is advertised Unhealthy with the reason.
+  discovery.tolerate_gpu_failures = true;
+  discovery.previous = previous;
+  return device::Discover(*lib_, discovery);
 }
 
 SessionEnd Daemon::Impl::InitFailed(const std::string& message,
@@ -161,9 +167,9 @@ SessionEnd Daemon::Impl::InitFailed(const std::string& message,
   int signo = TakeSignal();
   if (signo == 0) signo = signals.Wait();
   if (signo < 0) {
-    GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "waiting for signals")
-                             .message()
-                      << "; exiting";
+    const absl::Status failed =
+        common::ErrnoToStatus(errno, "waiting for signals");
+    GPULET_LOG(ERROR) << failed.message() << "; exiting";
     return SessionEnd{End::kExit, 1};
   }
   if (signo == SIGHUP) {

@@ -15,7 +15,6 @@
 #include "src/daemon/daemon_impl.h"
 #include "src/daemon/resource_handlers.h"
 #include "src/daemon/resources.h"
-#include "src/device/discovery.h"
 #include "src/device/topology.h"
 #include "src/health/health_config.h"
 
@@ -61,10 +60,7 @@ void Daemon::Impl::Reload() {
     metrics_.config_reloads->Add({metrics::kResultError});
     return;
   }
-  device::DiscoveryOptions discovery{options_.sysfs_root};
-  discovery.tolerate_gpu_failures = true;
-  discovery.previous = &node_;
-  absl::StatusOr<device::Node> node = device::Discover(*lib_, discovery);
+  absl::StatusOr<device::Node> node = DiscoverNode(&node_);
   if (!node.ok()) {
     GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
                          "one: failed to discover GPUs: "
@@ -244,9 +240,7 @@ void Daemon::Impl::EnsureMonitor(const health::MonitorOptions& health,
   if (options.disabled) {
     // Nothing watches the GPUs any more, so nothing could bring them back.
     absl::MutexLock lock(&mu_);
-    book_.DropCause(health::HealthCause::kXid);
-    book_.DropCause(health::HealthCause::kDoubleBitEcc);
-    book_.DropCause(health::HealthCause::kWatchFailed);
+    book_.KeepOnly(health::HealthCause::kDiscoveryFailed);
   }
   std::vector<device::Gpu> watched;
   for (const device::Gpu& gpu : node.gpus) {

@@ -54,6 +54,10 @@ class Daemon::Impl {
   // ---- daemon.cc: life of the process ----
   SessionEnd RunSession(SignalChannel& signals);
   absl::StatusOr<device::Node> LoadNode();
+  // Discovers the GPUs on the initialised NVML session, a failing GPU kept
+  // (Unhealthy) rather than failing the node; `previous` (may be null)
+  // supplies the records of GPUs that cannot be read now.
+  absl::StatusOr<device::Node> DiscoverNode(const device::Node* previous);
   SessionEnd InitFailed(const std::string& message, SignalChannel& signals);
   SessionEnd Loop(SignalChannel& signals);
   void StopSession();

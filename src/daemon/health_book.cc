@@ -50,27 +50,20 @@ void HealthBook::Apply(const std::map<int, std::string>& uuid_of_gpu,
   }
 }
 
-std::vector<health::HealthEvent> HealthBook::Events(
-    const std::map<int, std::string>& uuid_of_gpu) const {
-  std::vector<health::HealthEvent> out;
-  for (const auto& [index, uuid] : uuid_of_gpu) {
-    auto entry = entries_.find(uuid);
-    if (entry == entries_.end()) continue;
-    for (health::HealthEvent e : entry->second) {
-      e.gpu_index = index;
-      out.push_back(std::move(e));
-    }
+void HealthBook::DropIf(
+    const std::function<bool(const health::HealthEvent&)>& drop) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    std::erase_if(it->second, drop);
+    it = it->second.empty() ? entries_.erase(it) : std::next(it);
   }
-  return out;
 }
 
 void HealthBook::DropCause(health::HealthCause cause) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    std::erase_if(it->second, [cause](const health::HealthEvent& e) {
-      return e.cause == cause;
-    });
-    it = it->second.empty() ? entries_.erase(it) : std::next(it);
-  }
+  DropIf([cause](const health::HealthEvent& e) { return e.cause == cause; });
+}
+
+void HealthBook::KeepOnly(health::HealthCause cause) {
+  DropIf([cause](const health::HealthEvent& e) { return e.cause != cause; });
 }
 
 void HealthBook::Retain(const std::map<int, std::string>& uuid_of_gpu) {

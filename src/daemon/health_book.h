@@ -9,6 +9,7 @@
 // Thread safety: none; the daemon guards it with its own mutex.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,19 +29,20 @@ class HealthBook {
   // a device unhealthy for another reason (discovery) stays so.
   void Apply(const std::map<int, std::string>& uuid_of_gpu,
              std::vector<plugin::Device>& devices) const;
-  // Every entry, with gpu_index rewritten to the GPU's index in
-  // `uuid_of_gpu`; entries of GPUs not in it are left out.
-  std::vector<health::HealthEvent> Events(
-      const std::map<int, std::string>& uuid_of_gpu) const;
   // Drops the entries of GPUs not in `uuid_of_gpu` (gone from the node).
   void Retain(const std::map<int, std::string>& uuid_of_gpu);
   // Drops every entry made for `cause` (a new discovery replaces the
   // previous one's failures).
   void DropCause(health::HealthCause cause);
+  // Drops every entry not made for `cause` (the monitor's entries, when
+  // health checks are turned off and nothing could bring them back).
+  void KeepOnly(health::HealthCause cause);
   void Clear() { entries_.clear(); }
   bool empty() const { return entries_.empty(); }
 
  private:
+  void DropIf(const std::function<bool(const health::HealthEvent&)>& drop);
+
   std::map<std::string, std::vector<health::HealthEvent>> entries_;
 };
 

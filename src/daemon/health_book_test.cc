@@ -37,9 +37,6 @@ TEST(HealthBookTest, WholeGpuEntryMarksEveryDeviceOfThatGpuByUuid) {
   EXPECT_TRUE(devices[0].healthy);
   EXPECT_FALSE(devices[1].healthy);
   EXPECT_FALSE(devices[2].healthy);
-  std::vector<health::HealthEvent> events = book.Events(uuids);
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].gpu_index, 3);
 }
 
 TEST(HealthBookTest, MigEntryMarksOnlyItsInstance) {
@@ -65,6 +62,19 @@ TEST(HealthBookTest, RecoveryClearsTheGpuAndRetainDropsGoneGpus) {
   EXPECT_FALSE(book.Record("GPU-a", healthy));
   book.Retain({{0, "GPU-a"}});
   EXPECT_TRUE(book.empty());
+}
+
+TEST(HealthBookTest, KeepOnlyDropsTheOtherCauses) {
+  HealthBook book;
+  health::HealthEvent lost = Unhealthy(0);
+  lost.cause = health::HealthCause::kDiscoveryFailed;
+  book.Record("GPU-a", lost);
+  book.Record("GPU-b", Unhealthy(1));
+  book.KeepOnly(health::HealthCause::kDiscoveryFailed);
+  std::vector<plugin::Device> devices = {Dev("a", 0), Dev("b", 1)};
+  book.Apply({{0, "GPU-a"}, {1, "GPU-b"}}, devices);
+  EXPECT_FALSE(devices[0].healthy);
+  EXPECT_TRUE(devices[1].healthy);
 }
 
 }  // namespace

@@ -174,9 +174,11 @@ class EventMonitor final : public HealthMonitor {
                                          : common::RealClock::Get()),
         callback_(std::move(callback)),
         recovery_(options_.quiet_period),
-        seeded_(Seed(std::move(seed))),
-        thread_([this, failures = std::move(registration.failures)](
-                    std::stop_token stop) { Run(stop, failures); }) {}
+        thread_([this, failures = std::move(registration.failures),
+                 seed = std::move(seed)](std::stop_token stop) {
+          Seed(seed);
+          Run(stop, failures);
+        }) {}
 
   ~EventMonitor() override { Stop(); }
 
@@ -217,15 +219,19 @@ class EventMonitor final : public HealthMonitor {
     return Key{event.gpu_index, event.gpu_instance_id.value_or(kNoInstance),
                event.compute_instance_id.value_or(kNoInstance)};
   }
-  // Before the thread starts: takes over an earlier monitor's state.
-  bool Seed(CarryOver seed) {
+  // First thing on the thread: takes over an earlier monitor's state.
+  void Seed(const CarryOver& seed) {
     for (const RecoveryState& state : seed.recovery) recovery_.Import(state);
     for (const HealthEvent& event : seed.reported) {
       reported_.insert(KeyOf(event));
       reasons_[KeyOf(event)] = event.reason;
       metrics_.SetHealthy(event.gpu_index, false);
     }
-    return !seed.reported.empty() || !seed.recovery.empty();
+    if (!seed.reported.empty()) {
+      GPULET_VLOG(1) << "health monitor: continuing with "
+                     << seed.reported.size()
+                     << " unhealthy report(s) carried over";
+    }
   }
   void Run(std::stop_token stop, const std::vector<HealthEvent>& failures);
   void OnEvent(const nvml::Event& event);
@@ -256,7 +262,6 @@ class EventMonitor final : public HealthMonitor {
   std::chrono::steady_clock::time_point last_probe_{};
   absl::flat_hash_set<Key> reported_;
   absl::flat_hash_map<Key, std::string> reasons_;  // of each reported_ key
-  const bool seeded_;
   absl::flat_hash_set<std::tuple<int, uint64_t, uint64_t>> logged_;
 
   std::mutex sleep_mu_;
@@ -267,10 +272,6 @@ class EventMonitor final : public HealthMonitor {
 
 void EventMonitor::Run(std::stop_token stop,
                        const std::vector<HealthEvent>& failures) {
-  if (seeded_) {
-    GPULET_VLOG(1) << "health monitor: continuing with " << reported_.size()
-                   << " unhealthy report(s) carried over";
-  }
   const std::vector<int> carried = recovery_.Unhealthy();
   for (const HealthEvent& failure : failures) {
     // A GPU that cannot be watched is a fault like any other: it recovers
