@@ -48,13 +48,9 @@ absl::Status WriteFile(const std::string& path, absl::string_view contents,
   if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     if (absl::Status s = RemoveAll(path); !s.ok()) return s;
   }
-  if (absl::Status s = common::WriteFileAtomic(path, contents); !s.ok()) {
-    return s;
-  }
-  if (::chmod(path.c_str(), mode) != 0) {
-    return common::ErrnoToStatus(errno, absl::StrCat("chmod ", path));
-  }
-  return absl::OkStatus();
+  common::WriteOptions options;
+  options.mode = mode;
+  return common::WriteFileAtomic(path, contents, options);
 }
 
 absl::Status Symlink(const std::string& target, const std::string& path) {
