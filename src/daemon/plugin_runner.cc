@@ -45,7 +45,8 @@ PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options,
                            plugin::PreferredHandler preferred)
     : spec_(std::move(spec)),
       options_(std::move(options)),
-      devices_(spec_.devices),
+      // The list owns the devices; spec_ keeps only the names.
+      devices_(std::move(spec_.devices)),
       handlers_(std::make_shared<const Handlers>(Handlers{
           allocate ? std::move(allocate)
                    : plugin::AllocateHandler(plugin::EnvvarResponse),
@@ -92,7 +93,6 @@ void PluginRunner::Update(std::vector<plugin::Device> devices,
     absl::MutexLock lock(&handlers_mu_);
     handlers_ = std::move(fresh);
   }
-  spec_.devices = devices;
   devices_.Replace(std::move(devices));
 }
 
@@ -100,7 +100,7 @@ PluginRunner::~PluginRunner() { Stop(); }
 
 void PluginRunner::Start() {
   GPULET_LOG(INFO) << "starting " << spec_.resource_name << " ("
-                   << spec_.devices.size() << " devices) on "
+                   << devices_.Snapshot()->devices.size() << " devices) on "
                    << options_.plugin_dir << "/" << spec_.socket_name;
   backoff_.Reset();
   Attempt(/*restart_server=*/true);

@@ -127,7 +127,7 @@ class PluginRunner {
   };
   std::shared_ptr<const Handlers> handlers() const;
 
-  ResourceSpec spec_;
+  ResourceSpec spec_;  // names only: its devices moved into devices_
   const RunnerOptions options_;
   plugin::DeviceList devices_;
   // Swapped by Update while gRPC threads call through it.
