@@ -152,23 +152,28 @@ func (g *gpulet) expectSame(t *T) {
 // reload puts config into the ConfigMap (config == "" keeps the file as it
 // is), waits for it in gpulet's container, sends SIGHUP and waits for the
 // log line that ends the reload (node.ReloadAccepted or node.ReloadRejected).
-func (g *gpulet) reload(t *T, config, outcome string) {
+// It returns when the signal was sent.
+func (g *gpulet) reload(t *T, config, outcome string) time.Time {
 	n := t.N
 	if config != "" {
+		start := time.Now()
 		if _, err := n.SetConfig(t.Ctx, g.pid, config); err != nil {
 			t.Fatalf("%v", err)
 		}
+		t.Figure("ConfigMap edited -> new file in gpulet's container", time.Since(start))
 	}
 	before, err := n.CountInLog(t.Ctx, g.pod.Name, outcome)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	sent := time.Now()
 	if err := n.Sighup(g.pid); err != nil {
 		t.Fatalf("SIGHUP to gpulet (%d): %v", g.pid, err)
 	}
 	if err := n.WaitInLog(t.Ctx, g.pod.Name, outcome, before+1); err != nil {
 		t.Fatalf("after SIGHUP: %v\n%s", err, n.Kubectl("-n", "kube-system", "logs", g.pod.Name, "--tail=20"))
 	}
+	return sent
 }
 
 // reconfigure restarts gpulet with config (a fresh process, so a fresh
@@ -312,9 +317,8 @@ func reloadUnchangedScenario(t *T) {
 	g := currentGpulet(t, "nvidia.com/gpu")
 	expectAllocatable(t, "nvidia.com/gpu", gpus)
 	w := watchAllocatable(t, "nvidia.com/gpu")
-	start := time.Now()
-	g.reload(t, "", node.ReloadAccepted)
-	t.Figure("SIGHUP -> reload done (unchanged file)", time.Since(start))
+	sent := g.reload(t, "", node.ReloadAccepted)
+	t.Figure("SIGHUP -> reload done (unchanged file)", time.Since(sent))
 	w.waitStatusUpdates(t)
 	lo, hi := w.stop()
 	if lo != int64(gpus) || hi != int64(gpus) {
@@ -397,10 +401,9 @@ func reloadReplicasScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	expectAllocatable(t, "nvidia.com/gpu", 4*(gpus-1))
-	start := time.Now()
-	g.reload(t, timeSlicingConfig(2), node.ReloadAccepted)
+	sent := g.reload(t, timeSlicingConfig(2), node.ReloadAccepted)
 	expectAllocatable(t, "nvidia.com/gpu", 2*(gpus-1))
-	t.Figure("SIGHUP -> new replica count in the API server", time.Since(start))
+	t.Figure("SIGHUP -> new replica count in the API server", time.Since(sent))
 	// Not a passing value on the way to 16: two more status updates.
 	w := watchAllocatable(t, "nvidia.com/gpu")
 	w.waitStatusUpdates(t)
