@@ -191,10 +191,9 @@ func restoreNoSharing(t *T) {
 	}
 }
 
-// expectAllocatable checks the node's allocatable now, after waiting for
-// it: a value gpulet reaches only by doing the wrong thing would show up at
-// the latest after the kubelet's next status updates, which
-// waitStatusUpdates waits for.
+// expectAllocatable waits until the node's allocatable count of resource
+// is want, or ends the scenario saying what it is. That a count also stays
+// is checked with watchAllocatable.
 func expectAllocatable(t *T, resource string, want int) {
 	if err := t.N.WaitAllocatable(t.Ctx, resource, want); err != nil {
 		got, _ := t.N.Allocatable(t.Ctx, resource)
