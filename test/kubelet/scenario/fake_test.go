@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// The fake plugin with its defaults: 4 devices of example.com/gpu on 2 NUMA nodes.
+// The fake plugin with its defaults: 4 devices of example.com/gpu on 2 NUMA
+// nodes. It serves one resource, without a per-request limit.
 func TestFakePlugin(t *testing.T) {
-	runAll(t, fakeSpec(t))
+	runAll(t, fakeSpec(t), "resources", "shared-limit")
 }
 
 // Other parameters, one device, no topology, PreStartContainer required:
@@ -17,7 +18,7 @@ func TestFakePluginOtherShape(t *testing.T) {
 		"-env=ACCEL_IDS", "-prestart", "-socket=accel.sock")
 	spec.Resource, spec.Devices, spec.EnvName = "vendor.example/accel", 1, "ACCEL_IDS"
 	spec.KubeletRestarts = 1
-	runAll(t, spec)
+	runAll(t, spec, "islands", "resources", "shared-limit")
 }
 
 // The harness must fail, with a message saying why, when the plugin does

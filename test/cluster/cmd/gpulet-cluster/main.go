@@ -39,9 +39,13 @@ func main() {
 	flag.Parse()
 
 	if *list {
-		all, _ := scenario.Select("")
+		all, _ := scenario.Select("", "")
 		for _, s := range all {
-			fmt.Printf("%-20s %s\n", s.Name, s.Doc)
+			doc := s.Doc
+			if s.Machine != "" {
+				doc = "(machine " + s.Machine + ") " + doc
+			}
+			fmt.Printf("%-20s %s\n", s.Name, doc)
 		}
 		return
 	}
@@ -58,7 +62,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "gpulet-cluster: --k8s-bin is required (run test/cluster/build-k8s)")
 			os.Exit(2)
 		}
-		if _, err := scenario.Select(*run); err != nil && !*keep {
+		if _, err := scenario.Select(*run, *machine); err != nil && !*keep {
 			fmt.Fprintln(os.Stderr, "gpulet-cluster:", err)
 			os.Exit(2)
 		}
@@ -121,7 +125,7 @@ func runner(cfg node.Config, run string, keep bool) int {
 	}
 	var results []*scenario.T
 	if err == nil {
-		selected, _ := scenario.Select(run)
+		selected, _ := scenario.Select(run, cfg.Machine)
 		for _, s := range selected {
 			if ctx.Err() != nil {
 				break

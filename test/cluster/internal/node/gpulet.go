@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"gpulet.dev/test/cluster/internal/sandbox"
 )
 
 // GpuletLog returns the log of gpulet's current pod.
@@ -114,4 +117,99 @@ func (n *Node) GPUIndex(uuid string) int {
 		}
 	}
 	return -1
+}
+
+// SimOutput runs `gpulet sim <args>` like Sim and returns what it printed.
+func (n *Node) SimOutput(args ...string) (string, error) {
+	cmd := exec.Command(n.Cfg.Gpulet, append([]string{"sim", "--socket", SimSocket}, args...)...)
+	cmd.Env = os.Environ()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("gpulet sim %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// GpuletPid returns the PID (in the fixture's PID namespace) of the gpulet
+// process running in a pod: the process named gpulet whose cgroup is the
+// pod's (the kubelet's cgroupfs driver names it pod<UID>).
+func (n *Node) GpuletPid(pod *corev1.Pod) (int, error) {
+	for _, pid := range sandbox.OtherPids() {
+		if sandbox.Comm(pid) != "gpulet" {
+			continue
+		}
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(cg), "/pod"+string(pod.UID)+"/") {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no gpulet process in pod %s (UID %s)", pod.Name, pod.UID)
+}
+
+// ConfigInPod is the config file as gpulet's container sees it
+// (/etc/gpulet/config.yaml, the ConfigMap volume).
+func (n *Node) ConfigInPod(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/etc/gpulet/config.yaml", pid))
+	return string(b), err
+}
+
+// SetConfig puts config (as ConfigMap takes it) into the ConfigMap, the way
+// an operator edits it, and waits until the kubelet has synced the new text
+// into the volume of gpulet's container (pid), as the operator waits before
+// sending SIGHUP. It returns the text.
+func (n *Node) SetConfig(ctx context.Context, pid int, config string) (string, error) {
+	cm, err := n.ConfigMap(config)
+	if err != nil {
+		return "", err
+	}
+	if _, err := n.Client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return "", err
+	}
+	want := cm.Data["config.yaml"]
+	err = n.waitFor(ctx, "the kubelet to sync the ConfigMap into gpulet's container", 60*time.Second,
+		func(ctx context.Context) (bool, error) {
+			got, err := n.ConfigInPod(pid)
+			return err == nil && got == want, nil
+		})
+	return want, err
+}
+
+// Log lines of `gpulet plugin` that end a reload (docs/configuration.md).
+const (
+	ReloadAccepted = "configuration reloaded"
+	ReloadRejected = "configuration not reloaded, keeping the previous one"
+)
+
+// CountInLog counts the lines of gpulet's log (pod) that contain what.
+func (n *Node) CountInLog(ctx context.Context, pod, what string) (int, error) {
+	log, err := n.GpuletLog(ctx, pod)
+	if err != nil {
+		return 0, err
+	}
+	c := 0
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, what) {
+			c++
+		}
+	}
+	return c, nil
+}
+
+// WaitInLog waits until gpulet's log (pod) holds at least `want` lines
+// containing what.
+func (n *Node) WaitInLog(ctx context.Context, pod, what string, want int) error {
+	return n.waitFor(ctx, fmt.Sprintf("%d line(s) %q in gpulet's log", want, what), 60*time.Second,
+		func(ctx context.Context) (bool, error) {
+			got, err := n.CountInLog(ctx, pod, what)
+			return err == nil && got >= want, nil
+		})
+}
+
+// Sighup sends SIGHUP to gpulet's process, as docs/configuration.md tells
+// users to reload the file.
+func (n *Node) Sighup(pid int) error {
+	return syscall.Kill(pid, syscall.SIGHUP)
 }

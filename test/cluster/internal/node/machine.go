@@ -16,6 +16,14 @@ type simMachine struct {
 		Index int    `json:"index"`
 		UUID  string `json:"uuid"`
 		Minor int    `json:"minor"`
+		// MIG devices (a MIG-enabled GPU), as `gpulet devices --json` lists them.
+		MigEnabled bool `json:"migEnabled"`
+		MigDevices []struct {
+			UUID    string `json:"uuid"`
+			Profile string `json:"profile"`
+			GI      int    `json:"gpuInstanceId"`
+			CI      int    `json:"computeInstanceId"`
+		} `json:"migDevices"`
 	} `json:"gpus"`
 }
 

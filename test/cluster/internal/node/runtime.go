@@ -126,6 +126,11 @@ containerRuntimeEndpoint: unix://%s
 podLogsDir: %q
 resolvConf: ""
 healthzBindAddress: 127.0.0.1
+# A ConfigMap edit reaches a pod's volume only at the pod's next periodic
+# sync (every syncFrequency, 1m by default; the ConfigMap itself is watched).
+# The reload scenarios wait for the new file in gpulet's container before
+# sending SIGHUP, as an operator does; 2s keeps that wait short.
+syncFrequency: 2s
 # Device plugin changes reach the API server at the next status update.
 nodeStatusUpdateFrequency: 1s
 nodeStatusReportFrequency: 1s

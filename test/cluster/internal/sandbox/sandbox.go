@@ -4,10 +4,11 @@
 // Three processes of the same executable take part:
 //
 //	outer   the command the developer (or ctest) ran. It records the host
-//	        state the cluster may change (global sysctls), starts "init" in
-//	        the new namespaces, waits for it, then restores that state and
-//	        removes the cgroups the kubelet made. It does this even when
-//	        init was killed.
+//	        state the cluster may change (global sysctls; shared with the
+//	        other clusters running on the machine, see sysctls.go), starts
+//	        "init" in the new namespaces, waits for it, then restores that
+//	        state (the last cluster to end does) and removes the cgroups the
+//	        kubelet made. It does this even when init was killed.
 //	init    PID 1 of the new PID namespace. It makes every mount private,
 //	        starts "runner", reaps every orphan (containerd's shims are
 //	        reparented to it), forwards SIGINT/SIGTERM to the runner, and
@@ -72,9 +73,9 @@ type Options struct {
 // RunOuter starts init in new namespaces with the same arguments, waits for
 // it and restores the host. It returns init's exit code.
 func RunOuter(opts Options) (int, error) {
-	saved, err := readSysctls()
-	if err != nil {
-		return 0, err
+	sysctls := newSysctlKeeper(opts.Log)
+	if err := sysctls.acquire(); err != nil {
+		return 0, fmt.Errorf("recording the sysctls in %s: %w", HostStateDir, err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -91,6 +92,9 @@ func RunOuter(opts Options) (int, error) {
 	}
 	p, err := os.StartProcess(self, os.Args, attr)
 	if err != nil {
+		if rerr := restoreHost(opts, sysctls); rerr != nil {
+			opts.Log("restoring the host: %v", rerr)
+		}
 		return 0, fmt.Errorf("cannot start the fixture in new namespaces (needs root): %w", err)
 	}
 	if opts.Keep {
@@ -109,7 +113,7 @@ func RunOuter(opts Options) (int, error) {
 	if err == nil {
 		code = exitCode(state)
 	}
-	if rerr := restoreHost(opts, saved); rerr != nil {
+	if rerr := restoreHost(opts, sysctls); rerr != nil {
 		opts.Log("restoring the host: %v", rerr)
 		if code == 0 {
 			code = 1
@@ -137,17 +141,10 @@ func readSysctls() (map[string]string, error) {
 	return saved, nil
 }
 
-func restoreHost(opts Options, saved map[string]string) error {
+func restoreHost(opts Options, sysctls *sysctlKeeper) error {
 	var errs []string
-	now, _ := readSysctls()
-	for key, want := range saved {
-		if now[key] == want {
-			continue
-		}
-		opts.Log("restoring sysctl %s: %s -> %s", strings.ReplaceAll(key, "/", "."), now[key], want)
-		if err := os.WriteFile("/proc/sys/"+key, []byte(want), 0644); err != nil {
-			errs = append(errs, err.Error())
-		}
+	if err := sysctls.release(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if err := RemoveCgroups(opts.CgroupName, opts.Log); err != nil {
 		errs = append(errs, err.Error())

@@ -25,7 +25,7 @@ func init() {
 	register(Scenario{
 		Name: "xid",
 		Doc: "an Xid lowers the node's allocatable in the API server and the quiet period brings it back; " +
-			"a pod on that GPU keeps running",
+			"a pod on that GPU keeps running; a lost GPU (sim lose) lowers it too and comes back after sim restore",
 		Run: xidScenario,
 	})
 }
@@ -132,11 +132,6 @@ func gpuletRecreateScenario(t *T) {
 // healthConfig is the no-sharing config with a short quiet period, long
 // enough for the kubelet's status updates (every second) to show the
 // unhealthy GPU under load.
-//
-// A lost GPU that is restored is not checked here: gpulet recovers it only
-// when one of its once-a-second probes saw it lost, and nothing outside
-// gpulet (log at the default level, metric) shows that a probe did, so a
-// restore could land before it and the GPU would rightly stay unhealthy.
 const healthConfig = `version: v1
 flags:
   migStrategy: none
@@ -174,8 +169,25 @@ func xidScenario(t *T) {
 		t.Fatalf("after Xid 62: %v", err)
 	}
 	t.Figure("Xid -> allocatable lowered in the API server", time.Since(start))
+
+	// Meanwhile another GPU falls off the bus and comes back. gpulet
+	// recovers a restored GPU only when one of its probes saw it lost:
+	// allocatable dropping says one did, so the restore waits for that.
+	lostIdx := (idx + 1) % gpus
+	if err := n.Sim("lose", "--gpu", fmt.Sprint(lostIdx)); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus-2); err != nil {
+		t.Fatalf("after sim lose --gpu %d: %v", lostIdx, err)
+	}
+	if err := n.Sim("restore", "--gpu", fmt.Sprint(lostIdx)); err != nil {
+		t.Fatalf("%v", err)
+	}
+	// Both come back once their quiet periods (from the Xid, from the
+	// first probe that saw the lost GPU answer again) have passed.
 	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus); err != nil {
-		t.Fatalf("after the quiet period: %v", err)
+		got, _ := n.Allocatable(t.Ctx, "nvidia.com/gpu")
+		t.Fatalf("after the quiet period and sim restore --gpu %d: %v (it is %d)", lostIdx, err, got)
 	}
 	expectUndisturbed(t, "on-sick-gpu", cid, devs)
 }

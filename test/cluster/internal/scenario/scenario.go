@@ -51,7 +51,10 @@ type fatal struct{}
 type Scenario struct {
 	Name string
 	Doc  string
-	Run  func(t *T)
+	// Machine: the simulator machine the scenario needs ("" = any); it is
+	// selected only when the cluster runs that machine.
+	Machine string
+	Run     func(t *T)
 }
 
 var all []Scenario
@@ -60,7 +63,8 @@ func register(s Scenario) { all = append(all, s) }
 
 // order is the order scenarios run in: the basic claim first, then the
 // ones that restart or reconfigure gpulet.
-var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing"}
+var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
+	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "mig-pod", "mig-reload"}
 
 func rank(name string) int {
 	for i, n := range order {
@@ -71,25 +75,22 @@ func rank(name string) int {
 	return len(order)
 }
 
-// Select returns the scenarios whose names match re ("" = all), in
-// run order.
-func Select(re string) ([]Scenario, error) {
+// Select returns the scenarios whose names match re ("" = all) and that
+// run on machine ("" = any machine), in run order.
+func Select(re, machine string) ([]Scenario, error) {
 	sort.SliceStable(all, func(i, j int) bool { return rank(all[i].Name) < rank(all[j].Name) })
-	if re == "" {
-		return all, nil
-	}
 	r, err := regexp.Compile(re)
 	if err != nil {
 		return nil, err
 	}
 	var out []Scenario
 	for _, s := range all {
-		if r.MatchString(s.Name) {
+		if r.MatchString(s.Name) && (machine == "" || s.Machine == "" || s.Machine == machine) {
 			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no scenario matches %q (have: %s)", re, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("no scenario for machine %q matches %q (have: %s)", machine, re, strings.Join(Names(), ", "))
 	}
 	return out, nil
 }
