@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
-namespace gpulet::plugin {
+namespace gpulet::pluginapi {
 
 // A request after validation: IDs unique (first occurrence kept), all known.
 struct PreferredRequest {
@@ -36,4 +36,4 @@ absl::StatusOr<PreferredRequest> ValidatePreferred(
 absl::Status CheckPreferredAnswer(const PreferredRequest& request,
                                   const std::vector<std::string>& answer);
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::pluginapi

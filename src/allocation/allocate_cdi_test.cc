@@ -1,4 +1,4 @@
-#include "src/plugin/allocate_cdi.h"
+#include "src/allocation/allocate_cdi.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <regex>
 #include <set>
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
 namespace {
 
 using ::testing::ElementsAre;
@@ -105,4 +105,4 @@ TEST(AdditionalCdiDevicesTest, NvidiaOrder) {
 }
 
 }  // namespace
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

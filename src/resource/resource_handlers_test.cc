@@ -1,9 +1,9 @@
-#include "src/daemon/resource_handlers.h"
+#include "src/resource/resource_handlers.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 using ::testing::ElementsAre;
@@ -11,7 +11,7 @@ using ::testing::ElementsAre;
 ResourceSpec Spec(std::string name, bool shared) {
   ResourceSpec spec;
   spec.resource_name = std::move(name);
-  plugin::Device d;
+  pluginapi::Device d;
   d.id = shared ? "GPU-a::0" : "GPU-a";
   d.replica = shared ? 0 : -1;
   spec.devices.push_back(d);
@@ -50,8 +50,8 @@ TEST(AllocateOptionsForTest, CopiesFlags) {
   view.own_root = "/nonexistent-own-root";
   auto o = AllocateOptionsFor(config, Spec("nvidia.com/gpu", false), view);
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_THAT(o->strategies, ElementsAre(plugin::DeviceListStrategy::kVolumeMounts,
-                                         plugin::DeviceListStrategy::kCdiCri));
+  EXPECT_THAT(o->strategies, ElementsAre(allocation::DeviceListStrategy::kVolumeMounts,
+                                         allocation::DeviceListStrategy::kCdiCri));
   EXPECT_TRUE(o->pass_device_specs);
   EXPECT_TRUE(o->gds_enabled);
   EXPECT_FALSE(o->mofed_enabled);
@@ -114,4 +114,4 @@ TEST(MakeResourceOptionsTest, NoMigMinorsNoCapsNodes) {
 }
 
 }  // namespace
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -1,4 +1,4 @@
-#include "src/daemon/resource_handlers.h"
+#include "src/resource/resource_handlers.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "src/device/device_nodes.h"
 #include "src/device/mig_minors.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 bool IsDirectory(const std::string& path) {
@@ -19,22 +19,22 @@ bool IsDirectory(const std::string& path) {
          S_ISDIR(st.st_mode);
 }
 
-plugin::DeviceListStrategy ToPlugin(config::DeviceListStrategy s) {
+allocation::DeviceListStrategy ToPlugin(config::DeviceListStrategy s) {
   switch (s) {
     case config::DeviceListStrategy::kEnvvar:
-      return plugin::DeviceListStrategy::kEnvvar;
+      return allocation::DeviceListStrategy::kEnvvar;
     case config::DeviceListStrategy::kVolumeMounts:
-      return plugin::DeviceListStrategy::kVolumeMounts;
+      return allocation::DeviceListStrategy::kVolumeMounts;
     case config::DeviceListStrategy::kCdiAnnotations:
-      return plugin::DeviceListStrategy::kCdiAnnotations;
+      return allocation::DeviceListStrategy::kCdiAnnotations;
     case config::DeviceListStrategy::kCdiCri:
-      return plugin::DeviceListStrategy::kCdiCri;
+      return allocation::DeviceListStrategy::kCdiCri;
   }
-  return plugin::DeviceListStrategy::kEnvvar;
+  return allocation::DeviceListStrategy::kEnvvar;
 }
 
 bool IsShared(const ResourceSpec& spec) {
-  for (const plugin::Device& d : spec.devices) {
+  for (const pluginapi::Device& d : spec.devices) {
     if (d.replica >= 0) return true;
   }
   return false;
@@ -57,10 +57,10 @@ HostView MakeHostView(const config::Config& config) {
   return view;
 }
 
-absl::StatusOr<plugin::AllocateOptions> AllocateOptionsFor(
+absl::StatusOr<allocation::AllocateOptions> AllocateOptionsFor(
     const config::Config& config, const ResourceSpec& spec,
     const HostView& view) {
-  plugin::AllocateOptions o;
+  allocation::AllocateOptions o;
   o.strategies.clear();
   for (config::DeviceListStrategy s : config.flags.plugin.device_list_strategy) {
     o.strategies.push_back(ToPlugin(s));
@@ -91,7 +91,7 @@ absl::StatusOr<plugin::AllocateOptions> AllocateOptionsFor(
         mps || sharing->fail_requests_greater_than_one;
     if (mps) o.mps_root = config.flags.mps_root;
   }
-  if (absl::Status s = plugin::ValidateAllocateOptions(o); !s.ok()) return s;
+  if (absl::Status s = allocation::ValidateAllocateOptions(o); !s.ok()) return s;
   return o;
 }
 
@@ -120,4 +120,4 @@ ResourceOptions MakeResourceOptions(const std::string& socket_prefix,
   return options;
 }
 
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

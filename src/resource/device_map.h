@@ -12,12 +12,12 @@
 
 #include "absl/status/statusor.h"
 #include "src/config/config.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 
 struct MappedDevice {
-  plugin::Device device;  // id = uuid; replica = -1
+  pluginapi::Device device;  // id = uuid; replica = -1
   std::string uuid;       // "GPU-…" / "MIG-…"
   std::string index;      // "3", MIG "3:1"
   std::string parent_uuid;  // MIG devices: the GPU's UUID, else empty
@@ -39,4 +39,4 @@ absl::StatusOr<DeviceMap> ApplyReplicas(const config::ReplicatedResources& secti
                                         const std::string& section_path,
                                         DeviceMap devices);
 
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

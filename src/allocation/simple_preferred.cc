@@ -1,4 +1,4 @@
-#include "src/plugin/preferred_allocation.h"
+#include "src/allocation/simple_preferred.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,9 +7,14 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
-#include "src/plugin/preferred_request.h"
+#include "src/pluginapi/preferred_request.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
+
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
+using pluginapi::PreferredRequest;
+using pluginapi::ValidatePreferred;
 namespace {
 
 // NUMA nodes the rest of the allocation should stay on.
@@ -73,4 +78,4 @@ absl::StatusOr<std::vector<std::string>> SimplePreferred(
   return chosen;
 }
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

@@ -1,4 +1,4 @@
-#include "src/plugin/allocate_cdi.h"
+#include "src/allocation/allocate_cdi.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
 namespace {
 
 bool IsLetter(char c) {
@@ -132,4 +132,4 @@ std::vector<std::string> AdditionalCdiDevices(const std::string& vendor,
   return devices;
 }
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

@@ -30,16 +30,16 @@
 #include "absl/status/statusor.h"
 #include "src/config/config.h"
 #include "src/device/gpu.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 
 inline constexpr char kGpuResource[] = "nvidia.com/gpu";
 
 struct ResourceSpec {
   std::string resource_name;  // "nvidia.com/gpu"
   std::string socket_name;    // "gpulet-gpu.sock", relative to the plugin dir
-  std::vector<plugin::Device> devices;
+  std::vector<pluginapi::Device> devices;
   bool operator==(const ResourceSpec&) const = default;
 };
 
@@ -71,4 +71,4 @@ absl::StatusOr<std::vector<ResourceSpec>> BuildResources(
     const device::Node& node, const config::Config& config,
     const ResourceOptions& options = {});
 
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

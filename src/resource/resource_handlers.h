@@ -1,8 +1,8 @@
 // The per-resource Allocate options and the device-model options a session
 // derives from the configuration: which strategies answer Allocate, where
 // device nodes are looked up, MIG caps nodes, IMEX channels, MPS, and the
-// shared-request limit. Kept apart from daemon.cc so that the mapping from
-// NVIDIA's flags to what each resource does is table-tested.
+// shared-request limit. Values, so that the mapping from NVIDIA's flags to
+// what each resource does is table-tested; the daemon only wires them.
 //
 // Thread safety: pure functions, apart from the file-system probes named.
 #pragma once
@@ -10,11 +10,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/allocation/allocate_response.h"
 #include "src/config/config.h"
-#include "src/daemon/resources.h"
-#include "src/plugin/allocate_response.h"
+#include "src/resource/resources.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 
 // Where the host's paths are visible to this process. Inside NVIDIA's
 // DaemonSet the host's driver root is mounted at
@@ -42,7 +42,7 @@ HostView MakeHostView(const config::Config& config);
 
 // The Allocate options of one resource. FailedPrecondition when
 // imex.required and a configured IMEX channel node is missing.
-absl::StatusOr<plugin::AllocateOptions> AllocateOptionsFor(
+absl::StatusOr<allocation::AllocateOptions> AllocateOptionsFor(
     const config::Config& config, const ResourceSpec& spec,
     const HostView& view);
 
@@ -52,4 +52,4 @@ absl::StatusOr<plugin::AllocateOptions> AllocateOptionsFor(
 ResourceOptions MakeResourceOptions(const std::string& socket_prefix,
                                     const HostView& view);
 
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -1,4 +1,4 @@
-#include "src/plugin/allocate_response.h"
+#include "src/allocation/allocate_response.h"
 
 #include <gmock/gmock.h>
 #include <google/protobuf/text_format.h>
@@ -8,9 +8,13 @@
 #include <functional>
 
 #include "absl/strings/str_replace.h"
-#include "src/plugin/allocate_cdi.h"
+#include "src/allocation/allocate_cdi.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
+
+using pluginapi::AllocateHandler;
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
 namespace {
 
 using ::testing::HasSubstr;
@@ -454,4 +458,4 @@ TEST(EnvvarResponseTest, DefaultOptions) {
 }
 
 }  // namespace
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

@@ -1,9 +1,12 @@
-#include "src/plugin/preferred_allocation.h"
+#include "src/allocation/simple_preferred.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
+
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
 namespace {
 
 using ::testing::ElementsAreArray;
@@ -193,4 +196,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& test_info) { return test_info.param.name; });
 
 }  // namespace
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

@@ -1,9 +1,9 @@
-#include "src/daemon/device_map.h"
+#include "src/resource/device_map.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 TEST(ReplicaIdTest, AnnotatesWithDoubleColon) {
@@ -24,4 +24,4 @@ TEST(ApplyReplicasTest, NoEntriesLeavesDevices) {
 }
 
 }  // namespace
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -39,11 +39,11 @@
 
 #include "absl/status/statusor.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "src/plugin/allocate_cdi.h"
-#include "src/plugin/device_list.h"
-#include "src/plugin/handlers.h"
+#include "src/allocation/allocate_cdi.h"
+#include "src/pluginapi/device.h"
+#include "src/pluginapi/handlers.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
 
 inline constexpr char kVisibleDevicesEnv[] = "NVIDIA_VISIBLE_DEVICES";
 inline constexpr char kImexChannelsEnv[] = "NVIDIA_IMEX_CHANNELS";
@@ -121,16 +121,18 @@ absl::Status ValidateAllocateOptions(const AllocateOptions& options);
 // for a visible ID that is no valid CDI device name when CDI is on.
 // REQUIRES: ValidateAllocateOptions(options).ok().
 absl::StatusOr<v1beta1::ContainerAllocateResponse> BuildAllocateResponse(
-    const AllocateOptions& options, const DeviceSnapshot& snapshot,
+    const AllocateOptions& options, const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& ids);
 
 // A handler for PluginServer running BuildAllocateResponse with a copy of
 // `options`, after ValidateAllocateOptions.
-absl::StatusOr<AllocateHandler> MakeAllocateHandler(AllocateOptions options);
+absl::StatusOr<pluginapi::AllocateHandler> MakeAllocateHandler(
+    AllocateOptions options);
 
 // BuildAllocateResponse with default options: NVIDIA's default (envvar
 // strategy, nothing else). Kept for tests and benchmarks.
 absl::StatusOr<v1beta1::ContainerAllocateResponse> EnvvarResponse(
-    const DeviceSnapshot& snapshot, const std::vector<std::string>& ids);
+    const pluginapi::DeviceSnapshot& snapshot,
+    const std::vector<std::string>& ids);
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

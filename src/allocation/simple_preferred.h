@@ -1,5 +1,6 @@
-// A simple, deterministic preferred-allocation policy: the seam the
-// topology-aware policy will later plug into (PreferredHandler).
+// A simple, deterministic preferred-allocation policy (a
+// pluginapi::PreferredHandler): the fallback of MakePreferredHandler where no
+// topology applies, and the default of a PluginServer given none.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -8,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
 
 // Returns exactly `size` distinct IDs from `available`: `must_include`
 // first (in its order), then the other available devices ordered by
@@ -22,9 +23,10 @@ namespace gpulet::plugin {
 // Duplicates in the inputs count once. INVALID_ARGUMENT naming the ID or
 // field when the request cannot be met: size < 1, size above the number of
 // available devices, an ID not in the snapshot, a must_include ID not in
-// available, or more must_include IDs than size. Matches PreferredHandler.
+// available, or more must_include IDs than size. Matches pluginapi::PreferredHandler.
 absl::StatusOr<std::vector<std::string>> SimplePreferred(
-    const DeviceSnapshot& snapshot, const std::vector<std::string>& available,
+    const pluginapi::DeviceSnapshot& snapshot,
+    const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size);
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

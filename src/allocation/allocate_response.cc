@@ -1,4 +1,4 @@
-#include "src/plugin/allocate_response.h"
+#include "src/allocation/allocate_response.h"
 
 #include <algorithm>
 #include <memory>
@@ -9,9 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "src/plugin/allocate_cdi.h"
+#include "src/allocation/allocate_cdi.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
+
+using pluginapi::AllocateHandler;
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
 namespace {
 
 // Go's filepath.Join(root, path), which NVIDIA uses for host paths.
@@ -276,4 +280,4 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> EnvvarResponse(
   return BuildAllocateResponse(kDefaults, snapshot, ids);
 }
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

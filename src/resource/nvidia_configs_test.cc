@@ -3,7 +3,7 @@
 // ContainerAllocateResponse each resource gives for a request, as NVIDIA's
 // plugin answers it (REFERENCE.md, "AllocateResponse per device-list
 // strategy" and "IDs and sharing"). The path from file to answer is the
-// daemon's own: Resolve, BuildResources, AllocateOptionsFor,
+// one the daemon takes: Resolve, BuildResources, AllocateOptionsFor,
 // BuildAllocateResponse.
 #include <map>
 #include <string>
@@ -17,10 +17,10 @@
 #include "gtest/gtest.h"
 #include "src/config/parser.h"
 #include "src/config/resolve.h"
-#include "src/daemon/resource_handlers.h"
-#include "src/daemon/resources.h"
+#include "src/resource/resource_handlers.h"
+#include "src/resource/resources.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 // GPU 0 and 1 whole A100s (minors 0, 1); GPU 2 with MIG enabled and two
@@ -58,7 +58,7 @@ struct Request {
 };
 
 struct Case {
-  std::string file;  // under src/config/testdata or src/daemon/testdata
+  std::string file;  // under src/config/testdata or src/resource/testdata
   std::map<std::string, int> resources;  // name -> device count
   std::vector<Request> requests;
 };
@@ -103,7 +103,7 @@ const Case kCases[] = {
        R"pb(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-0" }
             cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-2" })pb",
        ""}}},
-    {"/src/daemon/testdata/volume-mounts-specs.yaml",
+    {"/src/resource/testdata/volume-mounts-specs.yaml",
      {{"nvidia.com/gpu", 3}},
      {{"nvidia.com/gpu",
        {"GPU-1"},
@@ -154,9 +154,9 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
       const ResourceSpec& spec = *by_name[r.resource];
       auto options = AllocateOptionsFor(*config, spec, view);
       ASSERT_TRUE(options.ok()) << options.status();
-      plugin::DeviceSnapshot snapshot;
+      pluginapi::DeviceSnapshot snapshot;
       snapshot.devices = spec.devices;
-      auto response = plugin::BuildAllocateResponse(*options, snapshot, r.ids);
+      auto response = allocation::BuildAllocateResponse(*options, snapshot, r.ids);
       if (!r.error.empty()) {
         ASSERT_FALSE(response.ok());
         EXPECT_EQ(response.status().message(), r.error);
@@ -179,7 +179,7 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
 // carries the indexes.
 TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
   auto file = config::LoadConfigFile(
-      Path("/src/daemon/testdata/envvar-cdi-annotations.yaml"));
+      Path("/src/resource/testdata/envvar-cdi-annotations.yaml"));
   ASSERT_TRUE(file.ok()) << file.status();
   auto config = config::Resolve(
       {}, [](const std::string&) { return std::optional<std::string>(); },
@@ -192,10 +192,10 @@ TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
   ASSERT_EQ(mig.resource_name, "nvidia.com/mig-1g.5gb");
   auto options = AllocateOptionsFor(*config, mig, HostView{"/", "/nonexistent", "/"});
   ASSERT_TRUE(options.ok());
-  plugin::DeviceSnapshot snapshot;
+  pluginapi::DeviceSnapshot snapshot;
   snapshot.devices = mig.devices;
   auto response =
-      plugin::BuildAllocateResponse(*options, snapshot, {"MIG-2b", "MIG-2a"});
+      allocation::BuildAllocateResponse(*options, snapshot, {"MIG-2b", "MIG-2a"});
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->envs().at("NVIDIA_VISIBLE_DEVICES"), "2:1,2:0");
   ASSERT_EQ(response->annotations_size(), 1);
@@ -207,4 +207,4 @@ TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
 }
 
 }  // namespace
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -1,4 +1,4 @@
-#include "src/daemon/resources.h"
+#include "src/resource/resources.h"
 
 #include <string>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 using ::testing::ElementsAre;
@@ -76,13 +76,13 @@ std::vector<std::string> Names(const std::vector<ResourceSpec>& specs) {
 
 std::vector<std::string> Ids(const ResourceSpec& spec) {
   std::vector<std::string> ids;
-  for (const plugin::Device& d : spec.devices) ids.push_back(d.id);
+  for (const pluginapi::Device& d : spec.devices) ids.push_back(d.id);
   return ids;
 }
 
 std::vector<std::string> Visible(const ResourceSpec& spec) {
   std::vector<std::string> ids;
-  for (const plugin::Device& d : spec.devices) ids.push_back(d.visible_id);
+  for (const pluginapi::Device& d : spec.devices) ids.push_back(d.visible_id);
   return ids;
 }
 
@@ -122,12 +122,12 @@ TEST(BuildResourcesTest, FullGpuDeviceFields) {
   const ResourceSpec& gpus = (*got)[0];
   EXPECT_EQ(gpus.resource_name, "nvidia.com/gpu");
   EXPECT_EQ(gpus.socket_name, "gpulet-gpu.sock");
-  plugin::Device a;
+  pluginapi::Device a;
   a.id = a.visible_id = "GPU-a";
   a.numa_nodes = {0};
   a.gpu_index = 0;
   a.device_nodes = {"/dev/nvidia10"};
-  plugin::Device c;
+  pluginapi::Device c;
   c.id = c.visible_id = "GPU-c";
   c.gpu_index = 3;
   c.device_nodes = {"/dev/nvidia13"};
@@ -188,7 +188,7 @@ TEST(BuildResourcesTest, MigDeviceFields) {
   auto got = BuildResources(MixedNode(), config, options);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 3u);
-  const plugin::Device& mig = (*got)[1].devices.at(0);
+  const pluginapi::Device& mig = (*got)[1].devices.at(0);
   EXPECT_EQ(mig.id, "MIG-a");
   EXPECT_EQ(mig.visible_id, "MIG-a");
   EXPECT_EQ(mig.gpu_index, 0);
@@ -198,7 +198,7 @@ TEST(BuildResourcesTest, MigDeviceFields) {
   EXPECT_EQ(mig.numa_nodes, std::vector<int64_t>{0});
   EXPECT_THAT(mig.device_nodes,
               ElementsAre("/dev/nvidia10", "/dev/nvidia-caps/nvidia-cap7"));
-  const plugin::Device& gpu = (*got)[0].devices.at(0);
+  const pluginapi::Device& gpu = (*got)[0].devices.at(0);
   EXPECT_EQ(gpu.gpu_instance_id, -1);
   EXPECT_EQ(gpu.compute_instance_id, -1);
 }
@@ -447,7 +447,7 @@ TEST(BuildResourcesTest, FailedGpusAreUnhealthyOrLeftOut) {
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 1u);
   std::vector<std::string> unhealthy;
-  for (const plugin::Device& d : (*got)[0].devices) {
+  for (const pluginapi::Device& d : (*got)[0].devices) {
     if (!d.healthy) unhealthy.push_back(d.id);
   }
   EXPECT_EQ((*got)[0].devices.size(), 6u);
@@ -455,4 +455,4 @@ TEST(BuildResourcesTest, FailedGpusAreUnhealthyOrLeftOut) {
 }
 
 }  // namespace
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -1,4 +1,4 @@
-#include "src/daemon/resources.h"
+#include "src/resource/resources.h"
 
 #include <algorithm>
 #include <tuple>
@@ -7,9 +7,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "src/daemon/device_map.h"
+#include "src/resource/device_map.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 using config::MigStrategy;
@@ -53,7 +53,7 @@ MappedDevice GpuDevice(const device::Gpu& gpu, const config::Config& config,
   m.uuid = gpu.uuid;
   m.index = absl::StrCat(gpu.index);
   m.order = order;
-  plugin::Device& d = m.device;
+  pluginapi::Device& d = m.device;
   d.id = gpu.uuid;
   d.healthy = gpu.failure.empty();
   d.visible_id = VisibleId(config, m.uuid, m.index);
@@ -70,7 +70,7 @@ MappedDevice MigDevice(const device::Gpu& gpu, const device::MigDevice& mig,
   m.uuid = mig.uuid;
   m.index = absl::StrCat(gpu.index, ":", mig.mig_index);
   m.parent_uuid = gpu.uuid;
-  plugin::Device& d = m.device;
+  pluginapi::Device& d = m.device;
   d.id = mig.uuid;
   d.visible_id = VisibleId(config, m.uuid, m.index);
   d.gpu_instance_id = static_cast<int>(mig.gpu_instance_id);
@@ -229,4 +229,4 @@ absl::StatusOr<std::vector<ResourceSpec>> BuildResources(
   return resources;
 }
 
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -17,9 +17,9 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "src/daemon/resource_handlers.h"
+#include "src/resource/resource_handlers.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 // A temporary "own root" holding dev/<name> for each of `nodes` (plain
@@ -51,7 +51,7 @@ class OwnRoot {
 ResourceSpec OneGpu() {
   ResourceSpec spec;
   spec.resource_name = "nvidia.com/gpu";
-  plugin::Device d;
+  pluginapi::Device d;
   d.id = "GPU-0";
   d.device_nodes = {"/dev/nvidia0"};
   spec.devices.push_back(d);
@@ -112,9 +112,9 @@ TEST(DeviceRootTest, PassDeviceSpecsAnswersAsNvidiaInEveryLayout) {
     const ResourceSpec spec = OneGpu();
     auto options = AllocateOptionsFor(config, spec, view);
     ASSERT_TRUE(options.ok()) << options.status();
-    plugin::DeviceSnapshot snapshot;
+    pluginapi::DeviceSnapshot snapshot;
     snapshot.devices = spec.devices;
-    auto response = plugin::BuildAllocateResponse(*options, snapshot, {"GPU-0"});
+    auto response = allocation::BuildAllocateResponse(*options, snapshot, {"GPU-0"});
     ASSERT_TRUE(response.ok()) << response.status();
     v1beta1::ContainerAllocateResponse want;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(l.want, &want));
@@ -149,4 +149,4 @@ TEST(DeviceRootTest, NodesOnlyUnderTheDevRootDoNotCount) {
 }
 
 }  // namespace
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

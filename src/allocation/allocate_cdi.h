@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace gpulet::plugin {
+namespace gpulet::allocation {
 
 inline constexpr char kDefaultCdiAnnotationPrefix[] = "cdi.k8s.io/";
 // The CDI vendor and class NVIDIA's plugin names its devices with, in its
@@ -70,4 +70,4 @@ std::vector<std::string> AdditionalCdiDevices(const std::string& vendor,
                                               bool gdrcopy, bool gds,
                                               bool mofed);
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::allocation

@@ -1,4 +1,4 @@
-#include "src/daemon/device_map.h"
+#include "src/resource/device_map.h"
 
 #include <set>
 #include <utility>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "src/config/names.h"
 
-namespace gpulet::daemon {
+namespace gpulet::resource {
 namespace {
 
 // "MIG-GPU-<uuid>/<gi>/<ci>", the pre-R470 MIG UUID form, names a MIG device
@@ -138,7 +138,7 @@ absl::StatusOr<DeviceMap> ApplyReplicas(
             "]"));
       }
       for (int n = 0; n < r.replicas; ++n) {
-        plugin::Device d = base->second[at].device;
+        pluginapi::Device d = base->second[at].device;
         d.id = ReplicaId(d.id, n);
         d.replica = n;
         MappedDevice replica = base->second[at];
@@ -156,4 +156,4 @@ absl::StatusOr<DeviceMap> ApplyReplicas(
   return out;
 }
 
-}  // namespace gpulet::daemon
+}  // namespace gpulet::resource

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
 namespace v1beta1 {
 class ContainerAllocateResponse;
 }
 
-namespace gpulet::plugin {
+namespace gpulet::pluginapi {
 
 // Builds the response for one container given IDs that are all known
 // devices of the snapshot (the server checks that first; duplicates are
@@ -39,4 +39,4 @@ using PreferredHandler = std::function<absl::StatusOr<std::vector<std::string>>(
     const DeviceSnapshot& snapshot, const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size)>;
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::pluginapi

@@ -1,9 +1,9 @@
-#include "src/plugin/preferred_request.h"
+#include "src/pluginapi/preferred_request.h"
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
-namespace gpulet::plugin {
+namespace gpulet::pluginapi {
 namespace {
 
 std::vector<std::string> Unique(const std::vector<std::string>& ids) {
@@ -81,4 +81,4 @@ absl::Status CheckPreferredAnswer(const PreferredRequest& request,
   return absl::OkStatus();
 }
 
-}  // namespace gpulet::plugin
+}  // namespace gpulet::pluginapi
