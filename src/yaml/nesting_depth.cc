@@ -1,14 +1,15 @@
 // CheckNestingDepth: a conservative pre-scan bounding how deep yaml-cpp's
 // recursive-descent parser goes. yaml-cpp 0.7 stops at depth 2000 by
-// itself; a config file needs about seven levels, and a low limit keeps
-// stack use small under sanitizers and fuzzing.
+// itself; a config file needs about seven levels, a machine file a handful,
+// and a low limit keeps stack use small under sanitizers and fuzzing.
+#include "src/yaml/nesting_depth.h"
+
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "src/config/yaml_reader.h"
 
-namespace gpulet::config::internal {
+namespace gpulet::yaml {
 namespace {
 
 // Counts the syntax that nests: block indentation levels, compact "- - x"
@@ -112,4 +113,4 @@ absl::Status CheckNestingDepth(absl::string_view text, int max_depth,
   return absl::OkStatus();
 }
 
-}  // namespace gpulet::config::internal
+}  // namespace gpulet::yaml
