@@ -11,13 +11,17 @@
 #include <vector>
 
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "src/plugin/allocate_response.h"
+#include "src/allocation/allocate_response.h"
+#include "src/allocation/simple_preferred.h"
 #include "src/plugin/device_list.h"
-#include "src/plugin/preferred_allocation.h"
 #include "src/plugin/request_handlers.h"
 
 namespace gpulet::plugin {
 namespace {
+
+using allocation::EnvvarResponse;
+using allocation::SimplePreferred;
+using pluginapi::DeviceSnapshot;
 
 constexpr int kDevices = 16;
 

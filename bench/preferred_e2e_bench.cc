@@ -23,10 +23,10 @@
 #include "absl/strings/numbers.h"
 #include "bench/bench_stats.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "src/allocation/allocate_response.h"
 #include "src/allocation/preferred_handler.h"
 #include "src/allocation/test_topologies.h"
 #include "src/nvml/sim/profiles.h"
-#include "src/plugin/allocate_response.h"
 #include "src/plugin/plugin_server.h"
 
 namespace gpulet::bench {
@@ -39,11 +39,11 @@ struct Row {
   Summary floor;  // GetDevicePluginOptions calls interleaved with the row's
 };
 
-std::vector<plugin::Device> Devices(const sim::Machine& machine) {
-  std::vector<plugin::Device> devices;
+std::vector<pluginapi::Device> Devices(const sim::Machine& machine) {
+  std::vector<pluginapi::Device> devices;
   for (size_t i = 0; i < machine.gpus.size(); ++i) {
     const sim::Gpu& g = machine.gpus[i];
-    plugin::Device d;
+    pluginapi::Device d;
     d.id = g.uuid;
     d.visible_id = g.uuid;
     d.gpu_index = static_cast<int>(i);
@@ -96,7 +96,7 @@ int RunMachine(const std::string& profile, int samples) {
   char dir_template[] = "/tmp/gpe2e.XXXXXX";
   const std::string dir = ::mkdtemp(dir_template);
   plugin::PluginServer server({"nvidia.com/gpu", "p.sock"}, list,
-                              plugin::EnvvarResponse,
+                              allocation::EnvvarResponse,
                               allocation::MakePreferredHandler(matrix, {}));
   if (absl::Status s = server.Start(dir); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
@@ -104,7 +104,7 @@ int RunMachine(const std::string& profile, int samples) {
   }
   auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
       "unix:" + server.socket_path(), grpc::InsecureChannelCredentials()));
-  const std::vector<plugin::Device> devices = list.Snapshot()->devices;
+  const std::vector<pluginapi::Device> devices = list.Snapshot()->devices;
   const int n = static_cast<int>(devices.size());
   std::vector<Row> rows;
   for (int size = 1; size <= n; ++size) {
@@ -112,7 +112,7 @@ int RunMachine(const std::string& profile, int samples) {
       if (must && size < 2) continue;
       v1beta1::PreferredAllocationRequest request;
       auto* c = request.add_container_requests();
-      for (const plugin::Device& d : devices) c->add_available_deviceids(d.id);
+      for (const pluginapi::Device& d : devices) c->add_available_deviceids(d.id);
       // A GPU in the second half, so the answer is not the lowest indexes.
       if (must) c->add_must_include_deviceids(devices[n - 3].id);
       c->set_allocation_size(size);

@@ -46,7 +46,7 @@ std::string Uuid(const char* kind, int gpu, int k) {
 }
 
 struct Fixture {
-  plugin::DeviceSnapshot snapshot;
+  pluginapi::DeviceSnapshot snapshot;
   std::vector<std::string> available;
 };
 
@@ -55,7 +55,7 @@ Fixture Replicas(int gpus, bool busy) {
   Fixture f;
   for (int g = 0; g < gpus; ++g) {
     for (int r = 0; r < kReplicas; ++r) {
-      plugin::Device d;
+      pluginapi::Device d;
       d.id = Uuid("GPU", g, 0) + "::" + std::to_string(r);
       d.gpu_index = g;
       d.replica = r;
@@ -71,7 +71,7 @@ Fixture Mig(int gpus) {
   Fixture f;
   for (int g = 0; g < gpus; ++g) {
     for (int k = 0; k < kMigPerGpu; ++k) {
-      plugin::Device d;
+      pluginapi::Device d;
       d.id = Uuid("MIG", g, k);
       d.gpu_index = g;
       d.gpu_instance_id = k + 7;

@@ -162,7 +162,7 @@ std::vector<GpuTake> SelectGpus(const ScoreMatrix& m,
   return out;
 }
 
-std::vector<const plugin::Device*> PickMig(const UnitModel& model) {
+std::vector<const pluginapi::Device*> PickMig(const UnitModel& model) {
   const ScoreMatrix& m = *model.matrix;
   std::vector<int> capacity(m.size(), 0);
   std::vector<int> fixed;
@@ -170,13 +170,13 @@ std::vector<const plugin::Device*> PickMig(const UnitModel& model) {
     capacity[u.gpu] += static_cast<int>(u.free.size());
     if (u.must > 0) fixed.push_back(u.gpu);
   }
-  std::vector<const plugin::Device*> out;
+  std::vector<const pluginapi::Device*> out;
   for (const GpuTake& t : SelectGpus(m, capacity, fixed, model.needed)) {
     int left = t.count;
     // Units are ordered by (gpu, GPU instance, compute instance).
     for (const Unit& u : model.units) {
       if (u.gpu != t.gpu) continue;
-      for (const plugin::Device* d : u.free) {
+      for (const pluginapi::Device* d : u.free) {
         if (left == 0) break;
         out.push_back(d);
         --left;

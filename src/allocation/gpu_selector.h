@@ -10,7 +10,7 @@
 
 #include "src/allocation/request_units.h"
 #include "src/allocation/score.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
 namespace gpulet::allocation {
 
@@ -47,6 +47,6 @@ inline constexpr long kMaxSubsets = 200000;
 // answer order, drawn by SelectGpus from the GPUs' free MIG devices (the
 // GPUs of must_include fixed); within a GPU by (GPU instance, compute
 // instance).
-std::vector<const plugin::Device*> PickMig(const UnitModel& model);
+std::vector<const pluginapi::Device*> PickMig(const UnitModel& model);
 
 }  // namespace gpulet::allocation

@@ -4,14 +4,14 @@
 
 #include "src/allocation/gpu_selector.h"
 #include "src/allocation/request_units.h"
+#include "src/allocation/simple_preferred.h"
 #include "src/allocation/topology_preferred.h"
-#include "src/plugin/preferred_allocation.h"
 
 namespace gpulet::allocation {
 
 absl::StatusOr<std::vector<std::string>> PreferredAllocation(
     const std::shared_ptr<const ScoreMatrix>& m,
-    const PreferredOptions& options, const plugin::DeviceSnapshot& snapshot,
+    const PreferredOptions& options, const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size) {
   absl::StatusOr<ResolvedRequest> request =
@@ -24,25 +24,25 @@ absl::StatusOr<std::vector<std::string>> PreferredAllocation(
     // One device per GPU: the exact full-GPU search (a handful of devices,
     // so its own validation pass costs nothing).
     if (m == nullptr || request->unplaced) {
-      return plugin::SimplePreferred(snapshot, available, must_include, size);
+      return allocation::SimplePreferred(snapshot, available, must_include, size);
     }
     return TopologyPreferred(*m, snapshot, available, must_include, size);
   }
   const UnitModel model = BuildUnits(m, snapshot, *request);
-  const std::vector<const plugin::Device*> picked =
+  const std::vector<const pluginapi::Device*> picked =
       shared ? PickReplicas(model, options.shared_policy, request->any_mig)
              : PickMig(model);
   std::vector<std::string> answer;
   answer.reserve(request->size);
-  for (const plugin::Device* d : request->must_include) answer.push_back(d->id);
-  for (const plugin::Device* d : picked) answer.push_back(d->id);
+  for (const pluginapi::Device* d : request->must_include) answer.push_back(d->id);
+  for (const pluginapi::Device* d : picked) answer.push_back(d->id);
   return answer;
 }
 
-plugin::PreferredHandler MakePreferredHandler(
+pluginapi::PreferredHandler MakePreferredHandler(
     std::shared_ptr<const ScoreMatrix> m, PreferredOptions options) {
   return [m = std::move(m), options](
-             const plugin::DeviceSnapshot& snapshot,
+             const pluginapi::DeviceSnapshot& snapshot,
              const std::vector<std::string>& available,
              const std::vector<std::string>& must_include, int size) {
     return PreferredAllocation(m, options, snapshot, available, must_include,

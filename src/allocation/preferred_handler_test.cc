@@ -4,8 +4,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/allocation/simple_preferred.h"
 #include "src/allocation/topology_preferred.h"
-#include "src/plugin/preferred_allocation.h"
 
 namespace gpulet::allocation {
 namespace {
@@ -28,11 +28,11 @@ std::string Replica(int gpu, int r) {
 }
 
 // replicas[g] replicas of GPU g; NUMA node 0 for GPUs 0-1, 1 for 2-3.
-plugin::DeviceSnapshot Replicas(std::vector<int> replicas) {
-  plugin::DeviceSnapshot snap;
+pluginapi::DeviceSnapshot Replicas(std::vector<int> replicas) {
+  pluginapi::DeviceSnapshot snap;
   for (int g = 0; g < static_cast<int>(replicas.size()); ++g) {
     for (int r = 0; r < replicas[g]; ++r) {
-      plugin::Device d;
+      pluginapi::Device d;
       d.id = Replica(g, r);
       d.gpu_index = g;
       d.replica = r;
@@ -44,10 +44,10 @@ plugin::DeviceSnapshot Replicas(std::vector<int> replicas) {
 }
 
 // Every device of the snapshot except `taken`.
-std::vector<std::string> AllBut(const plugin::DeviceSnapshot& snap,
+std::vector<std::string> AllBut(const pluginapi::DeviceSnapshot& snap,
                                 const std::vector<std::string>& taken) {
   std::vector<std::string> out;
-  for (const plugin::Device& d : snap.devices) {
+  for (const pluginapi::Device& d : snap.devices) {
     if (std::find(taken.begin(), taken.end(), d.id) == taken.end()) {
       out.push_back(d.id);
     }
@@ -55,7 +55,7 @@ std::vector<std::string> AllBut(const plugin::DeviceSnapshot& snap,
   return out;
 }
 
-std::vector<std::string> Ask(const plugin::DeviceSnapshot& snap,
+std::vector<std::string> Ask(const pluginapi::DeviceSnapshot& snap,
                              const std::vector<std::string>& taken,
                              const std::vector<std::string>& must, int size,
                              SharedPolicy policy = SharedPolicy::kDistributed,
@@ -106,7 +106,7 @@ TEST(FillToLevelTest, FillsTheLeastLoadedFirst) {
   units[0].load = 0;
   units[1].load = 2;
   units[2].load = 1;
-  plugin::Device d;
+  pluginapi::Device d;
   for (Unit& u : units) u.free.assign(5, &d);
   WaterFill w = FillToLevel(units, 4);  // 0->2 (2), 2->2 (1), then 1 extra
   EXPECT_THAT(w.take, ElementsAre(2, 0, 1));
@@ -139,12 +139,12 @@ TEST(PackedTest, MustIncludeCountsAsAllocated) {
 }
 
 // MIG devices: caps[g] free 1g devices on GPU g (GPU instances 1..caps[g]).
-plugin::DeviceSnapshot Mig(std::vector<int> caps, int replicas = 0) {
-  plugin::DeviceSnapshot snap;
+pluginapi::DeviceSnapshot Mig(std::vector<int> caps, int replicas = 0) {
+  pluginapi::DeviceSnapshot snap;
   for (int g = 0; g < static_cast<int>(caps.size()); ++g) {
     for (int k = 0; k < caps[g]; ++k) {
       for (int r = 0; r < std::max(replicas, 1); ++r) {
-        plugin::Device d;
+        pluginapi::Device d;
         d.id = "MIG-" + std::to_string(g) + "-" + std::to_string(k + 1);
         if (replicas > 0) d.id += "::" + std::to_string(r);
         d.gpu_index = g;
@@ -159,7 +159,7 @@ plugin::DeviceSnapshot Mig(std::vector<int> caps, int replicas = 0) {
 }
 
 TEST(MigTest, TightestSingleGpu) {
-  plugin::DeviceSnapshot snap = Mig({2, 3, 7, 1});
+  pluginapi::DeviceSnapshot snap = Mig({2, 3, 7, 1});
   EXPECT_THAT(Ask(snap, {}, {}, 3),
               ElementsAre("MIG-1-1", "MIG-1-2", "MIG-1-3"));
   EXPECT_THAT(Ask(snap, {}, {}, 2), ElementsAre("MIG-0-1", "MIG-0-2"));
@@ -185,10 +185,10 @@ TEST(MigTest, SharedMigDevicesStayOnOneGpu) {
               ElementsAre("MIG-0-1::0", "MIG-0-1::1"));
 }
 
-plugin::DeviceSnapshot FullGpus() {
-  plugin::DeviceSnapshot snap;
+pluginapi::DeviceSnapshot FullGpus() {
+  pluginapi::DeviceSnapshot snap;
   for (int g = 0; g < 4; ++g) {
-    plugin::Device d;
+    pluginapi::Device d;
     d.id = "GPU-" + std::to_string(g);
     d.gpu_index = g;
     d.numa_nodes = {g < 2 ? 0 : 1};
@@ -198,7 +198,7 @@ plugin::DeviceSnapshot FullGpus() {
 }
 
 TEST(DispatchTest, FullGpusUseBestSetOrSimpleWithoutMatrix) {
-  plugin::DeviceSnapshot snap = FullGpus();
+  pluginapi::DeviceSnapshot snap = FullGpus();
   const std::vector<std::string> avail = {"GPU-1", "GPU-2", "GPU-3"};
   auto got = PreferredAllocation(Pairs(), {}, snap, avail, {}, 2);
   ASSERT_TRUE(got.ok());
@@ -206,11 +206,11 @@ TEST(DispatchTest, FullGpusUseBestSetOrSimpleWithoutMatrix) {
   EXPECT_THAT(*got, ElementsAre("GPU-2", "GPU-3"));
   got = PreferredAllocation(nullptr, {}, snap, avail, {"GPU-1"}, 2);
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(*got, *plugin::SimplePreferred(snap, avail, {"GPU-1"}, 2));
+  EXPECT_EQ(*got, *allocation::SimplePreferred(snap, avail, {"GPU-1"}, 2));
 }
 
 TEST(DispatchTest, InvalidRequestsNameTheProblem) {
-  plugin::DeviceSnapshot snap = Replicas({2, 2});
+  pluginapi::DeviceSnapshot snap = Replicas({2, 2});
   auto handler = MakePreferredHandler(Pairs(), {});
   auto got = handler(snap, {"GPU-0::0", "GPU-9::9"}, {}, 1);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);

@@ -84,7 +84,7 @@ std::vector<int> GroupedExtras(const ScoreMatrix& m,
   return extras;
 }
 
-std::vector<const plugin::Device*> Distributed(const UnitModel& model,
+std::vector<const pluginapi::Device*> Distributed(const UnitModel& model,
                                                bool units_share_gpus) {
   const std::vector<Unit>& units = model.units;
   WaterFill w = FillToLevel(units, model.needed);
@@ -94,14 +94,14 @@ std::vector<const plugin::Device*> Distributed(const UnitModel& model,
                                   : SpreadExtras(*model.matrix, units, w);
     for (int i : extras) ++w.take[i];
   }
-  std::vector<const plugin::Device*> out;
+  std::vector<const pluginapi::Device*> out;
   for (size_t i = 0; i < units.size(); ++i) {
     for (int k = 0; k < w.take[i]; ++k) out.push_back(units[i].free[k]);
   }
   return out;
 }
 
-std::vector<const plugin::Device*> Packed(const UnitModel& model) {
+std::vector<const pluginapi::Device*> Packed(const UnitModel& model) {
   const std::vector<Unit>& units = model.units;
   const ScoreMatrix& m = *model.matrix;
   std::vector<bool> in_answer(m.size(), false), drained(units.size(), false);
@@ -113,7 +113,7 @@ std::vector<const plugin::Device*> Packed(const UnitModel& model) {
   for (const Unit& u : units) {
     if (u.must > 0) add_gpu(u.gpu);
   }
-  std::vector<const plugin::Device*> out;
+  std::vector<const pluginapi::Device*> out;
   int remaining = model.needed;
   while (remaining > 0) {
     auto key = [&](size_t i) {
@@ -167,7 +167,7 @@ WaterFill FillToLevel(const std::vector<Unit>& units, int needed) {
   return w;
 }
 
-std::vector<const plugin::Device*> PickReplicas(const UnitModel& model,
+std::vector<const pluginapi::Device*> PickReplicas(const UnitModel& model,
                                                 SharedPolicy policy,
                                                 bool units_share_gpus) {
   if (policy == SharedPolicy::kPacked) return Packed(model);

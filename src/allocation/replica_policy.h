@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "src/allocation/request_units.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
 namespace gpulet::allocation {
 
@@ -45,7 +45,7 @@ WaterFill FillToLevel(const std::vector<Unit>& units, int needed);
 // unit on a GPU already in the answer, then one that can hold everything
 // still needed, then the best-connected to the answer's GPUs, then the most
 // free replicas, then the lowest position; it is drained before the next.
-std::vector<const plugin::Device*> PickReplicas(const UnitModel& model,
+std::vector<const pluginapi::Device*> PickReplicas(const UnitModel& model,
                                                 SharedPolicy policy,
                                                 bool units_share_gpus);
 

@@ -12,13 +12,13 @@
 namespace gpulet::allocation {
 namespace {
 
-using Index = absl::flat_hash_map<absl::string_view, const plugin::Device*>;
+using Index = absl::flat_hash_map<absl::string_view, const pluginapi::Device*>;
 
 // Unique devices of `ids` in order; false (with `unknown` set) when an ID is
 // not in the index.
 bool Resolve(const Index& index, const std::vector<std::string>& ids,
-             std::vector<const plugin::Device*>& out, std::string& unknown) {
-  absl::flat_hash_set<const plugin::Device*> seen;
+             std::vector<const pluginapi::Device*>& out, std::string& unknown) {
+  absl::flat_hash_set<const pluginapi::Device*> seen;
   for (const std::string& id : ids) {
     auto it = index.find(absl::string_view(id));
     if (it == index.end()) {
@@ -32,7 +32,7 @@ bool Resolve(const Index& index, const std::vector<std::string>& ids,
 
 void Classify(ResolvedRequest& r) {
   absl::flat_hash_set<int> gpus;
-  for (const plugin::Device* d : r.available) {
+  for (const pluginapi::Device* d : r.available) {
     if (d->gpu_instance_id >= 0) r.any_mig = true;
     if (d->replica >= 0) r.any_replica = true;
     if (d->gpu_index < 0) r.unplaced = true;
@@ -45,7 +45,7 @@ void Classify(ResolvedRequest& r) {
 }  // namespace
 
 absl::StatusOr<ResolvedRequest> ResolveRequest(
-    const plugin::DeviceSnapshot& snapshot,
+    const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size) {
   if (size < 1) {
@@ -54,7 +54,7 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   }
   Index index;
   index.reserve(snapshot.devices.size());
-  for (const plugin::Device& d : snapshot.devices) {
+  for (const pluginapi::Device& d : snapshot.devices) {
     index.try_emplace(absl::string_view(d.id), &d);
   }
   ResolvedRequest r;
@@ -64,7 +64,7 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
     return absl::InvalidArgumentError(
         absl::StrCat("unknown device: ", unknown));
   }
-  const absl::flat_hash_set<const plugin::Device*> in_available(
+  const absl::flat_hash_set<const pluginapi::Device*> in_available(
       r.available.begin(), r.available.end());
   for (const std::string& id : must_include) {
     auto it = index.find(absl::string_view(id));
@@ -89,10 +89,10 @@ absl::StatusOr<ResolvedRequest> ResolveRequest(
   return r;
 }
 
-ScoreMatrix NumaMatrix(const plugin::DeviceSnapshot& snapshot) {
+ScoreMatrix NumaMatrix(const pluginapi::DeviceSnapshot& snapshot) {
   // gpu_index -> NUMA nodes of its devices (ordered, so positions ascend).
   std::map<int, absl::flat_hash_set<int64_t>> numa;
-  for (const plugin::Device& d : snapshot.devices) {
+  for (const pluginapi::Device& d : snapshot.devices) {
     if (d.gpu_index < 0) continue;
     numa[d.gpu_index].insert(d.numa_nodes.begin(), d.numa_nodes.end());
   }
@@ -119,25 +119,25 @@ namespace {
 
 // Positions of every gpu_index in `m`; false if a device of the request
 // (available or already allocated) has a GPU the matrix does not know.
-bool Positions(const ScoreMatrix& m, const plugin::DeviceSnapshot& snapshot,
+bool Positions(const ScoreMatrix& m, const pluginapi::DeviceSnapshot& snapshot,
                absl::flat_hash_map<int, int>& position_of) {
   for (int p = 0; p < m.size(); ++p) {
     position_of[static_cast<int>(m.gpu_index()[p])] = p;
   }
-  for (const plugin::Device& d : snapshot.devices) {
+  for (const pluginapi::Device& d : snapshot.devices) {
     if (d.gpu_index >= 0 && !position_of.contains(d.gpu_index)) return false;
   }
   return true;
 }
 
-bool PickOrder(const plugin::Device* a, const plugin::Device* b) {
+bool PickOrder(const pluginapi::Device* a, const pluginapi::Device* b) {
   return std::tie(a->replica, a->id) < std::tie(b->replica, b->id);
 }
 
 }  // namespace
 
 UnitModel BuildUnits(std::shared_ptr<const ScoreMatrix> m,
-                     const plugin::DeviceSnapshot& snapshot,
+                     const pluginapi::DeviceSnapshot& snapshot,
                      const ResolvedRequest& request) {
   UnitModel model;
   absl::flat_hash_map<int, int> position_of;
@@ -150,13 +150,13 @@ UnitModel BuildUnits(std::shared_ptr<const ScoreMatrix> m,
   model.needed = request.size - static_cast<int>(request.must_include.size());
 
   enum State : char { kAllocated, kFree, kMust };
-  absl::flat_hash_map<const plugin::Device*, State> state;
-  for (const plugin::Device* d : request.available) state[d] = kFree;
-  for (const plugin::Device* d : request.must_include) state[d] = kMust;
+  absl::flat_hash_map<const pluginapi::Device*, State> state;
+  for (const pluginapi::Device* d : request.available) state[d] = kFree;
+  for (const pluginapi::Device* d : request.must_include) state[d] = kMust;
 
   // (gpu position, gpu instance, compute instance) -> unit
   std::map<std::tuple<int, int, int>, Unit> units;
-  for (const plugin::Device& d : snapshot.devices) {
+  for (const pluginapi::Device& d : snapshot.devices) {
     if (d.gpu_index < 0) continue;
     const int gpu = position_of.at(d.gpu_index);
     Unit& u = units[{gpu, d.gpu_instance_id, d.compute_instance_id}];

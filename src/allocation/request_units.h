@@ -5,7 +5,7 @@
 // share (a full GPU, or one MIG device of a GPU) — with each unit's load and
 // the score-matrix position of its parent GPU.
 //
-// Built per request from plain values (plugin::Device fields, never IDs
+// Built per request from plain values (pluginapi::Device fields, never IDs
 // parsed); owns nothing but the index and unit lists, and points into the
 // snapshot, which must outlive it. Thread safety: values; pure functions.
 #pragma once
@@ -18,14 +18,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "src/allocation/score.h"
-#include "src/plugin/device_list.h"
+#include "src/pluginapi/device.h"
 
 namespace gpulet::allocation {
 
 // The request after validation, with every ID resolved to its device.
 struct ResolvedRequest {
-  std::vector<const plugin::Device*> available;     // unique, request order
-  std::vector<const plugin::Device*> must_include;  // unique, request order
+  std::vector<const pluginapi::Device*> available;     // unique, request order
+  std::vector<const pluginapi::Device*> must_include;  // unique, request order
   int size = 0;
   bool any_mig = false;      // an available device is a MIG device
   bool any_replica = false;  // an available device is a replica
@@ -37,7 +37,7 @@ struct ResolvedRequest {
 // field), in O(snapshot + request) through a hash index instead of a linear
 // Find per ID: 768 replicas would otherwise cost ~10^6 string compares.
 absl::StatusOr<ResolvedRequest> ResolveRequest(
-    const plugin::DeviceSnapshot& snapshot,
+    const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size);
 
@@ -53,7 +53,7 @@ struct Unit {
   int load = 0;
   int must = 0;  // must_include devices on the unit
   // Available devices not in must_include, in pick order (replica, then ID).
-  std::vector<const plugin::Device*> free;
+  std::vector<const pluginapi::Device*> free;
 };
 
 struct UnitModel {
@@ -70,12 +70,12 @@ struct UnitModel {
 // REQUIRES: request came from ResolveRequest on `snapshot` and
 // !request.unplaced. `m` may be null.
 UnitModel BuildUnits(std::shared_ptr<const ScoreMatrix> m,
-                     const plugin::DeviceSnapshot& snapshot,
+                     const pluginapi::DeviceSnapshot& snapshot,
                      const ResolvedRequest& request);
 
 // A matrix over the snapshot's GPU indexes (gpu_index >= 0, ascending)
 // scoring 1 for two GPUs sharing a NUMA node and 0 otherwise: topology's
 // stand-in when NVML could not report it.
-ScoreMatrix NumaMatrix(const plugin::DeviceSnapshot& snapshot);
+ScoreMatrix NumaMatrix(const pluginapi::DeviceSnapshot& snapshot);
 
 }  // namespace gpulet::allocation

@@ -9,14 +9,14 @@
 #include "gtest/gtest.h"
 #include "src/allocation/preferred_handler.h"
 #include "src/allocation/test_topologies.h"
-#include "src/plugin/preferred_request.h"
+#include "src/pluginapi/preferred_request.h"
 
 namespace gpulet::allocation {
 namespace {
 
 struct Case {
   std::shared_ptr<const ScoreMatrix> m;
-  plugin::DeviceSnapshot snap;
+  pluginapi::DeviceSnapshot snap;
   std::vector<std::string> available;
   std::vector<std::string> must;
   int size = 0;
@@ -34,7 +34,7 @@ GpuCounts Count(const Case& c) {
   k.free.assign(c.gpus, 0);
   k.must.assign(c.gpus, 0);
   k.avail.assign(c.gpus, 0);
-  for (const plugin::Device& d : c.snap.devices) {
+  for (const pluginapi::Device& d : c.snap.devices) {
     const bool avail = std::count(c.available.begin(), c.available.end(), d.id);
     const bool must = std::count(c.must.begin(), c.must.end(), d.id);
     if (avail) ++k.avail[d.gpu_index];
@@ -58,7 +58,7 @@ Case MakeCase(uint32_t seed, int n, bool mig, int max_per_gpu, int max_needed) {
   for (int g = 0; g < n; ++g) {
     const int count = pick(mig ? 0 : 1, max_per_gpu);
     for (int k = 0; k < count; ++k) {
-      plugin::Device d;
+      pluginapi::Device d;
       d.gpu_index = g;
       if (mig) {
         d.id = "MIG-" + std::to_string(g) + "-" + std::to_string(k);
@@ -87,9 +87,9 @@ std::vector<std::string> Answer(const Case& c, SharedPolicy policy) {
       PreferredAllocation(c.m, {policy}, c.snap, c.available, c.must, c.size);
   EXPECT_TRUE(got.ok()) << got.status();
   if (!got.ok()) return {};
-  auto request = plugin::ValidatePreferred(c.snap, c.available, c.must, c.size);
+  auto request = pluginapi::ValidatePreferred(c.snap, c.available, c.must, c.size);
   EXPECT_TRUE(request.ok());
-  EXPECT_TRUE(plugin::CheckPreferredAnswer(*request, *got).ok());
+  EXPECT_TRUE(pluginapi::CheckPreferredAnswer(*request, *got).ok());
   // Deterministic, and independent of the order the kubelet lists devices.
   std::vector<std::string> reversed(c.available.rbegin(), c.available.rend());
   auto again =

@@ -4,21 +4,21 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "src/allocation/best_set.h"
-#include "src/plugin/preferred_allocation.h"
-#include "src/plugin/preferred_request.h"
+#include "src/allocation/simple_preferred.h"
+#include "src/pluginapi/preferred_request.h"
 
 namespace gpulet::allocation {
 namespace {
 
 // Matrix positions of `ids` in order, or false if any cannot be mapped
 // one-to-one (then the caller falls back).
-bool ToPositions(const plugin::DeviceSnapshot& snapshot,
+bool ToPositions(const pluginapi::DeviceSnapshot& snapshot,
                  const absl::flat_hash_map<int, int>& position_of,
                  const std::vector<std::string>& ids,
                  absl::flat_hash_map<int, std::string>& id_at,
                  std::vector<int>& out) {
   for (const std::string& id : ids) {
-    const plugin::Device* d = snapshot.Find(id);
+    const pluginapi::Device* d = snapshot.Find(id);
     if (d == nullptr || d->gpu_index < 0) return false;
     auto it = position_of.find(d->gpu_index);
     if (it == position_of.end()) return false;
@@ -32,11 +32,11 @@ bool ToPositions(const plugin::DeviceSnapshot& snapshot,
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> TopologyPreferred(
-    const ScoreMatrix& m, const plugin::DeviceSnapshot& snapshot,
+    const ScoreMatrix& m, const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size) {
-  absl::StatusOr<plugin::PreferredRequest> request =
-      plugin::ValidatePreferred(snapshot, available, must_include, size);
+  absl::StatusOr<pluginapi::PreferredRequest> request =
+      pluginapi::ValidatePreferred(snapshot, available, must_include, size);
   if (!request.ok()) return request.status();
 
   absl::flat_hash_map<int, int> position_of;
@@ -47,7 +47,7 @@ absl::StatusOr<std::vector<std::string>> TopologyPreferred(
   std::vector<int> avail, must;
   if (!ToPositions(snapshot, position_of, request->available, id_at, avail) ||
       !ToPositions(snapshot, position_of, request->must_include, id_at, must)) {
-    return plugin::SimplePreferred(snapshot, available, must_include, size);
+    return allocation::SimplePreferred(snapshot, available, must_include, size);
   }
   absl::StatusOr<std::vector<int>> best =
       BestSet(m, avail, must, request->size);
@@ -62,9 +62,9 @@ absl::StatusOr<std::vector<std::string>> TopologyPreferred(
   return answer;
 }
 
-plugin::PreferredHandler MakeTopologyPreferred(
+pluginapi::PreferredHandler MakeTopologyPreferred(
     std::shared_ptr<const ScoreMatrix> m) {
-  return [m = std::move(m)](const plugin::DeviceSnapshot& snapshot,
+  return [m = std::move(m)](const pluginapi::DeviceSnapshot& snapshot,
                             const std::vector<std::string>& available,
                             const std::vector<std::string>& must_include,
                             int size) {

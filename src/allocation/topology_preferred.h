@@ -2,7 +2,7 @@
 // score-matrix positions through each device's gpu_index, asks BestSet for
 // the best set, and maps the answer back to IDs. Requests it cannot map
 // (a device without a GPU index, an index the matrix does not know, two
-// devices on one GPU as with replicas) fall back to plugin::SimplePreferred.
+// devices on one GPU as with replicas) fall back to allocation::SimplePreferred.
 //
 // Ownership: the handler keeps the matrix alive through a shared_ptr.
 // Thread safety: the handler is a pure function over immutable data and may
@@ -15,19 +15,19 @@
 
 #include "absl/status/statusor.h"
 #include "src/allocation/score.h"
-#include "src/plugin/device_list.h"
-#include "src/plugin/handlers.h"
+#include "src/pluginapi/device.h"
+#include "src/pluginapi/handlers.h"
 
 namespace gpulet::allocation {
 
-// Same contract as plugin::PreferredHandler; the answer lists must_include
+// Same contract as pluginapi::PreferredHandler; the answer lists must_include
 // first (in request order), then the other chosen devices by GPU position.
 absl::StatusOr<std::vector<std::string>> TopologyPreferred(
-    const ScoreMatrix& m, const plugin::DeviceSnapshot& snapshot,
+    const ScoreMatrix& m, const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size);
 
-plugin::PreferredHandler MakeTopologyPreferred(
+pluginapi::PreferredHandler MakeTopologyPreferred(
     std::shared_ptr<const ScoreMatrix> m);
 
 }  // namespace gpulet::allocation

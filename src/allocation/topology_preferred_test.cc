@@ -17,10 +17,10 @@ ScoreMatrix Matrix() {
   return ScoreMatrix({3, 2, 1, 0}, s);
 }
 
-plugin::DeviceSnapshot Snapshot() {
-  plugin::DeviceSnapshot snap;
+pluginapi::DeviceSnapshot Snapshot() {
+  pluginapi::DeviceSnapshot snap;
   for (int i = 0; i < 4; ++i) {
-    plugin::Device d;
+    pluginapi::Device d;
     d.id = "GPU-" + std::to_string(i);
     d.gpu_index = i;
     snap.devices.push_back(d);
@@ -46,7 +46,7 @@ TEST(TopologyPreferredTest, PassesValidationErrorsThrough) {
 }
 
 TEST(TopologyPreferredTest, FallsBackWhenDevicesDoNotMapToGpus) {
-  plugin::DeviceSnapshot snap = Snapshot();
+  pluginapi::DeviceSnapshot snap = Snapshot();
   snap.devices[1].gpu_index = -1;  // no GPU index: SimplePreferred's order
   auto got =
       TopologyPreferred(Matrix(), snap, {"GPU-3", "GPU-1", "GPU-0"}, {}, 2);

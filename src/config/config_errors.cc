@@ -6,15 +6,6 @@
 
 namespace gpulet::config::internal {
 
-std::string JoinPath(absl::string_view parent, absl::string_view key) {
-  if (parent.empty()) return std::string(key);
-  return absl::StrCat(parent, ".", key);
-}
-
-std::string IndexPath(absl::string_view parent, size_t index) {
-  return absl::StrCat(parent, "[", index, "]");
-}
-
 absl::Status PathError(const Origins& origins, const std::string& path,
                        absl::string_view what) {
   std::string key = path;
@@ -29,14 +20,6 @@ absl::Status PathError(const Origins& origins, const std::string& path,
   }
   if (path.empty()) return absl::InvalidArgumentError(std::string(what));
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-}
-
-std::string Quote(absl::string_view s) {
-  constexpr size_t kMax = 60;
-  if (s.size() > kMax) {
-    return absl::StrCat("\"", absl::CHexEscape(s.substr(0, kMax)), "...\"");
-  }
-  return absl::StrCat("\"", absl::CHexEscape(s), "\"");
 }
 
 std::string UnknownValue(absl::string_view value,

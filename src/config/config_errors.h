@@ -15,12 +15,13 @@
 #include "src/common/status_macros.h"
 #include "absl/strings/string_view.h"
 #include "src/config/config.h"
+#include "src/yaml/fields.h"
 
 
 namespace gpulet::config::internal {
 
-std::string JoinPath(absl::string_view parent, absl::string_view key);
-std::string IndexPath(absl::string_view parent, size_t index);
+using yaml::IndexPath;
+using yaml::JoinPath;
 
 // InvalidArgument "<origin>: <path>: <what>" with the origin recorded for
 // `path` or, failing that, its nearest recorded ancestor ("a.b[2].c" ->
@@ -28,8 +29,7 @@ std::string IndexPath(absl::string_view parent, size_t index);
 absl::Status PathError(const Origins& origins, const std::string& path,
                        absl::string_view what);
 
-// `s` quoted and C-escaped for a message, cut at 60 characters.
-std::string Quote(absl::string_view s);
+using yaml::Quote;
 
 // "unknown value "x" (expected one of: a, b)" for enum parsers outside YAML.
 std::string UnknownValue(absl::string_view value,

@@ -14,6 +14,7 @@
 #include "src/config/names.h"
 #include "src/config/parser_sections.h"
 #include "src/config/validate.h"
+#include "src/yaml/nesting_depth.h"
 
 namespace gpulet::config {
 namespace internal {
@@ -113,7 +114,7 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
         Field{root, "(top level)"},
         absl::StrCat("expected a map with version, flags, resources, "
                      "sharing, imex, health, metrics; got ",
-                     YamlReader::Describe(root)));
+                     yaml::Describe(root)));
   }
   return ReadMap(
       ctx, field,
@@ -202,7 +203,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml,
                      " bytes; the limit is ", kMaxConfigFileBytes));
   }
   GPULET_RETURN_IF_ERROR(
-      internal::CheckNestingDepth(yaml, internal::kMaxNesting, source));
+      yaml::CheckNestingDepth(yaml, internal::kMaxNesting, source));
   Config config;
   try {
     YAML::Node root;

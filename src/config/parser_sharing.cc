@@ -59,7 +59,7 @@ absl::Status ReadDevices(ParseContext& ctx, const Field& f,
   return ctx.reader.Error(
       f, absl::StrCat("expected \"all\", a count, or a list of GPU indexes, "
                       "MIG indexes (i:j) and UUIDs; got ",
-                      YamlReader::Describe(f.node)));
+                      yaml::Describe(f.node)));
 }
 
 absl::StatusOr<ReplicatedResource> ParseReplicatedResource(ParseContext& ctx,
@@ -91,7 +91,7 @@ absl::StatusOr<ReplicatedResource> ParseReplicatedResource(ParseContext& ctx,
   if (!f.node.IsMap()) {
     return ctx.reader.Error(f, absl::StrCat("expected a map with name and "
                                             "replicas, got ",
-                                            YamlReader::Describe(f.node)));
+                                            yaml::Describe(f.node)));
   }
   if (!has_name) return Missing(ctx, f, "name");
   if (!has_replicas) return Missing(ctx, f, "replicas");

@@ -12,7 +12,7 @@
 //
 // Unknown keys are errors naming the key. Parsing takes a string; loading a
 // file is a thin wrapper. This is the only place that reads the file, since
-// only the config layer includes yaml-cpp.
+// no layer above config includes yaml-cpp.
 //
 // Thread safety: plain values and pure functions.
 #pragma once

@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "src/config/yaml_reader.h"
+#include "src/yaml/nesting_depth.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpulet::config {
@@ -267,7 +267,7 @@ void Emit(YAML::Emitter& out, const Json& value) {
 
 absl::StatusOr<nlohmann::ordered_json> YamlToJson(absl::string_view text,
                                                   const std::string& source) {
-  absl::Status depth = internal::CheckNestingDepth(text, kMaxDepth, source);
+  absl::Status depth = yaml::CheckNestingDepth(text, kMaxDepth, source);
   if (!depth.ok()) return depth;
   YAML::Node root;
   try {

@@ -1,7 +1,7 @@
 // YAML text <-> nlohmann::ordered_json, for formats that are defined as JSON
-// but commonly written as YAML (CDI specs). Lives in config/ because this is
-// the only layer allowed to include yaml-cpp; the JSON value it produces is
-// what callers decode with their own strict field checks.
+// but commonly written as YAML (CDI specs). Lives in config/ so that layers
+// above read YAML through it rather than through yaml-cpp; the JSON value it
+// produces is what callers decode with their own strict field checks.
 //
 // Scalars resolve as in YAML 1.2's core schema: quoted scalars and explicit
 // !!str are strings; plain scalars are null (`null`, `~`, empty), booleans

@@ -23,46 +23,6 @@ Origin OriginOf(const std::string& source, const YAML::Node& node) {
   return origin;
 }
 
-// Levenshtein distance ignoring case; keys are short.
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      bool same = absl::ascii_tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  absl::ascii_tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] =
-          std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string UnknownKey(const std::string& name,
-                       const std::vector<std::string>& allowed) {
-  std::string message = absl::StrCat("unknown key ", Quote(name));
-  const std::string* best = nullptr;
-  size_t best_distance = 3;  // suggest near misses only
-  if (name.size() <= 64) {
-    for (const std::string& key : allowed) {
-      size_t distance = EditDistance(name, key);
-      if (distance < best_distance) {
-        best = &key;
-        best_distance = distance;
-      }
-    }
-  }
-  if (best != nullptr) {
-    return absl::StrCat(message, " (did you mean \"", *best, "\"?)");
-  }
-  return absl::StrCat(message, " (known keys: ", absl::StrJoin(allowed, ", "),
-                      ")");
-}
-
 }  // namespace
 
 void YamlReader::Record(const Field& field) {
@@ -75,28 +35,13 @@ absl::Status YamlReader::Error(const Field& field,
       OriginOf(source_, field.node).ToString(), ": ", field.path, ": ", what));
 }
 
-std::string YamlReader::Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      return "nothing (null)";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Scalar:
-      return Quote(node.Scalar());
-    default:
-      return "nothing";
-  }
-}
-
 absl::StatusOr<std::vector<Field>> YamlReader::Map(
     const Field& field, const std::vector<std::string>& allowed) const {
   std::vector<Field> entries;
   if (field.node.IsNull()) return entries;
   if (!field.node.IsMap()) {
     return Error(field,
-                 absl::StrCat("expected a map, got ", Describe(field.node)));
+                 absl::StrCat("expected a map, got ", yaml::Describe(field.node)));
   }
   for (auto it = field.node.begin(); it != field.node.end(); ++it) {
     // The iterator hands out a temporary pair: copy the nodes, never bind.
@@ -105,7 +50,7 @@ absl::StatusOr<std::vector<Field>> YamlReader::Map(
     if (!key.IsScalar()) {
       return Error(
           Field{key, field.path},
-          absl::StrCat("map keys must be strings, got ", Describe(key)));
+          absl::StrCat("map keys must be strings, got ", yaml::Describe(key)));
     }
     auto match = std::find_if(
         allowed.begin(), allowed.end(), [&](const std::string& name) {
@@ -113,7 +58,7 @@ absl::StatusOr<std::vector<Field>> YamlReader::Map(
         });
     if (match == allowed.end()) {
       return Error(Field{key, JoinPath(field.path, key.Scalar())},
-                   UnknownKey(key.Scalar(), allowed));
+                   yaml::UnknownKey(key.Scalar(), allowed));
     }
     std::string path = JoinPath(field.path, *match);
     for (const Field& seen : entries) {
@@ -134,7 +79,7 @@ absl::StatusOr<std::vector<Field>> YamlReader::List(const Field& field,
   if (field.node.IsNull()) return items;
   if (!field.node.IsSequence()) {
     return Error(field,
-                 absl::StrCat("expected a list, got ", Describe(field.node)));
+                 absl::StrCat("expected a list, got ", yaml::Describe(field.node)));
   }
   if (field.node.size() > max_items) {
     return Error(field,
@@ -151,7 +96,7 @@ absl::StatusOr<std::string> YamlReader::String(const Field& field,
                                                size_t max_len) const {
   if (!field.node.IsScalar()) {
     return Error(field,
-                 absl::StrCat("expected a string, got ", Describe(field.node)));
+                 absl::StrCat("expected a string, got ", yaml::Describe(field.node)));
   }
   const std::string& s = field.node.Scalar();
   if (s.size() > max_len) {
@@ -174,7 +119,7 @@ absl::StatusOr<bool> YamlReader::Bool(const Field& field) const {
     if (s == "false" || s == "no" || s == "off" || s == "n") return false;
   }
   return Error(field, absl::StrCat("expected true or false, got ",
-                                   Describe(field.node)));
+                                   yaml::Describe(field.node)));
 }
 
 absl::StatusOr<int64_t> YamlReader::Int(const Field& field) const {
@@ -191,7 +136,7 @@ absl::StatusOr<int64_t> YamlReader::Int(const Field& field) const {
     if (ok && value <= kIntLimit) return negative ? -value : value;
   }
   return Error(field,
-               absl::StrCat("expected an integer, got ", Describe(field.node)));
+               absl::StrCat("expected an integer, got ", yaml::Describe(field.node)));
 }
 
 absl::StatusOr<size_t> YamlReader::MatchName(
@@ -204,7 +149,7 @@ absl::StatusOr<size_t> YamlReader::MatchName(
   }
   return Error(field,
                absl::StrCat("expected one of ", absl::StrJoin(names, ", "),
-                            ", got ", Describe(field.node)));
+                            ", got ", yaml::Describe(field.node)));
 }
 
 }  // namespace gpulet::config::internal

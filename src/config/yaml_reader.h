@@ -2,8 +2,9 @@
 // Errors read "<source>:<line>:<col>: <key path>: <what>" (config_errors.h).
 //
 // Nothing here throws: values come from Node::Scalar() and are converted by
-// hand, never through yaml-cpp's throwing as<T>(). Internal to
-// gpulet_config (the only place that includes yaml-cpp); not thread-safe
+// hand, never through yaml-cpp's throwing as<T>(). Field, key paths and the
+// wording of values and unknown keys are src/yaml's, shared with the
+// simulator's machine parser. Internal to gpulet_config; not thread-safe
 // (a reader records origins into the Config being built).
 #pragma once
 
@@ -18,20 +19,12 @@
 #include "absl/strings/string_view.h"
 #include "src/config/config.h"
 #include "src/config/config_errors.h"
+#include "src/yaml/fields.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpulet::config::internal {
 
-// Rejects text whose block or flow nesting exceeds `max_depth`, before
-// yaml-cpp's recursive descent sees it. Conservative: may over-count.
-absl::Status CheckNestingDepth(absl::string_view text, int max_depth,
-                               const std::string& source);
-
-// One value and the key path that leads to it.
-struct Field {
-  YAML::Node node;
-  std::string path;
-};
+using yaml::Field;
 
 class YamlReader {
  public:
@@ -65,9 +58,6 @@ class YamlReader {
   // A scalar spelled exactly as one of `names`.
   template <typename E>
   absl::StatusOr<E> Enum(const Field& field, const EnumNames<E>& names) const;
-
-  // Describes a node for messages: "a list", "\"abc\"", ...
-  static std::string Describe(const YAML::Node& node);
 
  private:
   absl::StatusOr<size_t> MatchName(const Field& field,

@@ -5,8 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "src/allocation/allocate_cdi.h"
 #include "src/cdi/spec_file.h"
-#include "src/plugin/allocate_cdi.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -49,7 +49,7 @@ void RebaseHostPaths(cdi::Spec& spec, const std::string& from,
 
 absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
                                          const config::Config& config,
-                                         const HostView& view,
+                                         const resource::HostView& view,
                                          const std::string& dir) {
   const std::string& host_root = config.flags.nvidia_driver_root;
   const std::string& seen_root = view.driver_root;
@@ -58,8 +58,8 @@ absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
   driver.dev_root = view.probe_root;
   driver.proc_root = std::string(1, '/');  // /proc is the kernel's, in or out of a container
   cdi::BuildOptions build;
-  build.vendor = plugin::kPluginCdiVendor;
-  build.cls = plugin::kPluginCdiClass;
+  build.vendor = allocation::kPluginCdiVendor;
+  build.cls = allocation::kPluginCdiClass;
   absl::StatusOr<cdi::Spec> spec = cdi::GenerateSpec(node, driver, build);
   if (!spec.ok()) return spec.status();
   RebaseHostPaths(*spec, seen_root, host_root);

@@ -13,10 +13,10 @@
 #include "src/common/logging.h"
 #include "src/daemon/cdi_writer.h"
 #include "src/daemon/daemon_impl.h"
-#include "src/daemon/resource_handlers.h"
-#include "src/daemon/resources.h"
 #include "src/device/topology.h"
 #include "src/health/health_config.h"
+#include "src/resource/resource_handlers.h"
+#include "src/resource/resources.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -85,17 +85,19 @@ void Daemon::Impl::Reload() {
 // Allocate handlers and the CDI spec.
 absl::StatusOr<std::vector<Daemon::Impl::Prepared>> Daemon::Impl::Prepare(
     const config::Config& config, const device::Node& node) {
-  const HostView view = MakeHostView(config);
-  absl::StatusOr<std::vector<ResourceSpec>> specs = BuildResources(
-      node, config, MakeResourceOptions(options_.socket_prefix, view));
+  const resource::HostView view = resource::MakeHostView(config);
+  absl::StatusOr<std::vector<resource::ResourceSpec>> specs =
+      resource::BuildResources(
+          node, config,
+          resource::MakeResourceOptions(options_.socket_prefix, view));
   if (!specs.ok()) return specs.status();
   std::vector<Prepared> prepared;
-  for (ResourceSpec& spec : *specs) {
-    absl::StatusOr<plugin::AllocateOptions> allocate_options =
-        AllocateOptionsFor(config, spec, view);
+  for (resource::ResourceSpec& spec : *specs) {
+    absl::StatusOr<allocation::AllocateOptions> allocate_options =
+        resource::AllocateOptionsFor(config, spec, view);
     if (!allocate_options.ok()) return allocate_options.status();
-    absl::StatusOr<plugin::AllocateHandler> allocate =
-        plugin::MakeAllocateHandler(*std::move(allocate_options));
+    absl::StatusOr<pluginapi::AllocateHandler> allocate =
+        allocation::MakeAllocateHandler(*std::move(allocate_options));
     if (!allocate.ok()) return allocate.status();
     prepared.push_back(Prepared{std::move(spec), *std::move(allocate)});
   }
@@ -172,7 +174,7 @@ void Daemon::Impl::RecordNode(const device::Node& node) {
 // comes from the book, under the same lock the health callback takes, so no
 // event falls between building a list and publishing it.
 void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
-                                  plugin::PreferredHandler preferred) {
+                                  pluginapi::PreferredHandler preferred) {
   std::vector<std::unique_ptr<PluginRunner>> removed;
   std::vector<PluginRunner*> added;
   {
@@ -302,7 +304,7 @@ std::shared_ptr<const allocation::ScoreMatrix> Daemon::Impl::ScoreTopology(
 void Daemon::Impl::PublishDeviceHealth(int gpu_index) {
   for (auto& runner : runners_) {
     const std::string& resource = runner->resource_name();
-    for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+    for (const pluginapi::Device& d : runner->devices().Snapshot()->devices) {
       if (gpu_index >= 0 && d.gpu_index != gpu_index) continue;
       metrics_.device_healthy->Set({resource, d.id},
                                    metrics::HealthValue(d.healthy));
@@ -322,7 +324,7 @@ void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
   if (event.gpu_instance_id.has_value()) {
     const int gi = static_cast<int>(*event.gpu_instance_id);
     for (auto& runner : runners_) {
-      for (const plugin::Device& d : runner->devices().Snapshot()->devices) {
+      for (const pluginapi::Device& d : runner->devices().Snapshot()->devices) {
         mig_scoped |= d.gpu_index == event.gpu_index && d.gpu_instance_id == gi;
       }
     }

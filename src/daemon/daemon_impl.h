@@ -27,7 +27,6 @@
 #include "src/daemon/daemon.h"
 #include "src/daemon/health_book.h"
 #include "src/daemon/plugin_runner.h"
-#include "src/daemon/resources.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/gpu.h"
 #include "src/health/health_monitor.h"
@@ -36,6 +35,7 @@
 #include "src/metrics/registry.h"
 #include "src/nvml/library.h"
 #include "src/registration/socket_watcher.h"
+#include "src/resource/resources.h"
 
 namespace gpulet::daemon {
 
@@ -83,14 +83,14 @@ class Daemon::Impl {
   absl::StatusOr<Loaded> ReadConfig();
   // A resource as Apply is about to serve it.
   struct Prepared {
-    ResourceSpec spec;
-    plugin::AllocateHandler allocate;
+    resource::ResourceSpec spec;
+    pluginapi::AllocateHandler allocate;
   };
   absl::StatusOr<std::vector<Prepared>> Prepare(const config::Config& config,
                                                 const device::Node& node);
   void RecordNode(const device::Node& node) ABSL_LOCKS_EXCLUDED(mu_);
   void ServeResources(std::vector<Prepared> prepared,
-                      plugin::PreferredHandler preferred)
+                      pluginapi::PreferredHandler preferred)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Serves `node` as `config` says: the first time, or over the resources
   // already served (changed in place, added, removed). Nothing changes

@@ -14,7 +14,7 @@ bool SameScope(const health::HealthEvent& a, const health::HealthEvent& b) {
 // Whether an entry covers a device of its GPU: a whole-GPU entry covers all
 // of them; a MIG entry covers the devices of its GPU instance (and compute
 // instance, when it names one).
-bool Covers(const health::HealthEvent& entry, const plugin::Device& d) {
+bool Covers(const health::HealthEvent& entry, const pluginapi::Device& d) {
   if (!entry.gpu_instance_id.has_value()) return true;
   if (d.gpu_instance_id != static_cast<int>(*entry.gpu_instance_id)) {
     return false;
@@ -37,9 +37,9 @@ bool HealthBook::Record(const std::string& uuid,
 }
 
 void HealthBook::Apply(const std::map<int, std::string>& uuid_of_gpu,
-                       std::vector<plugin::Device>& devices) const {
+                       std::vector<pluginapi::Device>& devices) const {
   if (entries_.empty()) return;
-  for (plugin::Device& d : devices) {
+  for (pluginapi::Device& d : devices) {
     auto uuid = uuid_of_gpu.find(d.gpu_index);
     if (uuid == uuid_of_gpu.end()) continue;
     auto entry = entries_.find(uuid->second);

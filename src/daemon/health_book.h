@@ -28,7 +28,7 @@ class HealthBook {
   // NVML index) or MIG instance has an entry. Never marks anything healthy:
   // a device unhealthy for another reason (discovery) stays so.
   void Apply(const std::map<int, std::string>& uuid_of_gpu,
-             std::vector<plugin::Device>& devices) const;
+             std::vector<pluginapi::Device>& devices) const;
   // Drops the entries of GPUs not in `uuid_of_gpu` (gone from the node).
   void Retain(const std::map<int, std::string>& uuid_of_gpu);
   // Drops every entry made for `cause` (a new discovery replaces the

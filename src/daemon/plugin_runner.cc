@@ -6,16 +6,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "src/allocation/allocate_response.h"
+#include "src/allocation/simple_preferred.h"
 #include "src/common/clock.h"
 #include "src/common/logging.h"
-#include "src/plugin/allocate_response.h"
-#include "src/plugin/preferred_allocation.h"
 #include "src/registration/registrar.h"
 
 namespace gpulet::daemon {
 namespace {
 
-plugin::PluginOptions ServerOptions(const ResourceSpec& spec,
+plugin::PluginOptions ServerOptions(const resource::ResourceSpec& spec,
                                     const metrics::GpuletMetrics* m) {
   plugin::PluginOptions options;
   if (m != nullptr) {
@@ -40,25 +40,25 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path) {
                       st.st_ctim.tv_nsec};
 }
 
-PluginRunner::PluginRunner(ResourceSpec spec, RunnerOptions options,
-                           plugin::AllocateHandler allocate,
-                           plugin::PreferredHandler preferred)
+PluginRunner::PluginRunner(resource::ResourceSpec spec, RunnerOptions options,
+                           pluginapi::AllocateHandler allocate,
+                           pluginapi::PreferredHandler preferred)
     : spec_(std::move(spec)),
       options_(std::move(options)),
       // The list owns the devices; spec_ keeps only the names.
       devices_(std::move(spec_.devices)),
       handlers_(std::make_shared<const Handlers>(Handlers{
           allocate ? std::move(allocate)
-                   : plugin::AllocateHandler(plugin::EnvvarResponse),
+                   : pluginapi::AllocateHandler(allocation::EnvvarResponse),
           preferred ? std::move(preferred)
-                    : plugin::PreferredHandler(plugin::SimplePreferred)})),
+                    : pluginapi::PreferredHandler(allocation::SimplePreferred)})),
       server_(std::make_unique<plugin::PluginServer>(
           ServerOptions(spec_, options_.metrics), devices_,
-          [this](const plugin::DeviceSnapshot& snapshot,
+          [this](const pluginapi::DeviceSnapshot& snapshot,
                  const std::vector<std::string>& ids) {
             return handlers()->allocate(snapshot, ids);
           },
-          [this](const plugin::DeviceSnapshot& snapshot,
+          [this](const pluginapi::DeviceSnapshot& snapshot,
                  const std::vector<std::string>& available,
                  const std::vector<std::string>& must_include, int size) {
             return handlers()->preferred(snapshot, available, must_include,
@@ -81,14 +81,14 @@ std::shared_ptr<const PluginRunner::Handlers> PluginRunner::handlers() const {
   return handlers_;
 }
 
-void PluginRunner::Update(std::vector<plugin::Device> devices,
-                          plugin::AllocateHandler allocate,
-                          plugin::PreferredHandler preferred) {
+void PluginRunner::Update(std::vector<pluginapi::Device> devices,
+                          pluginapi::AllocateHandler allocate,
+                          pluginapi::PreferredHandler preferred) {
   auto fresh = std::make_shared<const Handlers>(Handlers{
       allocate ? std::move(allocate)
-               : plugin::AllocateHandler(plugin::EnvvarResponse),
+               : pluginapi::AllocateHandler(allocation::EnvvarResponse),
       preferred ? std::move(preferred)
-                : plugin::PreferredHandler(plugin::SimplePreferred)});
+                : pluginapi::PreferredHandler(allocation::SimplePreferred)});
   {
     absl::MutexLock lock(&handlers_mu_);
     handlers_ = std::move(fresh);

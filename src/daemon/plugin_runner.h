@@ -44,12 +44,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/daemon/backoff.h"
-#include "src/daemon/resources.h"
 #include "src/metrics/gpulet_metrics.h"
 #include "src/plugin/device_list.h"
-#include "src/plugin/handlers.h"
 #include "src/plugin/plugin_server.h"
+#include "src/pluginapi/handlers.h"
 #include "src/registration/registrar.h"
+#include "src/resource/resources.h"
 
 namespace gpulet::daemon {
 
@@ -77,12 +77,12 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path);
 
 class PluginRunner {
  public:
-  // `allocate` answers Allocate (plugin::EnvvarResponse when empty),
-  // `preferred` answers GetPreferredAllocation (plugin::SimplePreferred
+  // `allocate` answers Allocate (allocation::EnvvarResponse when empty),
+  // `preferred` answers GetPreferredAllocation (allocation::SimplePreferred
   // when empty).
-  PluginRunner(ResourceSpec spec, RunnerOptions options,
-               plugin::AllocateHandler allocate = nullptr,
-               plugin::PreferredHandler preferred = nullptr);
+  PluginRunner(resource::ResourceSpec spec, RunnerOptions options,
+               pluginapi::AllocateHandler allocate = nullptr,
+               pluginapi::PreferredHandler preferred = nullptr);
   ~PluginRunner();
   PluginRunner(const PluginRunner&) = delete;
   PluginRunner& operator=(const PluginRunner&) = delete;
@@ -90,9 +90,9 @@ class PluginRunner {
   const std::string& resource_name() const { return spec_.resource_name; }
   // Replaces the devices (health included; a no-op when equal) and the
   // handlers, keeping the server, its streams and the registration.
-  void Update(std::vector<plugin::Device> devices,
-              plugin::AllocateHandler allocate,
-              plugin::PreferredHandler preferred);
+  void Update(std::vector<pluginapi::Device> devices,
+              pluginapi::AllocateHandler allocate,
+              pluginapi::PreferredHandler preferred);
   const std::string& socket_name() const { return spec_.socket_name; }
   plugin::DeviceList& devices() { return devices_; }
   bool registered() const { return registered_; }
@@ -122,12 +122,12 @@ class PluginRunner {
   bool ServerReusable() const;
 
   struct Handlers {
-    plugin::AllocateHandler allocate;
-    plugin::PreferredHandler preferred;
+    pluginapi::AllocateHandler allocate;
+    pluginapi::PreferredHandler preferred;
   };
   std::shared_ptr<const Handlers> handlers() const;
 
-  ResourceSpec spec_;  // names only: its devices moved into devices_
+  resource::ResourceSpec spec_;  // names only: its devices moved into devices_
   const RunnerOptions options_;
   plugin::DeviceList devices_;
   // Swapped by Update while gRPC threads call through it.

@@ -5,23 +5,9 @@
 
 namespace gpulet::plugin {
 
-const Device* DeviceSnapshot::Find(const std::string& id) const {
-  if (index != nullptr) {
-    auto it = index->find(id);
-    return it == index->end() ? nullptr : &devices[it->second];
-  }
-  for (const Device& d : devices) {
-    if (d.id == id) return &d;
-  }
-  return nullptr;
-}
-
-void DeviceSnapshot::BuildIndex() {
-  auto built = std::make_shared<absl::flat_hash_map<std::string, size_t>>();
-  built->reserve(devices.size());
-  for (size_t i = 0; i < devices.size(); ++i) built->emplace(devices[i].id, i);
-  index = std::move(built);
-}
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
+using pluginapi::DeviceSnapshotPtr;
 
 DeviceList::DeviceList(std::vector<Device> devices) {
   auto snapshot = std::make_shared<DeviceSnapshot>();

@@ -10,6 +10,10 @@
 namespace gpulet::plugin {
 namespace {
 
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
+using pluginapi::DeviceSnapshotPtr;
+
 std::vector<Device> Replicas() {
   // GPU 0 shared three ways, GPU 1 whole.
   return {{"GPU-a::0", true, {0}, "GPU-a", 0, -1, -1, 0, {}},

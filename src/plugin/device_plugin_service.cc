@@ -4,6 +4,11 @@
 #include "src/plugin/request_handlers.h"
 
 namespace gpulet::plugin {
+
+using pluginapi::AllocateHandler;
+using pluginapi::DeviceSnapshotPtr;
+using pluginapi::PreferredHandler;
+
 namespace {
 
 // A bad request is the caller's problem (WARNING); anything else means a

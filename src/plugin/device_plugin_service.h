@@ -18,8 +18,8 @@
 #include "absl/time/time.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/plugin/device_list.h"
-#include "src/plugin/handlers.h"
 #include "src/plugin/plugin_server.h"
+#include "src/pluginapi/handlers.h"
 
 namespace gpulet::plugin {
 
@@ -30,8 +30,8 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   static constexpr absl::Duration kCancelPoll = absl::Seconds(1);
 
   DevicePluginService(const PluginOptions& options, DeviceList& devices,
-                      const AllocateHandler& allocate,
-                      const PreferredHandler& preferred);
+                      const pluginapi::AllocateHandler& allocate,
+                      const pluginapi::PreferredHandler& preferred);
 
   // Ends every ListAndWatch stream; later streams end after one message.
   void Stop();
@@ -60,8 +60,8 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
 
   const PluginOptions& options_;
   DeviceList& devices_;
-  const AllocateHandler& allocate_;
-  const PreferredHandler& preferred_;
+  const pluginapi::AllocateHandler& allocate_;
+  const pluginapi::PreferredHandler& preferred_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> streams_{0};
 };

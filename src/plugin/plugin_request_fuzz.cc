@@ -16,15 +16,15 @@
 #include <utility>
 #include <vector>
 
-#include "src/plugin/allocate_cdi.h"
-#include "src/plugin/allocate_response.h"
-#include "src/plugin/preferred_allocation.h"
+#include "src/allocation/allocate_cdi.h"
+#include "src/allocation/allocate_response.h"
+#include "src/allocation/simple_preferred.h"
 #include "src/plugin/request_handlers.h"
 
 namespace {
 
-using gpulet::plugin::Device;
-using gpulet::plugin::DeviceSnapshot;
+using gpulet::pluginapi::Device;
+using gpulet::pluginapi::DeviceSnapshot;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -71,9 +71,9 @@ const DeviceSnapshot& Snapshot() {
 
 // Every strategy at once, device specs, IMEX, MPS and the shared-request
 // limit, so every branch of BuildAllocateResponse is reachable.
-gpulet::plugin::AllocateOptions RichOptions() {
-  using gpulet::plugin::DeviceListStrategy;
-  gpulet::plugin::AllocateOptions o;
+gpulet::allocation::AllocateOptions RichOptions() {
+  using gpulet::allocation::DeviceListStrategy;
+  gpulet::allocation::AllocateOptions o;
   o.strategies = {
       DeviceListStrategy::kEnvvar, DeviceListStrategy::kVolumeMounts,
       DeviceListStrategy::kCdiAnnotations, DeviceListStrategy::kCdiCri};
@@ -83,15 +83,15 @@ gpulet::plugin::AllocateOptions RichOptions() {
   o.gdrcopy_enabled = o.gds_enabled = o.mofed_enabled = true;
   o.imex_channel_ids = {0, 1};
   o.cdi_additional_devices =
-      gpulet::plugin::AdditionalCdiDevices("nvidia.com", true, true, true);
+      gpulet::allocation::AdditionalCdiDevices("nvidia.com", true, true, true);
   o.fail_requests_greater_than_one = true;
   o.mps_root = "/run/nvidia/mps";
   return o;
 }
 
-const gpulet::plugin::AllocateHandler& Handler() {
-  static const gpulet::plugin::AllocateHandler handler = [] {
-    auto made = gpulet::plugin::MakeAllocateHandler(RichOptions());
+const gpulet::pluginapi::AllocateHandler& Handler() {
+  static const gpulet::pluginapi::AllocateHandler handler = [] {
+    auto made = gpulet::allocation::MakeAllocateHandler(RichOptions());
     Check(made.ok());
     return *made;
   }();
@@ -114,8 +114,8 @@ void FuzzAllocate(const v1beta1::AllocateRequest& request) {
         request.container_requests_size());
   for (int i = 0; i < response.container_responses_size(); ++i) {
     const auto& r = response.container_responses(i);
-    Check(r.envs().at(gpulet::plugin::kVisibleDevicesEnv) ==
-          gpulet::plugin::kVolumeMountsRoot);
+    Check(r.envs().at(gpulet::allocation::kVisibleDevicesEnv) ==
+          gpulet::allocation::kVolumeMountsRoot);
     Check(r.annotations_size() == 1);
     const auto& ids = request.container_requests(i).devices_ids();
     std::set<std::string> visible;
@@ -151,7 +151,7 @@ void CheckAnswer(const v1beta1::ContainerPreferredAllocationRequest& request,
 void FuzzPreferred(const v1beta1::PreferredAllocationRequest& request) {
   v1beta1::PreferredAllocationResponse response;
   if (!Ok(gpulet::plugin::HandlePreferred("nvidia.com/gpu", Snapshot(), request,
-                                          gpulet::plugin::SimplePreferred,
+                                          gpulet::allocation::SimplePreferred,
                                           &response))) {
     return;
   }

@@ -22,6 +22,11 @@
 #include "src/plugin/device_plugin_service.h"
 
 namespace gpulet::plugin {
+
+using pluginapi::AllocateHandler;
+using pluginapi::DeviceSnapshot;
+using pluginapi::PreferredHandler;
+
 namespace {
 
 // In-flight unary calls get this long once Stop() begins; streams end at

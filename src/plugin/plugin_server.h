@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "src/plugin/device_list.h"
-#include "src/plugin/handlers.h"
+#include "src/pluginapi/handlers.h"
 
 namespace gpulet::plugin {
 
@@ -44,7 +44,8 @@ struct PluginOptions {
 class PluginServer {
  public:
   PluginServer(PluginOptions options, DeviceList& devices,
-               AllocateHandler allocate, PreferredHandler preferred);
+               pluginapi::AllocateHandler allocate,
+               pluginapi::PreferredHandler preferred);
   ~PluginServer();
   PluginServer(const PluginServer&) = delete;
   PluginServer& operator=(const PluginServer&) = delete;

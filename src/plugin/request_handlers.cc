@@ -5,9 +5,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "src/plugin/preferred_request.h"
+#include "src/pluginapi/preferred_request.h"
 
 namespace gpulet::plugin {
+
+using pluginapi::AllocateHandler;
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
+using pluginapi::PreferredHandler;
+using pluginapi::PreferredRequest;
 namespace {
 
 // absl::StatusCode and grpc::StatusCode share their numbering (both are

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "src/plugin/device_list.h"
-#include "src/plugin/handlers.h"
+#include "src/pluginapi/device.h"
+#include "src/pluginapi/handlers.h"
 
 namespace gpulet::plugin {
 
@@ -28,9 +28,9 @@ inline constexpr char kUnhealthy[] = "Unhealthy";
 // error keeps its code and gets the same prefix. `response` is cleared
 // first; on error its contents are unspecified.
 grpc::Status HandleAllocate(const std::string& resource_name,
-                            const DeviceSnapshot& snapshot,
+                            const pluginapi::DeviceSnapshot& snapshot,
                             const v1beta1::AllocateRequest& request,
-                            const AllocateHandler& handler,
+                            const pluginapi::AllocateHandler& handler,
                             v1beta1::AllocateResponse* response);
 
 // One ContainerPreferredAllocationResponse per container request, in order.
@@ -38,14 +38,14 @@ grpc::Status HandleAllocate(const std::string& resource_name,
 // `invalid preferred allocation request for "<resource>": <reason>`), the
 // handler's answer by CheckPreferredAnswer (INTERNAL).
 grpc::Status HandlePreferred(const std::string& resource_name,
-                             const DeviceSnapshot& snapshot,
+                             const pluginapi::DeviceSnapshot& snapshot,
                              const v1beta1::PreferredAllocationRequest& request,
-                             const PreferredHandler& handler,
+                             const pluginapi::PreferredHandler& handler,
                              v1beta1::PreferredAllocationResponse* response);
 
 // The full device list as the kubelet sees it: every device with its ID,
 // "Healthy"/"Unhealthy" and NUMA nodes (no topology when it has none).
 v1beta1::ListAndWatchResponse ToListAndWatchResponse(
-    const DeviceSnapshot& snapshot);
+    const pluginapi::DeviceSnapshot& snapshot);
 
 }  // namespace gpulet::plugin

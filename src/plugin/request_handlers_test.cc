@@ -3,13 +3,22 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "src/plugin/allocate_response.h"
-#include "src/plugin/preferred_allocation.h"
+#include "src/allocation/allocate_response.h"
+#include "src/allocation/simple_preferred.h"
 
 namespace gpulet::plugin {
 namespace {
 
 using ::testing::ElementsAre;
+using allocation::AllocateOptions;
+using allocation::EnvvarResponse;
+using allocation::kVisibleDevicesEnv;
+using allocation::MakeAllocateHandler;
+using allocation::SimplePreferred;
+using pluginapi::AllocateHandler;
+using pluginapi::Device;
+using pluginapi::DeviceSnapshot;
+using pluginapi::PreferredHandler;
 
 constexpr char kResource[] = "nvidia.com/gpu";
 

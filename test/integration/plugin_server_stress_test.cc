@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "src/allocation/allocate_response.h"
+#include "src/allocation/simple_preferred.h"
 #include "src/common/logging.h"
-#include "src/plugin/allocate_response.h"
 #include "src/plugin/plugin_server.h"
-#include "src/plugin/preferred_allocation.h"
 #include "test/integration/plugin_test_client.h"
 
 namespace gpulet::plugin {
@@ -23,6 +23,9 @@ using ::gpulet::testing::DialPlugin;
 using ::gpulet::testing::ListAndWatchReader;
 using ::gpulet::testing::OpenFdCount;
 using ::gpulet::testing::RpcContext;
+using allocation::EnvvarResponse;
+using allocation::SimplePreferred;
+using pluginapi::Device;
 
 std::vector<Device> Devices() {
   std::vector<Device> out;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "src/plugin/allocate_response.h"
-#include "src/plugin/preferred_allocation.h"
+#include "src/allocation/allocate_response.h"
+#include "src/allocation/simple_preferred.h"
 #include "test/integration/plugin_test_client.h"
 
 namespace gpulet::plugin {
@@ -22,6 +22,9 @@ namespace {
 using ::gpulet::testing::DialPlugin;
 using ::gpulet::testing::ListAndWatchReader;
 using ::gpulet::testing::RpcContext;
+using allocation::EnvvarResponse;
+using allocation::SimplePreferred;
+using pluginapi::Device;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "src/nvml/sim/gpu_parser.h"
 #include "src/nvml/sim/yaml_fields.h"
+#include "src/yaml/nesting_depth.h"
 
 namespace gpulet::sim {
 namespace {
@@ -244,7 +245,7 @@ absl::StatusOr<Machine> ParseMachine(const std::string& yaml,
         absl::StrCat(source, ": machine file is ", yaml.size(),
                      " bytes; the limit is ", kMaxMachineFileBytes));
   }
-  GPULET_RETURN_IF_ERROR(yaml::CheckNestingDepth(ctx, yaml, kMaxNesting));
+  GPULET_RETURN_IF_ERROR(::gpulet::yaml::CheckNestingDepth(yaml, kMaxNesting, ctx.source));
   try {
     YAML::Node root;
     try {

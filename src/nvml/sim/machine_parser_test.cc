@@ -258,7 +258,7 @@ std::vector<RejectCase> RejectCases() {
       {"UnknownRootKey", "gpu: []\n",
        "gpu: unknown key \"gpu\" (did you mean \"gpus\"?)", 1},
       {"UnknownGpuKey", OneGpu("    colour: red\n"),
-       "gpus[0].colour: unknown key \"colour\" (known: uuid, busId,", 6},
+       "gpus[0].colour: unknown key \"colour\" (known keys: uuid, busId,", 6},
       {"DuplicateKey", OneGpu("    name: Again\n"),
        "gpus[0].name: duplicate key", 6},
       {"GpusNotList", "gpus: {a: 1}\n", "gpus: expected a list, got a map", 1},

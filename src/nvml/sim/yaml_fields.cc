@@ -15,23 +15,8 @@
 namespace gpulet::sim::yaml {
 namespace {
 
-std::string Describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      return "nothing (null)";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Scalar: {
-      std::string s = node.Scalar();
-      if (s.size() > 40) s = s.substr(0, 40) + "...";
-      return absl::StrCat("\"", absl::CHexEscape(s), "\"");
-    }
-    default:
-      return "nothing";
-  }
-}
+using ::gpulet::yaml::Describe;
+using ::gpulet::yaml::UnknownKey;
 
 absl::Status ExpectScalar(const Ctx& ctx, const Field& field,
                           absl::string_view what) {
@@ -97,55 +82,7 @@ bool AddRange(absl::string_view item, unsigned max_value,
   return true;
 }
 
-// Levenshtein distance, ignoring case; inputs are short keys.
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      bool same = absl::ascii_tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  absl::ascii_tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] =
-          std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string UnknownKey(const std::string& name,
-                       const std::vector<std::string>& allowed) {
-  std::string message =
-      absl::StrCat("unknown key \"", absl::CHexEscape(name), "\"");
-  const std::string* best = nullptr;
-  size_t best_distance = 3;  // suggest only near misses
-  for (const std::string& key : allowed) {
-    if (name.size() > 64) break;
-    size_t distance = EditDistance(name, key);
-    if (distance < best_distance) {
-      best = &key;
-      best_distance = distance;
-    }
-  }
-  if (best != nullptr) {
-    return absl::StrCat(message, " (did you mean \"", *best, "\"?)");
-  }
-  return absl::StrCat(message, " (known: ", absl::StrJoin(allowed, ", "), ")");
-}
-
 }  // namespace
-
-std::string JoinPath(absl::string_view parent, absl::string_view key) {
-  if (parent.empty()) return std::string(key);
-  return absl::StrCat(parent, ".", key);
-}
-
-std::string IndexPath(absl::string_view parent, size_t index) {
-  return absl::StrCat(parent, "[", index, "]");
-}
 
 absl::Status ErrorAt(const Ctx& ctx, const YAML::Mark& mark,
                      absl::string_view path, absl::string_view what) {

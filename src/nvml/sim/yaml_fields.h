@@ -14,27 +14,23 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "src/common/status_macros.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "src/common/status_macros.h"
+#include "src/yaml/fields.h"
 #include "yaml-cpp/yaml.h"
 
-
 namespace gpulet::sim::yaml {
+
+// Field, paths and messages are the ones the config parser uses.
+using ::gpulet::yaml::Field;
+using ::gpulet::yaml::IndexPath;
+using ::gpulet::yaml::JoinPath;
 
 // The file being parsed, for messages.
 struct Ctx {
   std::string source;
 };
-
-// A value and the key path that leads to it ("gpus[2].uuid").
-struct Field {
-  YAML::Node node;
-  std::string path;
-};
-
-std::string JoinPath(absl::string_view parent, absl::string_view key);
-std::string IndexPath(absl::string_view parent, size_t index);
 
 // InvalidArgument "<source>:<line>:<col>: <path>: <what>"; the position part
 // is left out when `mark` is null, the path part when `path` is empty.
@@ -42,11 +38,6 @@ absl::Status ErrorAt(const Ctx& ctx, const YAML::Mark& mark,
                      absl::string_view path, absl::string_view what);
 absl::Status FieldError(const Ctx& ctx, const Field& field,
                         absl::string_view what);
-
-// Rejects text whose block or flow nesting exceeds `max_depth`, before
-// yaml-cpp's recursive descent sees it.
-absl::Status CheckNestingDepth(const Ctx& ctx, absl::string_view text,
-                               int max_depth);
 
 // A YAML map whose keys are all scalars, unique and among `allowed`.
 // Optionally falls back to another map for keys it lacks (gpuDefaults).
