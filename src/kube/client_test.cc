@@ -210,6 +210,14 @@ TEST_F(ClientTest, WatchRefusedAndGarbled) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(ClientTest, WatchRefusedWithGone) {
+  transport_.AddResponse(410, StatusBody(410, "Gone"));
+  absl::Status status =
+      client_.Watch("/p", {.resource_version = "1"},
+                    [](const auto&) { return true; });
+  EXPECT_TRUE(IsGone(status)) << status;
+}
+
 TEST_F(ClientTest, WatchEndsWhenTheCallerSaysSo) {
   transport_.AddStream({Event("ADDED", "a", "1") + Event("ADDED", "b", "2"),
                         Event("ADDED", "c", "3")});
