@@ -21,4 +21,7 @@ KeyPair MakeCa(const std::string& name);
 // a client with common name `name` (client auth).
 KeyPair MakeLeaf(const KeyPair& ca, const std::string& name, bool server);
 
+// The public half of a PEM private key, as a PEM "PUBLIC KEY".
+std::string PublicKeyPem(const std::string& key_pem);
+
 }  // namespace gpulet::kube::tls_test
