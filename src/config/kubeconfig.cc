@@ -175,9 +175,9 @@ std::optional<std::string> GetEnv(const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<KubeconfigSelection> ParseKubeconfig(absl::string_view text,
-                                                    const std::string& source,
-                                                    const std::string& context) {
+absl::StatusOr<KubeconfigSelection> ParseKubeconfig(
+    absl::string_view text, const std::string& source,
+    const std::string& context) {
   GPULET_ASSIGN_OR_RETURN(Json root, YamlToJson(text, source));
   Reader r(source);
   if (!root.is_object()) return r.Error("(top level)", "expected a map");

@@ -231,7 +231,9 @@ absl::StatusOr<Response> CurlTransport::Perform(const Request& request,
   headers.Add("Accept: application/json");
   headers.Add("User-Agent: gpulet/0.1");
   headers.Add("Expect:");
-  if (!token.empty()) headers.Add(absl::StrCat("Authorization: Bearer ", token));
+  if (!token.empty()) {
+    headers.Add(absl::StrCat("Authorization: Bearer ", token));
+  }
   if (!request.content_type.empty()) {
     headers.Add(absl::StrCat("Content-Type: ", request.content_type));
   }

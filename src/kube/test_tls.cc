@@ -131,7 +131,8 @@ KeyPair MakeLeaf(const KeyPair& ca, const std::string& name, bool server) {
 std::string PublicKeyPem(const std::string& key_pem) {
   KeyPtr key = ReadKey(key_pem);
   BioPtr bio(BIO_new(BIO_s_mem()));
-  Check(PEM_write_bio_PUBKEY(bio.get(), key.get()) == 1, "PEM_write_bio_PUBKEY");
+  Check(PEM_write_bio_PUBKEY(bio.get(), key.get()) == 1,
+        "PEM_write_bio_PUBKEY");
   return BioText(bio.get());
 }
 

@@ -70,7 +70,9 @@ class Server {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      for (const std::string& a : argv) {
+        args.push_back(const_cast<char*>(a.c_str()));
+      }
       args.push_back(nullptr);
       ::execv(args[0], args.data());
       ::_exit(127);
@@ -210,7 +212,8 @@ class KubeApiServerTest : public ::testing::Test {
     absl::StatusOr<Json> sa = client_->Create(
         "/api/v1/namespaces/default/serviceaccounts",
         {{"metadata", {{"name", "default"}}}});
-    ASSERT_TRUE(sa.ok() || sa.status().code() == absl::StatusCode::kAlreadyExists)
+    ASSERT_TRUE(sa.ok() ||
+                sa.status().code() == absl::StatusCode::kAlreadyExists)
         << sa.status();
     ready_ = true;
   }
@@ -369,7 +372,8 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
   // Pages of one pod each, selected by node.
   Client paged(*transport_, clock_, sleeper_, {.qps = 0, .page_size = 1});
   absl::StatusOr<ListResult> list =
-      paged.List(*PodsPath(), {.field_selector = PodsOnNodeSelector("gpu-node-2")});
+      paged.List(*PodsPath(),
+                 {.field_selector = PodsOnNodeSelector("gpu-node-2")});
   ASSERT_TRUE(list.ok()) << list.status();
   std::set<std::string> names;
   for (const Json& item : list->items) {
@@ -440,7 +444,8 @@ void CompactEtcd(int etcd_port) {
       "/v3/kv/compaction",
       Json{{"revision", revision}, {"physical", true}}.dump(),
       "application/json");
-  ASSERT_TRUE(compact && compact->status == 200) << (compact ? compact->body : "");
+  ASSERT_TRUE(compact && compact->status == 200)
+      << (compact ? compact->body : "");
 }
 
 TEST_F(KubeApiServerTest, WatchFromAnExpiredVersionIsGone) {
