@@ -137,7 +137,7 @@ CurlTransport::~CurlTransport() {
 
 void* CurlTransport::TakeHandle() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!idle_.empty()) {
       void* handle = idle_.back();
       idle_.pop_back();
@@ -151,7 +151,7 @@ void CurlTransport::ReturnHandle(void* handle) {
   // Reset drops the options (and the key material set on the handle) but
   // keeps the live connections for the next request.
   curl_easy_reset(static_cast<CURL*>(handle));
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (idle_.size() < kMaxIdleHandles) {
     idle_.push_back(handle);
     return;

@@ -18,11 +18,12 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
 #include "src/config/kubeconfig.h"
@@ -65,8 +66,8 @@ class CurlTransport final : public Transport {
   const config::ApiServerConfig config_;
   const CurlTransportOptions options_;
   TokenSource tokens_;
-  std::mutex mu_;
-  std::vector<void*> idle_;  // guarded by mu_; CURL* easy handles
+  absl::Mutex mu_;
+  std::vector<void*> idle_ ABSL_GUARDED_BY(mu_);  // CURL* easy handles
 };
 
 }  // namespace gpulet::kube

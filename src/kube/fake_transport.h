@@ -8,13 +8,14 @@
 #pragma once
 
 #include <deque>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "src/kube/transport.h"
 
 namespace gpulet::kube {
@@ -28,7 +29,7 @@ class FakeTransport final : public Transport {
   };
 
   void Add(Reply reply) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     replies_.push_back(std::move(reply));
   }
   void AddResponse(int status, std::string body,
@@ -43,11 +44,11 @@ class FakeTransport final : public Transport {
   }
 
   std::vector<Request> requests() const {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return requests_;
   }
   size_t pending() const {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return replies_.size();
   }
 
@@ -76,7 +77,7 @@ class FakeTransport final : public Transport {
 
  private:
   Reply Next(const Request& request) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     if (replies_.empty()) {
       return {.error = absl::InternalError(
@@ -88,9 +89,9 @@ class FakeTransport final : public Transport {
     return reply;
   }
 
-  mutable std::mutex mu_;
-  std::deque<Reply> replies_;      // guarded by mu_
-  std::vector<Request> requests_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::deque<Reply> replies_ ABSL_GUARDED_BY(mu_);
+  std::vector<Request> requests_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::kube

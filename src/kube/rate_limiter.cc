@@ -13,7 +13,7 @@ RateLimiter::RateLimiter(double qps, int burst, const common::Clock& clock)
 
 absl::Duration RateLimiter::Reserve() {
   if (qps_ <= 0) return absl::ZeroDuration();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
   if (now > last_) {
     tokens_ = std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_) *

@@ -10,8 +10,8 @@
 // Thread safety: Reserve() may be called from any thread.
 #pragma once
 
-#include <mutex>
-
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
 
@@ -31,9 +31,9 @@ class RateLimiter {
   const double qps_;
   const double burst_;
   const common::Clock& clock_;
-  std::mutex mu_;
-  double tokens_;     // guarded by mu_; negative: reserved ahead
-  absl::Time last_;   // guarded by mu_
+  absl::Mutex mu_;
+  double tokens_ ABSL_GUARDED_BY(mu_);  // negative: reserved ahead
+  absl::Time last_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::kube

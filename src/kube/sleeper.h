@@ -14,6 +14,8 @@
 #include <stop_token>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
 
@@ -51,19 +53,19 @@ class FakeSleeper final : public Sleeper {
     if (stop.stop_requested()) return false;
     if (duration <= absl::ZeroDuration()) return true;
     clock_.Advance(duration);
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     sleeps_.push_back(duration);
     return true;
   }
   std::vector<absl::Duration> sleeps() const {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return sleeps_;
   }
 
  private:
   common::FakeClock& clock_;
-  mutable std::mutex mu_;
-  std::vector<absl::Duration> sleeps_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::vector<absl::Duration> sleeps_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::kube

@@ -18,7 +18,7 @@ TokenSource::TokenSource(std::string token, std::string file,
 
 absl::StatusOr<std::string> TokenSource::Token() {
   if (file_.empty()) return static_token_;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
   if (!cached_.empty() && now - read_at_ < refresh_) return cached_;
   absl::StatusOr<std::string> text = common::ReadFile(file_);
@@ -40,7 +40,7 @@ absl::StatusOr<std::string> TokenSource::Token() {
 }
 
 void TokenSource::Invalidate() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   read_at_ = absl::InfinitePast();
 }
 

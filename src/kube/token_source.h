@@ -9,10 +9,11 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/common/clock.h"
 
@@ -37,9 +38,9 @@ class TokenSource {
   const std::string file_;
   const common::Clock& clock_;
   const absl::Duration refresh_;
-  std::mutex mu_;
-  std::string cached_;                          // guarded by mu_
-  absl::Time read_at_ = absl::InfinitePast();   // guarded by mu_
+  absl::Mutex mu_;
+  std::string cached_ ABSL_GUARDED_BY(mu_);
+  absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 }  // namespace gpulet::kube
