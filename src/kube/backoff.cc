@@ -4,14 +4,11 @@
 #include <random>
 
 namespace gpulet::kube {
-namespace {
 
 double DefaultRandom() {
   thread_local std::mt19937_64 engine{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
 }
-
-}  // namespace
 
 Backoff::Backoff(BackoffPolicy policy, RandomFn random)
     : policy_(policy), random_(random ? std::move(random) : DefaultRandom) {}

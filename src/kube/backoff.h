@@ -20,6 +20,7 @@ struct BackoffPolicy {
 
 // Returns a number in [0, 1); the default draws from a per-thread engine.
 using RandomFn = std::function<double()>;
+double DefaultRandom();
 
 class Backoff {
  public:

@@ -6,6 +6,11 @@
 #include "src/kube/api_status.h"
 
 namespace gpulet::kube {
+namespace {
+
+constexpr absl::Duration kMinWatchTimeout = absl::Minutes(5);
+
+}  // namespace
 
 ListWatcher::ListWatcher(Client& client, Sleeper& sleeper, std::string path,
                          ListOptions selectors, ListWatchCallbacks callbacks,
@@ -15,12 +20,16 @@ ListWatcher::ListWatcher(Client& client, Sleeper& sleeper, std::string path,
       path_(std::move(path)),
       selectors_(std::move(selectors)),
       callbacks_(std::move(callbacks)),
-      backoff_(backoff, std::move(random)) {}
+      random_(random ? std::move(random) : DefaultRandom),
+      backoff_(backoff, random_) {}
 
 absl::Status ListWatcher::WatchOnce(std::stop_token stop) {
   WatchOptions options{.label_selector = selectors_.label_selector,
                        .field_selector = selectors_.field_selector,
-                       .resource_version = resource_version_};
+                       .resource_version = resource_version_,
+                       .allow_bookmarks = true,
+                       .timeout = kMinWatchTimeout};
+  options.timeout += kMinWatchTimeout * random_();
   ++stats_.watches;
   return client_.Watch(
       path_, options,

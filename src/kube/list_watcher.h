@@ -4,7 +4,9 @@
 // last version seen (bookmarks move it on even when nothing changes); when
 // the server answers 410 Gone (that version is too old), list again and
 // hand the caller the whole new set. Failures wait a jittered, growing
-// backoff before the next attempt.
+// backoff before the next attempt. Each watch asks the server to end it
+// after a random 5 to 10 minutes (as client-go does), so the watches of
+// many nodes do not all restart together.
 //
 //   ListWatcher pods(client, sleeper, "/api/v1/pods",
 //                    {.field_selector = PodsOnNodeSelector(node)},
@@ -71,6 +73,7 @@ class ListWatcher {
   const std::string path_;
   const ListOptions selectors_;
   const ListWatchCallbacks callbacks_;
+  RandomFn random_;
   Backoff backoff_;
   std::string resource_version_;
   ListWatcherStats stats_;

@@ -75,7 +75,8 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
                                             .get<std::string>()));
              if (e.object["metadata"]["name"] == "d") stop.request_stop();
            }},
-      {.initial = absl::Seconds(1), .max = absl::Seconds(8), .jitter = 0});
+      {.initial = absl::Seconds(1), .max = absl::Seconds(8), .jitter = 0},
+      [] { return 0.5; });
   absl::Status status = watcher.Run(stop.get_token());
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
 
@@ -87,6 +88,8 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
   EXPECT_THAT(paths[0], HasSubstr("/api/v1/pods?fieldSelector="));
   EXPECT_THAT(paths[1], HasSubstr("watch=true"));
   EXPECT_THAT(paths[1], HasSubstr("resourceVersion=10"));
+  // 5 minutes stretched by half.
+  EXPECT_THAT(paths[1], HasSubstr("timeoutSeconds=450"));
   EXPECT_THAT(paths[2], HasSubstr("resourceVersion=15"));
   EXPECT_THAT(paths[3], ::testing::Not(HasSubstr("watch=true")));
   EXPECT_THAT(paths[4], HasSubstr("resourceVersion=30"));
