@@ -6,6 +6,15 @@ find_package(nlohmann_json CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+find_package(CURL REQUIRED)
+if(GPULET_BUILD_TESTS)
+  # A local HTTPS server for the API client's transport tests. Debian's
+  # cpp-httplib is a compiled library; its pkg-config file carries the
+  # defines its ABI was built with.
+  find_package(OpenSSL REQUIRED)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+endif()
 if(GPULET_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()
