@@ -1,6 +1,10 @@
 #include "src/health/health_monitor.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -25,9 +29,19 @@
 namespace gpulet::health {
 namespace {
 
-// Bounds how long a stop request waits for the thread; NVML has no other way
-// to interrupt a wait (freeing the set under a waiter is undefined).
+// The wait while some GPU is unhealthy: it is probed at every timeout.
 constexpr uint32_t kWaitTimeoutMs = 1000;
+// The wait while nothing is pending. A stop interrupts it with WakeSignal()
+// (NVML returns NVML_ERROR_TIMEOUT when an interrupt arrives), so it only
+// bounds how long a driver that ignored the signal would delay a stop. 30
+// minutes stays within 32 bits even counted in microseconds, in case the
+// driver converts it.
+constexpr uint32_t kIdleWaitMs = 30 * 60 * 1000;
+// How long a stop waits before sending the wake-up signal again (the first
+// one may arrive just before the thread enters the wait), doubling up to
+// kMaxInterruptEvery.
+constexpr std::chrono::milliseconds kFirstInterruptEvery{1};
+constexpr std::chrono::milliseconds kMaxInterruptEvery{100};
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
 // Unhealthy GPUs are probed at every idle wait timeout, and at least this
@@ -127,6 +141,38 @@ std::string WhyIgnored(const MonitorOptions& options, uint64_t xid) {
          "section";
 }
 
+// The signal that interrupts the monitor thread's NVML wait. A real-time
+// signal nobody else sends; its handler does nothing and is installed
+// without SA_RESTART, so the wait's poll() fails with EINTR.
+int WakeSignal() { return SIGRTMIN + 4; }
+
+void IgnoreWakeSignal(int /*signo*/) {}
+
+void InstallWakeSignalHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = IgnoreWakeSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;
+    if (sigaction(WakeSignal(), &action, nullptr) != 0) {
+      GPULET_LOG(WARNING) << "cannot install the health monitor's wake-up "
+                             "signal handler; a stop may wait for the NVML "
+                             "wait to time out";
+    }
+  });
+}
+
+// Lets the wake-up signal reach the calling thread (the daemon blocks its
+// own signals before it starts threads; this one is not among them, but a
+// caller may have blocked every signal).
+void UnblockWakeSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, WakeSignal());
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 // Keeps the GPUs' health gauges (all healthy) while nothing is watched.
 class IdleMonitor final : public HealthMonitor {
  public:
@@ -176,8 +222,12 @@ class EventMonitor final : public HealthMonitor {
         recovery_(options_.quiet_period),
         thread_([this, failures = std::move(registration.failures),
                  seed = std::move(seed)](std::stop_token stop) {
+          UnblockWakeSignal();
           Seed(seed);
           Run(stop, failures);
+          std::lock_guard lock(exit_mu_);
+          exited_ = true;
+          exit_cv_.notify_all();
         }) {}
 
   ~EventMonitor() override { Stop(); }
@@ -185,6 +235,7 @@ class EventMonitor final : public HealthMonitor {
   CarryOver Stop() override {
     if (thread_.joinable()) {
       thread_.request_stop();
+      Interrupt();
       thread_.join();
     }
     CarryOver out;
@@ -245,6 +296,12 @@ class EventMonitor final : public HealthMonitor {
                           std::vector<std::pair<int, ProbeResult>>& results);
   // Blocks for `delay` or until stop is requested; false on stop.
   bool Sleep(std::stop_token stop, std::chrono::milliseconds delay);
+  // Waits for the next event, as long as nothing is pending; nullopt when
+  // stop was requested.
+  std::optional<absl::StatusOr<nvml::Event>> WaitForEvent(
+      const std::stop_token& stop);
+  // Signals the thread until it has left Run (a stop was requested).
+  void Interrupt();
 
   HealthMetrics metrics_;
   nvml::Library& lib_;
@@ -266,6 +323,12 @@ class EventMonitor final : public HealthMonitor {
 
   std::mutex sleep_mu_;
   std::condition_variable_any sleep_cv_;
+  // True while the thread is in (or about to enter) the NVML wait: only
+  // then may the wake-up signal interrupt it.
+  std::atomic<bool> waiting_{false};
+  std::mutex exit_mu_;
+  std::condition_variable exit_cv_;
+  bool exited_ = false;  // GUARDED_BY(exit_mu_); the thread left Run
   // Last: starts after every member above is ready; joined first.
   std::jthread thread_;
 };
@@ -288,7 +351,9 @@ void EventMonitor::Run(std::stop_token stop,
   std::chrono::milliseconds backoff = kFirstBackoff;
   int failed_waits = 0;
   while (!stop.stop_requested()) {
-    absl::StatusOr<nvml::Event> event = events_->Wait(kWaitTimeoutMs);
+    std::optional<absl::StatusOr<nvml::Event>> waited = WaitForEvent(stop);
+    if (!waited.has_value()) return;
+    absl::StatusOr<nvml::Event>& event = *waited;
     if (event.ok() || absl::IsDeadlineExceeded(event.status())) {
       if (failed_waits > 0) {
         GPULET_LOG(INFO) << "waiting for NVML events works again after "
@@ -465,6 +530,39 @@ void EventMonitor::Recover(int gpu, const std::string& reason,
   callback_(event);
 }
 
+std::optional<absl::StatusOr<nvml::Event>> EventMonitor::WaitForEvent(
+    const std::stop_token& stop) {
+  // Unhealthy GPUs are probed at every timeout; otherwise nothing but an
+  // event or a stop has anything to do here.
+  const uint32_t timeout_ms =
+      recovery_.Unhealthy().empty() ? kIdleWaitMs : kWaitTimeoutMs;
+  // Set before looking at the stop request, so a stopper that requested
+  // the stop either is seen here or sees waiting_ and signals.
+  waiting_ = true;
+  if (stop.stop_requested()) {
+    waiting_ = false;
+    return std::nullopt;
+  }
+  absl::StatusOr<nvml::Event> event = events_->Wait(timeout_ms);
+  waiting_ = false;
+  if (stop.stop_requested()) return std::nullopt;
+  return event;
+}
+
+void EventMonitor::Interrupt() {
+  std::unique_lock lock(exit_mu_);
+  std::chrono::milliseconds every = kFirstInterruptEvery;
+  while (!exited_) {
+    // Only the wait is interrupted: another call of the thread's (a probe,
+    // a log write) is left alone and the thread sees the stop after it.
+    // A signal sent just before the thread entered the wait is lost,
+    // hence the repetition.
+    if (waiting_) pthread_kill(thread_.native_handle(), WakeSignal());
+    exit_cv_.wait_for(lock, every);
+    every = std::min(every * 2, kMaxInterruptEvery);
+  }
+}
+
 bool EventMonitor::Sleep(std::stop_token stop,
                          std::chrono::milliseconds delay) {
   std::unique_lock lock(sleep_mu_);
@@ -482,6 +580,7 @@ absl::StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(
     return std::make_unique<IdleMonitor>(options.metrics, gpus);
   }
   if (gpus.empty()) return std::make_unique<IdleMonitor>(options.metrics, gpus);
+  InstallWakeSignalHandler();
   absl::StatusOr<nvml::EventSetPtr> events = lib.EventSetCreate();
   if (!events.ok()) return events.status();
   Registration registration = RegisterAll(lib, **events, gpus);

@@ -10,8 +10,11 @@
 // support the events (NVML_ERROR_NOT_SUPPORTED or no event of the mask):
 // it is then only left unmonitored, with a warning.
 //
-// The thread blocks in nvmlEventSetWait with a timeout of one second so it
-// notices a stop request; there is no faster polling. A failure on one
+// The thread blocks in nvmlEventSetWait: with a timeout of 30 minutes while
+// every GPU is healthy (no wake-up while idle), of one second while some GPU
+// is unhealthy (each timeout is a probe round). A stop interrupts the wait
+// with a signal (docs/health.md: NVML returns NVML_ERROR_TIMEOUT when an
+// interrupt arrives), so Stop() takes milliseconds. A failure on one
 // device degrades that device only; a failed wait (including
 // NVML_ERROR_GPU_IS_LOST, on which NVIDIA's plugin marks every GPU
 // unhealthy) is retried with backoff (100 ms doubling to 5 s), never turned
@@ -19,8 +22,8 @@
 // unhealthy at most once per monitor until it recovers; later fatal events
 // for it are only logged at verbosity 1 (but restart its quiet period).
 //
-// Recovery (recovery_policy.h): at every idle wait timeout (at least once a
-// second while events keep arriving) the monitor probes each unhealthy
+// Recovery (recovery_policy.h): at every one-second wait timeout (at least
+// once a second while events keep arriving) the monitor probes each unhealthy
 // registered GPU (nvmlDeviceGetUUID and nvmlDeviceGetMemoryInfo on its
 // handle) and reports HealthEvent{healthy = true} for the whole GPU when the
 // policy says it recovered, forgetting its earlier reports so a later fault
@@ -40,7 +43,8 @@
 // Library. Thread safety: Start() and the destructor from the owning
 // thread; the callback runs on the monitor's thread (never concurrently with
 // itself) and must not block for long. The destructor stops the thread and
-// joins it, which takes at most about a second.
+// joins it. Start() installs a do-nothing handler for SIGRTMIN+4, the
+// signal that interrupts the wait, once per process.
 #pragma once
 
 #include <functional>

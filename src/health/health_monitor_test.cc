@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,7 +86,8 @@ class HealthMonitorTest : public SimTest {
     const auto start = std::chrono::steady_clock::now();
     monitor_.reset();
     const auto elapsed = std::chrono::steady_clock::now() - start;
-    // The thread notices a stop within one wait timeout (1 s).
+    // A stop interrupts the wait (30 minutes while idle): far less than
+    // this bound, which only catches an interrupt that did not work.
     EXPECT_LT(elapsed, std::chrono::seconds(5));
     RecordProperty(
         "stop_ms",
@@ -122,6 +124,20 @@ class HealthMonitorTest : public SimTest {
   void Control(const std::string& line) {
     absl::StatusOr<std::string> reply = sim::SendControlCommand(socket_, line);
     ASSERT_TRUE(reply.ok()) << line << ": " << reply.status();
+  }
+
+  // Asks the simulator until the NVML waits blocked now are `want` (e.g.
+  // "[1000]"); false after 20 s.
+  bool WaitForBlockedWaits(const std::string& want) {
+    const std::string field = "\"blocked_timeouts_ms\":" + want;
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      absl::StatusOr<std::string> status =
+          sim::SendControlCommand(socket_, "status");
+      if (status.ok() && status->find(field) != std::string::npos) return true;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
   }
 
   void Lose(const std::string& gpu) {
@@ -355,6 +371,23 @@ TEST_F(HealthMonitorTest, FloodOfXidsIsHandled) {
   }
   EXPECT_EQ(fatal_gpus, (std::set<int>{0, 2, 4, 6}));
   EXPECT_EQ(events[4], Unhealthy(1, 0, "double-bit ECC error"));
+}
+
+// While every GPU is healthy the monitor waits 30 minutes (nothing to
+// probe); while one is unhealthy it waits one second, so each timeout is a
+// probe round; once the GPU recovered it waits long again.
+TEST_F(HealthMonitorTest, WaitsLongUnlessAGpuIsUnhealthy) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::Minutes(5))));
+  EXPECT_TRUE(WaitForBlockedWaits("[1800000]"));
+  CONTROL("xid 1 32");
+  ASSERT_EQ(recorder_.WaitFor(1).size(), 1u);
+  EXPECT_TRUE(WaitForBlockedWaits("[1000]"));
+  clock_.Advance(absl::Minutes(6));
+  std::vector<HealthEvent> events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(events[1].healthy);
+  EXPECT_TRUE(WaitForBlockedWaits("[1800000]"));
 }
 
 // Xid 32 needs no reset: the GPU recovers once NVML answers and the quiet

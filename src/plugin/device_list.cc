@@ -36,85 +36,104 @@ void DeviceList::Publish(std::vector<Device> devices) {
   } else {
     snapshot->BuildIndex();
   }
-  // Waiters are woken by the Unlock that follows: absl::Mutex re-evaluates
-  // their conditions then.
   current_ = std::move(snapshot);
 }
 
 void DeviceList::Replace(std::vector<Device> devices) {
-  absl::MutexLock lock(&mu_);
-  if (devices == current_->devices) return;
-  Publish(std::move(devices));
+  {
+    absl::MutexLock lock(&mu_);
+    if (devices == current_->devices) return;
+    Publish(std::move(devices));
+  }
+  NotifyWatchers();
 }
 
 int DeviceList::SetGpuHealth(int gpu_index, bool healthy) {
-  absl::MutexLock lock(&mu_);
-  std::vector<Device> devices = current_->devices;
   int changed = 0;
-  for (Device& d : devices) {
-    if (d.gpu_index == gpu_index && d.healthy != healthy) {
-      d.healthy = healthy;
-      ++changed;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<Device> devices = current_->devices;
+    for (Device& d : devices) {
+      if (d.gpu_index == gpu_index && d.healthy != healthy) {
+        d.healthy = healthy;
+        ++changed;
+      }
     }
+    if (changed == 0) return 0;
+    Publish(std::move(devices));
   }
-  if (changed > 0) Publish(std::move(devices));
+  NotifyWatchers();
   return changed;
 }
 
 int DeviceList::SetMigHealth(int gpu_index, int gpu_instance_id,
                              int compute_instance_id, bool healthy) {
   if (gpu_instance_id < 0) return 0;
-  absl::MutexLock lock(&mu_);
-  std::vector<Device> devices = current_->devices;
   int changed = 0;
-  for (Device& d : devices) {
-    const bool match =
-        d.gpu_index == gpu_index && d.gpu_instance_id == gpu_instance_id &&
-        (compute_instance_id < 0 ||
-         d.compute_instance_id == compute_instance_id);
-    if (match && d.healthy != healthy) {
-      d.healthy = healthy;
-      ++changed;
+  {
+    absl::MutexLock lock(&mu_);
+    std::vector<Device> devices = current_->devices;
+    for (Device& d : devices) {
+      const bool match =
+          d.gpu_index == gpu_index && d.gpu_instance_id == gpu_instance_id &&
+          (compute_instance_id < 0 ||
+           d.compute_instance_id == compute_instance_id);
+      if (match && d.healthy != healthy) {
+        d.healthy = healthy;
+        ++changed;
+      }
     }
+    if (changed == 0) return 0;
+    Publish(std::move(devices));
   }
-  if (changed > 0) Publish(std::move(devices));
+  NotifyWatchers();
   return changed;
 }
 
 bool DeviceList::SetHealth(const std::string& id, bool healthy) {
-  absl::MutexLock lock(&mu_);
-  const Device* found = current_->Find(id);
-  if (found == nullptr) return false;
-  if (found->healthy == healthy) return true;
-  std::vector<Device> devices = current_->devices;
-  for (Device& d : devices) {
-    if (d.id == id) d.healthy = healthy;
+  {
+    absl::MutexLock lock(&mu_);
+    const Device* found = current_->Find(id);
+    if (found == nullptr) return false;
+    if (found->healthy == healthy) return true;
+    std::vector<Device> devices = current_->devices;
+    for (Device& d : devices) {
+      if (d.id == id) d.healthy = healthy;
+    }
+    Publish(std::move(devices));
   }
-  Publish(std::move(devices));
+  NotifyWatchers();
   return true;
 }
 
-DeviceSnapshotPtr DeviceList::WaitForChange(
-    uint64_t seen, absl::Duration timeout,
-    const std::atomic<bool>* interrupt) const {
-  absl::MutexLock lock(&mu_);
-  auto done = [this, seen, interrupt]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return closed_ || current_->version != seen ||
-           (interrupt != nullptr && interrupt->load());
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
-  return current_;
+DeviceList::WatcherId DeviceList::AddWatcher(std::function<void()> on_change) {
+  absl::MutexLock lock(&watchers_mu_);
+  const WatcherId id = next_watcher_++;
+  watchers_.emplace(id, std::move(on_change));
+  return id;
 }
 
-void DeviceList::WakeWaiters() const {
-  // Releasing the mutex makes absl re-evaluate every waiter's condition,
-  // which is how a flag set outside the lock is noticed.
-  absl::MutexLock lock(&mu_);
+void DeviceList::RemoveWatcher(WatcherId id) {
+  absl::MutexLock lock(&watchers_mu_);
+  watchers_.erase(id);
+}
+
+void DeviceList::NotifyWatchers() {
+  absl::MutexLock lock(&watchers_mu_);
+  for (const auto& [id, on_change] : watchers_) on_change();
+}
+
+size_t DeviceList::watcher_count() const {
+  absl::MutexLock lock(&watchers_mu_);
+  return watchers_.size();
 }
 
 void DeviceList::Close() {
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  NotifyWatchers();
 }
 
 bool DeviceList::closed() const {

@@ -5,13 +5,19 @@
 // Writers (discovery on start and reload, the health monitor) replace the list
 // or flip a device's health; readers take an immutable snapshot. Every real
 // change (any field of any device, or the set of devices) bumps the version
-// by one and wakes waiters; a no-op write does neither. The first version is 1.
+// by one and calls the watchers; a no-op write does neither. The first
+// version is 1. Watchers are how ListAndWatch streams learn of a change
+// without a thread waiting (or polling) per stream.
 //
-// Thread safety: all methods are thread-safe.
+// Thread safety: all methods are thread-safe. Watchers run on the thread
+// that made the change (or called Close / Notify), one at a time, with no
+// lock of the list's data held: they may call Snapshot() but not AddWatcher
+// or RemoveWatcher, and must not block.
 #pragma once
 
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,19 +51,21 @@ class DeviceList {
   // Sets the health of one device by ID. Returns false if the ID is unknown.
   bool SetHealth(const std::string& id, bool healthy);
 
-  // Blocks until the version differs from `seen`, Close() was called,
-  // `*interrupt` (if given) is true, or the timeout passed. Returns the
-  // current snapshot in every case.
-  //
-  // `interrupt` lets one reader group (a PluginServer being stopped) wake its
-  // own waiters without closing a list other servers share: set the flag,
-  // then call WakeWaiters().
-  pluginapi::DeviceSnapshotPtr WaitForChange(
-      uint64_t seen, absl::Duration timeout,
-      const std::atomic<bool>* interrupt = nullptr) const;
-  // Makes every waiter re-check its wake-up condition (see `interrupt`).
-  void WakeWaiters() const;
-  // Wakes every waiter for good; later WaitForChange calls return at once.
+  // Calls `on_change` after every change of the version and after Close(),
+  // until RemoveWatcher(returned id). The watcher reads what changed with
+  // Snapshot(); several changes may be seen by one call.
+  using WatcherId = uint64_t;
+  WatcherId AddWatcher(std::function<void()> on_change);
+  // Once it returns, the watcher is not running and is never called again.
+  // REQUIRES: not called from a watcher.
+  void RemoveWatcher(WatcherId id);
+  // Calls every watcher, as a change does: how one reader group (a
+  // PluginServer being stopped) makes its own watchers look at its state.
+  void NotifyWatchers();
+  // How many watchers there are (a ListAndWatch stream has one until gRPC
+  // reports it done).
+  size_t watcher_count() const;
+  // Marks the list closed for good and calls the watchers.
   void Close();
   bool closed() const;
 
@@ -68,6 +76,12 @@ class DeviceList {
   mutable absl::Mutex mu_;
   pluginapi::DeviceSnapshotPtr current_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Held while watchers run, so RemoveWatcher waits for a running one.
+  // Acquired before mu_ is, never while mu_ is held.
+  mutable absl::Mutex watchers_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  absl::flat_hash_map<WatcherId, std::function<void()>> watchers_
+      ABSL_GUARDED_BY(watchers_mu_);
+  WatcherId next_watcher_ ABSL_GUARDED_BY(watchers_mu_) = 1;
 };
 
 }  // namespace gpulet::plugin

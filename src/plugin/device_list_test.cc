@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+
 namespace gpulet::plugin {
 namespace {
 
@@ -136,55 +138,74 @@ TEST(DeviceListTest, SetHealthByIdChangesOneDevice) {
   EXPECT_TRUE(s->Find("GPU-a::0")->healthy);
 }
 
-TEST(DeviceListTest, WaitForChangeReturnsAtOnceWhenAlreadyChanged) {
+TEST(DeviceListTest, WatchersAreCalledOnEveryRealChangeOnly) {
   DeviceList list(Replicas());
-  list.SetGpuHealth(1, false);
-  EXPECT_EQ(list.WaitForChange(1, absl::Hours(1))->version, 2u);
-}
-
-TEST(DeviceListTest, WaitForChangeTimesOutWithTheSameSnapshot) {
-  DeviceList list(Replicas());
-  EXPECT_EQ(list.WaitForChange(1, absl::Milliseconds(1))->version, 1u);
-}
-
-TEST(DeviceListTest, WaitForChangeWakesOnAChange) {
-  DeviceList list(Replicas());
-  uint64_t got = 0;
-  std::thread waiter(
-      [&] { got = list.WaitForChange(1, absl::Hours(1))->version; });
+  int calls = 0;
+  list.AddWatcher([&] { ++calls; });
+  list.SetGpuHealth(1, true);  // no change
+  list.Replace(Replicas());    // no change
+  EXPECT_EQ(calls, 0);
   list.SetGpuHealth(0, false);
-  waiter.join();
-  EXPECT_EQ(got, 2u);
+  list.SetHealth("GPU-a::0", true);
+  list.Replace({});
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(list.Snapshot()->version, 4u);
 }
 
-TEST(DeviceListTest, CloseWakesWaitersForGood) {
+TEST(DeviceListTest, WatcherSeesTheNewSnapshot) {
   DeviceList list(Replicas());
-  std::thread waiter([&] { list.WaitForChange(1, absl::Hours(1)); });
-  list.Close();
-  waiter.join();
-  EXPECT_TRUE(list.closed());
-  EXPECT_EQ(list.WaitForChange(1, absl::Hours(1))->version, 1u);
+  uint64_t seen = 0;
+  list.AddWatcher([&] { seen = list.Snapshot()->version; });
+  list.SetGpuHealth(0, false);
+  EXPECT_EQ(seen, 2u);
 }
 
-TEST(DeviceListTest, InterruptWakesOnlyItsOwnWaiters) {
+TEST(DeviceListTest, CloseAndNotifyCallWatchersWithoutAChange) {
   DeviceList list(Replicas());
-  std::atomic<bool> mine{false};
-  std::atomic<bool> theirs{false};
-  std::atomic<bool> other_done{false};
-  std::thread other([&] {
-    list.WaitForChange(1, absl::Hours(1), &theirs);
-    other_done = true;
-  });
-  std::thread waiter([&] { list.WaitForChange(1, absl::Hours(1), &mine); });
-  mine = true;
-  list.WakeWaiters();
-  waiter.join();
-  EXPECT_FALSE(other_done);
+  int calls = 0;
+  list.AddWatcher([&] { ++calls; });
+  list.NotifyWatchers();
+  EXPECT_EQ(calls, 1);
   EXPECT_FALSE(list.closed());
-  theirs = true;
-  list.WakeWaiters();
-  other.join();
+  list.Close();
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(list.closed());
   EXPECT_EQ(list.Snapshot()->version, 1u);
+}
+
+TEST(DeviceListTest, RemovedWatcherIsNotCalledAgain) {
+  DeviceList list(Replicas());
+  int first = 0;
+  int second = 0;
+  const DeviceList::WatcherId id = list.AddWatcher([&] { ++first; });
+  list.AddWatcher([&] { ++second; });
+  list.SetGpuHealth(0, false);
+  list.RemoveWatcher(id);
+  list.SetGpuHealth(0, true);
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 2);
+}
+
+TEST(DeviceListTest, RemoveWatcherWaitsForARunningCall) {
+  DeviceList list(Replicas());
+  absl::Notification entered;
+  absl::Notification release;
+  std::atomic<bool> running{false};
+  const DeviceList::WatcherId id = list.AddWatcher([&] {
+    running = true;
+    entered.Notify();
+    release.WaitForNotification();
+    running = false;
+  });
+  std::thread writer([&] { list.SetGpuHealth(0, false); });
+  entered.WaitForNotification();
+  std::thread remover([&] {
+    list.RemoveWatcher(id);
+    EXPECT_FALSE(running);
+  });
+  release.Notify();
+  remover.join();
+  writer.join();
 }
 
 }  // namespace

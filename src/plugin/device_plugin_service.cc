@@ -1,6 +1,12 @@
 #include "src/plugin/device_plugin_service.h"
 
+#include <grpcpp/server_builder.h>
+
+#include <functional>
+#include <utility>
+
 #include "src/common/logging.h"
+#include "src/plugin/list_and_watch_call.h"
 #include "src/plugin/request_handlers.h"
 
 namespace gpulet::plugin {
@@ -24,6 +30,68 @@ void LogOutcome(const char* rpc, const google::protobuf::Message& request,
   }
 }
 
+// One unary call: requested, answered at once on the queue thread, done
+// when the answer is sent. A started call requests the next one first.
+template <typename Req, typename Resp>
+class UnaryCall final : public AsyncCall {
+ public:
+  using RequestMethod = void (v1beta1::DevicePlugin::AsyncService::*)(
+      grpc::ServerContext*, Req*,
+      grpc::ServerAsyncResponseWriter<Resp>*, grpc::CompletionQueue*,
+      grpc::ServerCompletionQueue*, void*);
+  using Handler = std::function<grpc::Status(const Req&, Resp*)>;
+
+  UnaryCall(DevicePluginService& service,
+            v1beta1::DevicePlugin::AsyncService& async,
+            grpc::ServerCompletionQueue& cq, RequestMethod method,
+            Handler handler)
+      : service_(service),
+        async_(async),
+        cq_(cq),
+        method_(method),
+        handler_(std::move(handler)) {}
+
+  void Request() override {
+    (async_.*method_)(&context_, &request_, &responder_, &cq_, &cq_,
+                      &request_tag_);
+  }
+
+  bool Proceed(int op, bool ok) override {
+    if (op != kRequest) return true;  // the answer went out (or could not)
+    if (!ok) return true;             // shutting down; never started
+    service_.Add(std::make_unique<UnaryCall>(service_, async_, cq_, method_,
+                                             handler_));
+    const grpc::Status status = handler_(request_, &response_);
+    responder_.Finish(response_, status, &finish_tag_);
+    return false;
+  }
+
+ private:
+  enum Op { kRequest, kFinish };
+
+  DevicePluginService& service_;
+  v1beta1::DevicePlugin::AsyncService& async_;
+  grpc::ServerCompletionQueue& cq_;
+  const RequestMethod method_;
+  const Handler handler_;
+  grpc::ServerContext context_;
+  Req request_;
+  Resp response_;
+  grpc::ServerAsyncResponseWriter<Resp> responder_{&context_};
+  AsyncTag request_tag_{this, kRequest};
+  AsyncTag finish_tag_{this, kFinish};
+};
+
+template <typename Req, typename Resp>
+std::unique_ptr<AsyncCall> MakeUnary(
+    DevicePluginService& service, v1beta1::DevicePlugin::AsyncService& async,
+    grpc::ServerCompletionQueue& cq,
+    typename UnaryCall<Req, Resp>::RequestMethod method,
+    typename UnaryCall<Req, Resp>::Handler handler) {
+  return std::make_unique<UnaryCall<Req, Resp>>(
+      service, async, cq, method, std::move(handler));
+}
+
 }  // namespace
 
 DevicePluginService::DevicePluginService(const PluginOptions& options,
@@ -35,83 +103,104 @@ DevicePluginService::DevicePluginService(const PluginOptions& options,
       allocate_(allocate),
       preferred_(preferred) {}
 
+DevicePluginService::~DevicePluginService() = default;
+
+void DevicePluginService::AddTo(grpc::ServerBuilder& builder) {
+  builder.RegisterService(&async_);
+  cq_ = builder.AddCompletionQueue();
+}
+
+void DevicePluginService::Start() {
+  Add(std::make_unique<ListAndWatchCall>(*this, async_, *cq_, devices_));
+  RequestUnaryCalls();
+  thread_ = std::jthread([this] { Run(); });
+}
+
+void DevicePluginService::RequestUnaryCalls() {
+  using Service = v1beta1::DevicePlugin::AsyncService;
+  Add(MakeUnary<v1beta1::Empty, v1beta1::DevicePluginOptions>(
+      *this, async_, *cq_, &Service::RequestGetDevicePluginOptions,
+      [this](const v1beta1::Empty&, v1beta1::DevicePluginOptions* response) {
+        response->set_pre_start_required(options_.pre_start_required);
+        response->set_get_preferred_allocation_available(
+            options_.get_preferred_allocation_available);
+        return grpc::Status::OK;
+      }));
+  Add(MakeUnary<v1beta1::PreferredAllocationRequest,
+                v1beta1::PreferredAllocationResponse>(
+      *this, async_, *cq_, &Service::RequestGetPreferredAllocation,
+      [this](const v1beta1::PreferredAllocationRequest& request,
+             v1beta1::PreferredAllocationResponse* response) {
+        grpc::Status status =
+            HandlePreferred(options_.resource_name, *devices_.Snapshot(),
+                            request, preferred_, response);
+        LogOutcome("GetPreferredAllocation", request, status);
+        return status;
+      }));
+  Add(MakeUnary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
+      *this, async_, *cq_, &Service::RequestAllocate,
+      [this](const v1beta1::AllocateRequest& request,
+             v1beta1::AllocateResponse* response) {
+        grpc::Status status =
+            HandleAllocate(options_.resource_name, *devices_.Snapshot(),
+                           request, allocate_, response);
+        LogOutcome("Allocate", request, status);
+        return status;
+      }));
+  Add(MakeUnary<v1beta1::PreStartContainerRequest,
+                v1beta1::PreStartContainerResponse>(
+      *this, async_, *cq_, &Service::RequestPreStartContainer,
+      [](const v1beta1::PreStartContainerRequest&,
+         v1beta1::PreStartContainerResponse*) { return grpc::Status::OK; }));
+}
+
 void DevicePluginService::Stop() {
   stopping_ = true;
-  devices_.WakeWaiters();
+  // Every stream watches the list: this makes each one look at stopping_.
+  devices_.NotifyWatchers();
 }
 
-grpc::Status DevicePluginService::GetDevicePluginOptions(
-    grpc::ServerContext* /*context*/, const v1beta1::Empty* /*request*/,
-    v1beta1::DevicePluginOptions* response) {
-  response->set_pre_start_required(options_.pre_start_required);
-  response->set_get_preferred_allocation_available(
-      options_.get_preferred_allocation_available);
-  return grpc::Status::OK;
-}
-
-const char* DevicePluginService::StreamEndReason(
-    grpc::ServerContext* context) const {
-  if (stopping_) return "server stopping";
-  if (context->IsCancelled()) return "client cancelled";
-  if (devices_.closed()) return "device list closed";
-  return nullptr;
-}
-
-grpc::Status DevicePluginService::ListAndWatch(
-    grpc::ServerContext* context, const v1beta1::Empty* /*request*/,
-    grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
-  const int open = ++streams_;
-  GPULET_LOG(INFO) << "ListAndWatch stream opened for "
-                   << options_.resource_name << " (" << open << " open)";
-  DeviceSnapshotPtr snapshot = devices_.Snapshot();
-  const char* why = nullptr;
-  // Every message is the full list (the kubelet replaces its view with it);
-  // a burst of changes collapses into one message with the latest list.
-  while (why == nullptr) {
-    if (!writer->Write(ToListAndWatchResponse(*snapshot))) {
-      why = "write failed, client gone";
-      break;
-    }
-    const uint64_t sent = snapshot->version;
-    while (why == nullptr && snapshot->version == sent) {
-      why = StreamEndReason(context);
-      if (why == nullptr) {
-        snapshot = devices_.WaitForChange(sent, kCancelPoll, &stopping_);
-      }
+void DevicePluginService::Shutdown() {
+  if (cq_ == nullptr) return;
+  cq_->Shutdown();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    void* tag;
+    bool ok;
+    while (cq_->Next(&tag, &ok)) {
     }
   }
-  const int left = --streams_;
+  calls_.clear();
+}
+
+void DevicePluginService::Add(std::unique_ptr<AsyncCall> call) {
+  AsyncCall* raw = call.get();
+  calls_.emplace(raw, std::move(call));
+  raw->Request();
+}
+
+void DevicePluginService::StreamStarted() {
+  Add(std::make_unique<ListAndWatchCall>(*this, async_, *cq_, devices_));
+  GPULET_LOG(INFO) << "ListAndWatch stream opened for "
+                   << options_.resource_name << " (" << ++streams_
+                   << " open)";
+}
+
+void DevicePluginService::StreamEnded(const char* why) {
   GPULET_LOG(INFO) << "ListAndWatch stream for " << options_.resource_name
-                   << " ended: " << why << " (" << left << " open)";
-  return grpc::Status::OK;
+                   << " ended: " << why << " (" << --streams_ << " open)";
 }
 
-grpc::Status DevicePluginService::GetPreferredAllocation(
-    grpc::ServerContext* /*context*/,
-    const v1beta1::PreferredAllocationRequest* request,
-    v1beta1::PreferredAllocationResponse* response) {
-  grpc::Status status =
-      HandlePreferred(options_.resource_name, *devices_.Snapshot(), *request,
-                      preferred_, response);
-  LogOutcome("GetPreferredAllocation", *request, status);
-  return status;
-}
-
-grpc::Status DevicePluginService::Allocate(
-    grpc::ServerContext* /*context*/, const v1beta1::AllocateRequest* request,
-    v1beta1::AllocateResponse* response) {
-  grpc::Status status =
-      HandleAllocate(options_.resource_name, *devices_.Snapshot(), *request,
-                     allocate_, response);
-  LogOutcome("Allocate", *request, status);
-  return status;
-}
-
-grpc::Status DevicePluginService::PreStartContainer(
-    grpc::ServerContext* /*context*/,
-    const v1beta1::PreStartContainerRequest* /*request*/,
-    v1beta1::PreStartContainerResponse* /*response*/) {
-  return grpc::Status::OK;
+void DevicePluginService::Run() {
+  void* tag = nullptr;
+  bool ok = false;
+  // No deadline: the thread sleeps until gRPC has something for it, and
+  // Next returns false once the queue is shut down and drained.
+  while (cq_->Next(&tag, &ok)) {
+    const AsyncTag* done = static_cast<const AsyncTag*>(tag);
+    if (done->call->Proceed(done->op, ok)) calls_.erase(done->call);
+  }
 }
 
 }  // namespace gpulet::plugin

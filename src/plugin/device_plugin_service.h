@@ -2,68 +2,87 @@
 // resource, for one run of a PluginServer (a new one is made per Start, so
 // a stopped service never serves again).
 //
-// ListAndWatch streams block in DeviceList::WaitForChange and end when the
-// client goes away (noticed within kCancelPoll), when the shared DeviceList
-// is closed, or when Stop() is called; Stop() must be called before the
-// gRPC server is shut down so streams end at once instead of at the
-// shutdown deadline.
+// It uses gRPC's async API with one completion queue and one thread of its
+// own that waits on the queue without a deadline, so an idle plugin wakes
+// for nothing: an open ListAndWatch stream holds no thread and polls
+// nothing (list_and_watch_call.h). (gRPC 1.51's sync server threads wake
+// every 10 s and a sync stream cannot see a cancel without polling; its
+// callback API runs on threads that wake every second.) The unary methods
+// run on the queue thread: they only compute an answer from a snapshot, and
+// the handlers must not block.
 //
-// Thread safety: gRPC calls the methods concurrently; Stop() from any
-// thread. Borrows the options, device list and handlers, which must outlive
-// it.
+// Use: AddTo(builder), build and start the server, Start(); to stop:
+// Stop() (ends every stream at once), shut the server down, Shutdown(),
+// destroy the server, then the service.
+//
+// Thread safety: AddTo, Start and Shutdown from the controlling thread;
+// Stop from any. Borrows the options, device list and handlers, which must
+// outlive it.
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <thread>
 
-#include "absl/time/time.h"
+#include "absl/container/flat_hash_map.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "src/plugin/async_call.h"
 #include "src/plugin/device_list.h"
 #include "src/plugin/plugin_server.h"
 #include "src/pluginapi/handlers.h"
 
+namespace grpc {
+class ServerBuilder;
+}
+
 namespace gpulet::plugin {
 
-class DevicePluginService final : public v1beta1::DevicePlugin::Service {
+class DevicePluginService {
  public:
-  // How long a stream waits for a change before checking whether its
-  // client cancelled: gRPC's sync API gives no cancellation callback.
-  static constexpr absl::Duration kCancelPoll = absl::Seconds(1);
-
   DevicePluginService(const PluginOptions& options, DeviceList& devices,
                       const pluginapi::AllocateHandler& allocate,
                       const pluginapi::PreferredHandler& preferred);
+  // REQUIRES: Shutdown() was called if AddTo() was.
+  ~DevicePluginService();
+  DevicePluginService(const DevicePluginService&) = delete;
+  DevicePluginService& operator=(const DevicePluginService&) = delete;
 
-  // Ends every ListAndWatch stream; later streams end after one message.
+  // Registers the service and its completion queue with `builder`.
+  void AddTo(grpc::ServerBuilder& builder);
+  // Once the server started: asks gRPC for the first call of every method
+  // and starts the queue thread.
+  void Start();
+  // Ends every ListAndWatch stream; later streams end at once.
   void Stop();
+  // Once the server was shut down: shuts the queue down, waits for the
+  // thread to drain it and destroys every call left.
+  void Shutdown();
 
-  grpc::Status GetDevicePluginOptions(
-      grpc::ServerContext* context, const v1beta1::Empty* request,
-      v1beta1::DevicePluginOptions* response) override;
-  grpc::Status ListAndWatch(
-      grpc::ServerContext* context, const v1beta1::Empty* request,
-      grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override;
-  grpc::Status GetPreferredAllocation(
-      grpc::ServerContext* context,
-      const v1beta1::PreferredAllocationRequest* request,
-      v1beta1::PreferredAllocationResponse* response) override;
-  grpc::Status Allocate(grpc::ServerContext* context,
-                        const v1beta1::AllocateRequest* request,
-                        v1beta1::AllocateResponse* response) override;
-  grpc::Status PreStartContainer(
-      grpc::ServerContext* context,
-      const v1beta1::PreStartContainerRequest* request,
-      v1beta1::PreStartContainerResponse* response) override;
+  // For the calls (queue thread): whether the service is stopping; a new
+  // stream started (the next one is requested); a stream ended.
+  bool stopping() const { return stopping_; }
+  void StreamStarted();
+  void StreamEnded(const char* why);
+  // Owns `call` and starts it (Request()). Queue thread, or before Start.
+  void Add(std::unique_ptr<AsyncCall> call);
 
  private:
-  // Why a ListAndWatch stream should end now, or nullptr.
-  const char* StreamEndReason(grpc::ServerContext* context) const;
+  void Run();
+  void RequestUnaryCalls();
 
   const PluginOptions& options_;
   DeviceList& devices_;
   const pluginapi::AllocateHandler& allocate_;
   const pluginapi::PreferredHandler& preferred_;
+  v1beta1::DevicePlugin::AsyncService async_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  // Touched by the controlling thread before the queue thread starts and
+  // after it ended, and by the queue thread in between.
+  absl::flat_hash_map<AsyncCall*, std::unique_ptr<AsyncCall>> calls_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> streams_{0};
+  // Last: joined first.
+  std::jthread thread_;
 };
 
 }  // namespace gpulet::plugin

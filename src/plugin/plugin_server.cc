@@ -149,7 +149,7 @@ absl::Status PluginServer::Impl::Serve() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat("unix:", socket_path_),
                            grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
+  service_->AddTo(builder);
   // The socket is bound 0600 (0777 & ~0177) so there is no moment in which
   // anyone but root may connect. umask is per process: no other gpulet
   // thread creates files without setting their mode explicitly
@@ -158,11 +158,13 @@ absl::Status PluginServer::Impl::Serve() {
   server_ = builder.BuildAndStart();
   ::umask(old_umask);
   if (server_ == nullptr) {
+    service_->Shutdown();
     service_.reset();
     return absl::UnavailableError(absl::StrCat(
         "cannot serve ", options_.resource_name, " on ", socket_path_,
         ": gRPC failed to listen (see its log above)"));
   }
+  service_->Start();
   // Only the kubelet (root) may talk to the plugin; already so since the
   // bind, made explicit in case the socket was created otherwise.
   if (chmod(socket_path_.c_str(), 0600) != 0) {
@@ -186,6 +188,8 @@ void PluginServer::Impl::StopLocked() {
   service_->Stop();
   server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server_->Wait();
+  // The server first, then its completion queue (gRPC's order).
+  service_->Shutdown();
   server_.reset();
   service_.reset();
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "src/allocation/allocate_response.h"
 #include "src/allocation/simple_preferred.h"
 #include "test/integration/plugin_test_client.h"
@@ -171,6 +173,21 @@ TEST_F(PluginServerTest, CancelledStreamDoesNotHoldUpStop) {
   }
   server_.Stop();
   EXPECT_FALSE(server_.running());
+}
+
+TEST_F(PluginServerTest, CancelledStreamStopsWatchingTheList) {
+  ListAndWatchReader reader(*stub_);
+  ASSERT_EQ(reader.WaitForMessages(1).size(), 1u);
+  EXPECT_EQ(devices_.watcher_count(), 1u);
+  reader.Cancel();
+  ASSERT_TRUE(reader.WaitForEnd().has_value());
+  // gRPC reports the cancel to the server on its own: no write, no poll.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (devices_.watcher_count() != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(devices_.watcher_count(), 0u);
+  EXPECT_TRUE(server_.running());
 }
 
 TEST_F(PluginServerTest, AllocateSetsVisibleDevices) {

@@ -2,6 +2,7 @@
 // fault-injection commands and reporting status.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -148,6 +149,10 @@ std::string SimState::StatusJson() const {
                   {"remaining", wait_error_remaining_}};
   }
   status["wait_error"] = wait_error;
+  status["waits"] = {
+      {"blocked_timeouts_ms",
+       std::vector<unsigned int>(blocked_waits_.begin(), blocked_waits_.end())},
+      {"interrupted", waits_interrupted_}};
   status["wait_errors_returned"] = wait_errors_returned_;
   // Replace, not throw, on bytes that are not UTF-8 (e.g. in a file path).
   return status.dump(-1, ' ', false,

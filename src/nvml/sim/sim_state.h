@@ -25,7 +25,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -33,6 +35,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "src/common/unique_fd.h"
 #include "src/nvml/nvml_api.h"
 #include "src/nvml/sim/control_protocol.h"
 #include "src/nvml/sim/event_queue.h"
@@ -132,9 +136,20 @@ class SimState {
 
  private:
   struct EventSetObject {
+    explicit EventSetObject(common::UniqueFd doorbell_fd)
+        : doorbell(std::move(doorbell_fd)) {}
+    // Makes the doorbell readable: waiters look at the set again.
+    void Ring() const;
+    // Makes it unreadable again; only when a waiter found nothing to do.
+    void Quiet() const;
+
     EventQueue queue;
     absl::flat_hash_map<int, unsigned long long> registrations;  // gpu->mask
-    absl::CondVar cv;
+    // An eventfd, rung when an event is queued, the set is freed or a wait
+    // error is pending. Waiters poll() it with mu_ released, so a signal
+    // interrupts their wait as it interrupts the driver's (which returns
+    // NVML_ERROR_TIMEOUT when "an interrupt arrived").
+    const common::UniqueFd doorbell;
     bool freed = false;
   };
   struct Target {  // a resolved <gpu> token of a control command
@@ -155,6 +170,14 @@ class SimState {
                              const MigDevice** mig)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsLost(int gpu) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One look at `set` for WaitEvent: the result to return, or nullopt to
+  // keep waiting. Finds the set on the first call (`object` is null) and
+  // keeps it in `object` for the next.
+  std::optional<nvmlReturn_t> TakeEvent(nvmlEventSet_t set,
+                                        nvmlEventData_t* data,
+                                        absl::Time deadline,
+                                        std::shared_ptr<EventSetObject>& object)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   EventSetObject* FindEventSet(nvmlEventSet_t set)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues an event on every set registered for `gpu` and `type`.
@@ -192,6 +215,9 @@ class SimState {
   uint64_t events_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t events_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t wait_errors_returned_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t waits_interrupted_ ABSL_GUARDED_BY(mu_) = 0;
+  // The timeouts (ms) of the nvmlEventSetWait calls blocked right now.
+  std::multiset<unsigned int> blocked_waits_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::sim
