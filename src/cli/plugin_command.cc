@@ -10,7 +10,7 @@
 #include "src/common/logging.h"
 #include "src/config/flag_table.h"
 #include "src/health/health_config.h"
-#include "src/resource/resource_handlers.h"
+#include "src/resources/resource_handlers.h"
 
 namespace gpulet::cli {
 namespace {
@@ -108,7 +108,7 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   // Inside NVIDIA's charts the host's driver root is mounted at
   // flags.plugin.containerDriverRoot; NVML is loaded from there when it
   // exists, as NVIDIA's plugin does, else from the driver root itself.
-  d.nvml.driver_root = resource::MakeHostView(config).driver_root;
+  d.nvml.driver_root = resources::MakeHostView(config).driver_root;
   d.nvml.library_path = global.nvml_lib;
   d.sysfs_root = global.sysfs_root;
   d.kubelet_socket = socket;

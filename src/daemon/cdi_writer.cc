@@ -49,7 +49,7 @@ void RebaseHostPaths(cdi::Spec& spec, const std::string& from,
 
 absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
                                          const config::Config& config,
-                                         const resource::HostView& view,
+                                         const resources::HostView& view,
                                          const std::string& dir) {
   const std::string& host_root = config.flags.nvidia_driver_root;
   const std::string& seen_root = view.driver_root;

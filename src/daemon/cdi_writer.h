@@ -20,7 +20,7 @@
 #include "src/cdi/spec.h"
 #include "src/config/config.h"
 #include "src/device/gpu.h"
-#include "src/resource/resource_handlers.h"
+#include "src/resources/resource_handlers.h"
 
 namespace gpulet::daemon {
 
@@ -38,7 +38,7 @@ void RebaseHostPaths(cdi::Spec& spec, const std::string& from,
 // driver root, the MIG device or the file.
 absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
                                          const config::Config& config,
-                                         const resource::HostView& view,
+                                         const resources::HostView& view,
                                          const std::string& dir);
 
 }  // namespace gpulet::daemon

@@ -15,8 +15,8 @@
 #include "src/daemon/daemon_impl.h"
 #include "src/device/topology.h"
 #include "src/health/health_config.h"
-#include "src/resource/resource_handlers.h"
-#include "src/resource/resources.h"
+#include "src/resources/resource_handlers.h"
+#include "src/resources/resources.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -85,16 +85,16 @@ void Daemon::Impl::Reload() {
 // Allocate handlers and the CDI spec.
 absl::StatusOr<std::vector<Daemon::Impl::Prepared>> Daemon::Impl::Prepare(
     const config::Config& config, const device::Node& node) {
-  const resource::HostView view = resource::MakeHostView(config);
-  absl::StatusOr<std::vector<resource::ResourceSpec>> specs =
-      resource::BuildResources(
+  const resources::HostView view = resources::MakeHostView(config);
+  absl::StatusOr<std::vector<resources::ResourceSpec>> specs =
+      resources::BuildResources(
           node, config,
-          resource::MakeResourceOptions(options_.socket_prefix, view));
+          resources::MakeResourceOptions(options_.socket_prefix, view));
   if (!specs.ok()) return specs.status();
   std::vector<Prepared> prepared;
-  for (resource::ResourceSpec& spec : *specs) {
+  for (resources::ResourceSpec& spec : *specs) {
     absl::StatusOr<allocation::AllocateOptions> allocate_options =
-        resource::AllocateOptionsFor(config, spec, view);
+        resources::AllocateOptionsFor(config, spec, view);
     if (!allocate_options.ok()) return allocate_options.status();
     absl::StatusOr<pluginapi::AllocateHandler> allocate =
         allocation::MakeAllocateHandler(*std::move(allocate_options));

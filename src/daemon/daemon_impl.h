@@ -35,7 +35,7 @@
 #include "src/metrics/registry.h"
 #include "src/nvml/library.h"
 #include "src/registration/socket_watcher.h"
-#include "src/resource/resources.h"
+#include "src/resources/resources.h"
 
 namespace gpulet::daemon {
 
@@ -83,7 +83,7 @@ class Daemon::Impl {
   absl::StatusOr<Loaded> ReadConfig();
   // A resource as Apply is about to serve it.
   struct Prepared {
-    resource::ResourceSpec spec;
+    resources::ResourceSpec spec;
     pluginapi::AllocateHandler allocate;
   };
   absl::StatusOr<std::vector<Prepared>> Prepare(const config::Config& config,

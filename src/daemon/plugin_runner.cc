@@ -15,7 +15,7 @@
 namespace gpulet::daemon {
 namespace {
 
-plugin::PluginOptions ServerOptions(const resource::ResourceSpec& spec,
+plugin::PluginOptions ServerOptions(const resources::ResourceSpec& spec,
                                     const metrics::GpuletMetrics* m) {
   plugin::PluginOptions options;
   if (m != nullptr) {
@@ -40,7 +40,7 @@ std::optional<FileIdentity> IdentifyFile(const std::string& path) {
                       st.st_ctim.tv_nsec};
 }
 
-PluginRunner::PluginRunner(resource::ResourceSpec spec, RunnerOptions options,
+PluginRunner::PluginRunner(resources::ResourceSpec spec, RunnerOptions options,
                            pluginapi::AllocateHandler allocate,
                            pluginapi::PreferredHandler preferred)
     : spec_(std::move(spec)),

@@ -49,7 +49,7 @@
 #include "src/plugin/plugin_server.h"
 #include "src/pluginapi/handlers.h"
 #include "src/registration/registrar.h"
-#include "src/resource/resources.h"
+#include "src/resources/resources.h"
 
 namespace gpulet::daemon {
 
@@ -80,7 +80,7 @@ class PluginRunner {
   // `allocate` answers Allocate (allocation::EnvvarResponse when empty),
   // `preferred` answers GetPreferredAllocation (allocation::SimplePreferred
   // when empty).
-  PluginRunner(resource::ResourceSpec spec, RunnerOptions options,
+  PluginRunner(resources::ResourceSpec spec, RunnerOptions options,
                pluginapi::AllocateHandler allocate = nullptr,
                pluginapi::PreferredHandler preferred = nullptr);
   ~PluginRunner();
@@ -127,7 +127,7 @@ class PluginRunner {
   };
   std::shared_ptr<const Handlers> handlers() const;
 
-  resource::ResourceSpec spec_;  // names only: its devices moved into devices_
+  resources::ResourceSpec spec_;  // names only: its devices moved into devices_
   const RunnerOptions options_;
   plugin::DeviceList devices_;
   // Swapped by Update while gRPC threads call through it.

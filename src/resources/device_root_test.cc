@@ -17,9 +17,9 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "src/resource/resource_handlers.h"
+#include "src/resources/resource_handlers.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 // A temporary "own root" holding dev/<name> for each of `nodes` (plain
@@ -149,4 +149,4 @@ TEST(DeviceRootTest, NodesOnlyUnderTheDevRootDoNotCount) {
 }
 
 }  // namespace
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

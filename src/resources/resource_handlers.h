@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "src/allocation/allocate_response.h"
 #include "src/config/config.h"
-#include "src/resource/resources.h"
+#include "src/resources/resources.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 
 // Where the host's paths are visible to this process. Inside NVIDIA's
 // DaemonSet the host's driver root is mounted at
@@ -52,4 +52,4 @@ absl::StatusOr<allocation::AllocateOptions> AllocateOptionsFor(
 ResourceOptions MakeResourceOptions(const std::string& socket_prefix,
                                     const HostView& view);
 
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

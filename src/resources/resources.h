@@ -32,7 +32,7 @@
 #include "src/device/gpu.h"
 #include "src/pluginapi/device.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 
 inline constexpr char kGpuResource[] = "nvidia.com/gpu";
 
@@ -71,4 +71,4 @@ absl::StatusOr<std::vector<ResourceSpec>> BuildResources(
     const device::Node& node, const config::Config& config,
     const ResourceOptions& options = {});
 
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

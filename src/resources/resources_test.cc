@@ -1,4 +1,4 @@
-#include "src/resource/resources.h"
+#include "src/resources/resources.h"
 
 #include <string>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 using ::testing::ElementsAre;
@@ -455,4 +455,4 @@ TEST(BuildResourcesTest, FailedGpusAreUnhealthyOrLeftOut) {
 }
 
 }  // namespace
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

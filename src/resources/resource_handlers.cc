@@ -1,4 +1,4 @@
-#include "src/resource/resource_handlers.h"
+#include "src/resources/resource_handlers.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "src/device/device_nodes.h"
 #include "src/device/mig_minors.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 bool IsDirectory(const std::string& path) {
@@ -120,4 +120,4 @@ ResourceOptions MakeResourceOptions(const std::string& socket_prefix,
   return options;
 }
 
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

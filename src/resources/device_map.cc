@@ -1,4 +1,4 @@
-#include "src/resource/device_map.h"
+#include "src/resources/device_map.h"
 
 #include <set>
 #include <utility>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "src/config/names.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 // "MIG-GPU-<uuid>/<gi>/<ci>", the pre-R470 MIG UUID form, names a MIG device
@@ -156,4 +156,4 @@ absl::StatusOr<DeviceMap> ApplyReplicas(
   return out;
 }
 
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

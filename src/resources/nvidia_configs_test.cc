@@ -17,10 +17,10 @@
 #include "gtest/gtest.h"
 #include "src/config/parser.h"
 #include "src/config/resolve.h"
-#include "src/resource/resource_handlers.h"
-#include "src/resource/resources.h"
+#include "src/resources/resource_handlers.h"
+#include "src/resources/resources.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 // GPU 0 and 1 whole A100s (minors 0, 1); GPU 2 with MIG enabled and two
@@ -58,7 +58,7 @@ struct Request {
 };
 
 struct Case {
-  std::string file;  // under src/config/testdata or src/resource/testdata
+  std::string file;  // under src/config/testdata or src/resources/testdata
   std::map<std::string, int> resources;  // name -> device count
   std::vector<Request> requests;
 };
@@ -103,7 +103,7 @@ const Case kCases[] = {
        R"pb(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-0" }
             cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-2" })pb",
        ""}}},
-    {"/src/resource/testdata/volume-mounts-specs.yaml",
+    {"/src/resources/testdata/volume-mounts-specs.yaml",
      {{"nvidia.com/gpu", 3}},
      {{"nvidia.com/gpu",
        {"GPU-1"},
@@ -179,7 +179,7 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
 // carries the indexes.
 TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
   auto file = config::LoadConfigFile(
-      Path("/src/resource/testdata/envvar-cdi-annotations.yaml"));
+      Path("/src/resources/testdata/envvar-cdi-annotations.yaml"));
   ASSERT_TRUE(file.ok()) << file.status();
   auto config = config::Resolve(
       {}, [](const std::string&) { return std::optional<std::string>(); },
@@ -207,4 +207,4 @@ TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
 }
 
 }  // namespace
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

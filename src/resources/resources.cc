@@ -1,4 +1,4 @@
-#include "src/resource/resources.h"
+#include "src/resources/resources.h"
 
 #include <algorithm>
 #include <tuple>
@@ -7,9 +7,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "src/resource/device_map.h"
+#include "src/resources/device_map.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 using config::MigStrategy;
@@ -229,4 +229,4 @@ absl::StatusOr<std::vector<ResourceSpec>> BuildResources(
   return resources;
 }
 
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

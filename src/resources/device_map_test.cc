@@ -1,9 +1,9 @@
-#include "src/resource/device_map.h"
+#include "src/resources/device_map.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 TEST(ReplicaIdTest, AnnotatesWithDoubleColon) {
@@ -24,4 +24,4 @@ TEST(ApplyReplicasTest, NoEntriesLeavesDevices) {
 }
 
 }  // namespace
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

@@ -14,7 +14,7 @@
 #include "src/config/config.h"
 #include "src/pluginapi/device.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 
 struct MappedDevice {
   pluginapi::Device device;  // id = uuid; replica = -1
@@ -39,4 +39,4 @@ absl::StatusOr<DeviceMap> ApplyReplicas(const config::ReplicatedResources& secti
                                         const std::string& section_path,
                                         DeviceMap devices);
 
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources

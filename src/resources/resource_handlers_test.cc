@@ -1,9 +1,9 @@
-#include "src/resource/resource_handlers.h"
+#include "src/resources/resource_handlers.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace gpulet::resource {
+namespace gpulet::resources {
 namespace {
 
 using ::testing::ElementsAre;
@@ -114,4 +114,4 @@ TEST(MakeResourceOptionsTest, NoMigMinorsNoCapsNodes) {
 }
 
 }  // namespace
-}  // namespace gpulet::resource
+}  // namespace gpulet::resources
