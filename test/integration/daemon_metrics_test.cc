@@ -128,9 +128,15 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
       << text;
 
   ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 79").ok());
+  // The gauge, the Xid counter and the transition counter are updated one
+  // after the other: wait until every one has moved.
+  const auto all_moved = [](const std::string& t) {
+    return CountLines(t, "gpulet_device_healthy\\{[^}]*\\} 0\n") > 0 &&
+           CountLines(t, "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n") > 0 &&
+           CountLines(t, "gpulet_health_transitions_total\\{[^}]*direction=\"unhealthy\"[^}]*\\} 1\n") > 0;
+  };
   absl::Time deadline = absl::Now() + kTimeout;
-  while (absl::Now() < deadline &&
-         CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 0\n") == 0) {
+  while (absl::Now() < deadline && !all_moved(text)) {
     absl::SleepFor(absl::Milliseconds(20));
     text = Scrape(port);
   }
