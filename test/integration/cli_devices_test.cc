@@ -126,6 +126,16 @@ TEST_P(ProfileTest, DevicesJsonMatchesTheMachineModel) {
               absl::StrCat(want.cc_major, ".", want.cc_minor));
     EXPECT_EQ(got["migCapable"], want.mig_capable);
     EXPECT_EQ(got["migEnabled"], want.mig_enabled);
+    if (want.architecture != NVML_DEVICE_ARCH_UNKNOWN) {
+      EXPECT_NE(got["architecture"], "Unknown");
+    }
+    if (want.fabric) {
+      EXPECT_EQ(got["fabric"]["cliqueId"], want.fabric->clique_id);
+      EXPECT_EQ(got["fabric"]["state"], "completed");
+      EXPECT_EQ(got["fabric"]["clusterUuid"].get<std::string>().size(), 36u);
+    } else {
+      EXPECT_TRUE(got["fabric"].is_null());
+    }
     CheckMigDevices(want, got, i);
   }
 }

@@ -196,10 +196,12 @@ TEST_F(AbiDeviceTest, NotSupportedCorners) {
   unsigned long mask[2];
   EXPECT_EQ(nvml().nvmlDeviceGetCpuAffinity(d, 2, mask),
             NVML_ERROR_NOT_SUPPORTED);
-  char fabric[256];
-  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfo(d, fabric),
+  nvmlGpuFabricInfo_t fabric = {};
+  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfo(d, &fabric),
             NVML_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(d, fabric),
+  nvmlGpuFabricInfoV_t fabric_v = {};
+  fabric_v.version = nvmlGpuFabricInfo_v3;
+  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(d, &fabric_v),
             NVML_ERROR_NOT_SUPPORTED);
 }
 
