@@ -208,7 +208,8 @@ TEST(ProfileListTest, EveryBriefedProfileIsBuiltIn) {
   EXPECT_THAT(sim::ProfileNames(),
               ::testing::IsSupersetOf(
                   {"dgx-a100", "dgx-h100", "pcie-t4", "islands-16", "a100-mig",
-                   "a100-mig-single", "none", "no-driver"}));
+                   "a100-mig-single", "none", "no-driver", "hgx-h200",
+                   "dgx-b200", "gb200-nvl", "b200-mig", "rtx-pro-6000-mig"}));
 }
 
 }  // namespace
