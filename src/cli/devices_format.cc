@@ -1,5 +1,6 @@
 #include "src/cli/devices_format.h"
 
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,15 @@ json MigJson(const device::MigDevice& mig) {
               {"multiprocessorCount", mig.multiprocessor_count}};
 }
 
+json FabricJson(const std::optional<device::GpuFabric>& fabric) {
+  if (!fabric) return json(nullptr);
+  return json{{"clusterUuid", fabric->cluster_uuid},
+              {"cliqueId", fabric->clique_id},
+              {"state", fabric->state},
+              {"health", fabric->health},
+              {"error", fabric->error}};
+}
+
 json GpuJson(const device::Gpu& gpu) {
   json migs = json::array();
   for (const auto& mig : gpu.mig_devices) migs.push_back(MigJson(mig));
@@ -60,7 +70,8 @@ json GpuJson(const device::Gpu& gpu) {
       {"brand", gpu.brand},
       {"migCapable", gpu.mig_capable},
       {"migEnabled", gpu.mig_enabled},
-      {"migDevices", std::move(migs)}};
+      {"migDevices", std::move(migs)},
+      {"fabric", FabricJson(gpu.fabric)}};
 }
 
 }  // namespace

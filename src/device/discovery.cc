@@ -11,6 +11,7 @@
 #include "src/device/mig_profile.h"
 #include "src/device/nvml_error_kind.h"
 #include "src/device/pci_address.h"
+#include "src/nvml/nvml_status.h"
 #include "src/common/status_macros.h"
 
 namespace gpulet::device {
@@ -53,7 +54,19 @@ absl::StatusOr<std::vector<std::string>> MigAttributes(nvml::Library& lib,
   absl::StatusOr<nvml::GpuInstanceInfo> info =
       gi.ok() ? lib.GpuInstanceGetInfo(*gi)
               : absl::StatusOr<nvml::GpuInstanceInfo>(gi.status());
-  if (info.ok()) return MigProfileAttributes(info->profile_id);
+  if (info.ok()) {
+    // GpuInstanceInfo names the profile by its unique ID (nvidia-smi's "ID");
+    // the attributes follow from the NVML_GPU_INSTANCE_PROFILE_* index that
+    // answers with that ID, found as go-nvlib does.
+    for (unsigned index = 0; index < NVML_GPU_INSTANCE_PROFILE_COUNT; ++index) {
+      absl::StatusOr<nvml::GpuInstanceProfileInfo> profile =
+          lib.DeviceGetGpuInstanceProfileInfo(parent, index);
+      if (profile.ok() && profile->id == info->profile_id) {
+        return MigProfileAttributes(index);
+      }
+    }
+    return std::vector<std::string>{};
+  }
   if (IsNvmlNoPermission(info.status()) || IsNvmlUnsupported(info.status())) {
     GPULET_VLOG(1) << "MIG profile attributes unavailable: "
                    << info.status().message();
@@ -110,6 +123,54 @@ absl::Status DiscoverMig(nvml::Library& lib, nvml::Device handle, Gpu& gpu) {
   return absl::OkStatus();
 }
 
+const char* FabricStateName(nvmlGpuFabricState_t state) {
+  switch (state) {
+    case NVML_GPU_FABRIC_STATE_NOT_STARTED:
+      return "not-started";
+    case NVML_GPU_FABRIC_STATE_IN_PROGRESS:
+      return "in-progress";
+    case NVML_GPU_FABRIC_STATE_COMPLETED:
+      return "completed";
+    default:
+      return "unknown";
+  }
+}
+
+const char* FabricHealthName(uint8_t summary) {
+  switch (summary) {
+    case NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY:
+      return "healthy";
+    case NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY:
+      return "unhealthy";
+    case NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY:
+      return "limited-capacity";
+    default:
+      return "";
+  }
+}
+
+// Fabric membership is informational: a GPU or driver without it (or one
+// that answers NOT_SUPPORTED in the struct's state) has none.
+absl::StatusOr<std::optional<GpuFabric>> DiscoverFabric(nvml::Library& lib,
+                                                        nvml::Device handle) {
+  absl::StatusOr<nvml::GpuFabricInfo> info = lib.DeviceGetGpuFabricInfo(handle);
+  if (!info.ok()) {
+    if (IsNvmlUnsupported(info.status())) return std::nullopt;
+    return info.status();
+  }
+  if (info->state == NVML_GPU_FABRIC_STATE_NOT_SUPPORTED) return std::nullopt;
+  GpuFabric fabric;
+  fabric.cluster_uuid = info->cluster_uuid;
+  fabric.clique_id = info->clique_id;
+  fabric.state = FabricStateName(info->state);
+  fabric.health = FabricHealthName(info->health_summary);
+  if (info->state == NVML_GPU_FABRIC_STATE_COMPLETED &&
+      info->status != NVML_SUCCESS) {
+    fabric.error = nvml::NvmlReturnName(info->status);
+  }
+  return std::optional<GpuFabric>(std::move(fabric));
+}
+
 absl::Status DiscoverIdentity(nvml::Library& lib, nvml::Device handle,
                               Gpu& gpu) {
   GPULET_ASSIGN_OR_RETURN(gpu.uuid, lib.DeviceGetUuid(handle));
@@ -151,6 +212,7 @@ absl::Status DiscoverGpuInto(nvml::Library& lib, unsigned index,
       gpu.cpu_affinity,
       Optional(lib.DeviceGetCpuAffinity(handle), std::vector<unsigned>{}));
   GPULET_RETURN_IF_ERROR(DiscoverMig(lib, handle, gpu));
+  GPULET_ASSIGN_OR_RETURN(gpu.fabric, DiscoverFabric(lib, handle));
   return absl::OkStatus();
 }
 

@@ -31,6 +31,12 @@ std::string ArchitectureName(unsigned nvml_architecture) {
       return "Ada";
     case NVML_DEVICE_ARCH_HOPPER:
       return "Hopper";
+    case NVML_DEVICE_ARCH_BLACKWELL:
+      return "Blackwell";
+    case NVML_DEVICE_ARCH_T23X:
+      return "Orin";
+    case NVML_DEVICE_ARCH_RUBIN:
+      return "Rubin";
     default:
       return "Unknown";
   }

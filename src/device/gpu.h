@@ -29,6 +29,21 @@ struct MigDevice {
   bool operator==(const MigDevice&) const = default;
 };
 
+// The GPU's place in a multi-node NVLink domain (GB200 NVL72 and the like),
+// from nvmlDeviceGetGpuFabricInfo(V).
+struct GpuFabric {
+  std::string cluster_uuid;  // "" until the fabric manager assigned one
+  uint32_t clique_id = 0;
+  std::string state;   // "not-started", "in-progress", "completed"
+  std::string health;  // "healthy", "unhealthy", "limited-capacity", ""
+  // Non-empty when the probe completed with an error: NVML's text for it.
+  std::string error;
+
+  // True when the GPU joined its clique: completed without error.
+  bool Joined() const { return state == "completed" && error.empty(); }
+  bool operator==(const GpuFabric&) const = default;
+};
+
 struct Gpu {
   unsigned index = 0;  // NVML index
   std::string uuid;    // "GPU-…"
@@ -47,6 +62,9 @@ struct Gpu {
   bool mig_capable = false;
   bool mig_enabled = false;            // current MIG mode
   std::vector<MigDevice> mig_devices;  // ordered by mig_index
+  // Unset when NVML reports no fabric support (every GPU before Hopper, and
+  // GPUs outside a multi-node NVLink domain).
+  std::optional<GpuFabric> fabric;
   // Non-empty when a per-GPU NVML query failed during discovery (the GPU is
   // lost, or answers some calls only): why. The record then holds what was
   // known of the GPU (from an earlier discovery, or the fields read before
@@ -69,7 +87,8 @@ struct Node {
 std::string CudaVersionString(int cuda_driver_version);
 
 // Display names for NVML's nvmlDeviceArchitecture_t and nvmlBrandType_t
-// values ("Hopper", "Tesla"); "Unknown" for values NVML may add later.
+// values ("Hopper", "Blackwell", "Tesla"); "Unknown" for values NVML may add
+// later.
 std::string ArchitectureName(unsigned nvml_architecture);
 std::string BrandName(unsigned nvml_brand);
 

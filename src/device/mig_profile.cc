@@ -31,8 +31,20 @@ std::string MigProfileName(unsigned gi_slices, unsigned ci_slices,
       ci_slices == gi_slices
           ? absl::StrCat(gi_slices, "g.", gb, "gb")
           : absl::StrCat(ci_slices, "c.", gi_slices, "g.", gb, "gb");
-  if (!attributes.empty()) {
-    absl::StrAppend(&name, "+", absl::StrJoin(attributes, ","));
+  std::vector<std::string> with;
+  std::vector<std::string> without;
+  for (const std::string& attribute : attributes) {
+    if (!attribute.empty() && attribute[0] == '-') {
+      without.push_back(attribute.substr(1));
+    } else {
+      with.push_back(attribute);
+    }
+  }
+  // go-nvlib prints one group only; a profile never has both.
+  if (!without.empty()) {
+    absl::StrAppend(&name, "-", absl::StrJoin(without, ","));
+  } else if (!with.empty()) {
+    absl::StrAppend(&name, "+", absl::StrJoin(with, ","));
   }
   return name;
 }
@@ -42,6 +54,17 @@ std::vector<std::string> MigProfileAttributes(unsigned gi_profile_id) {
     case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1:
     case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1:
       return {"me"};
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME:
+      return {"me.all"};
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX:
+      return {"gfx"};
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME:
+      return {"-me"};
     default:
       return {};
   }

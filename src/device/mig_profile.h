@@ -5,8 +5,9 @@
 // The rule is go-nvlib's: G = GPU instance slices, C = compute instance
 // slices (omitted when equal to G), GB = the MIG memory as a fraction of the
 // whole GPU rounded up to eighths, times the GPU memory in whole GiB (rounded
-// up), rounded to the nearest integer. Media-extension GPU instance profiles
-// add "+me".
+// up), rounded to the nearest integer. GPU instance profiles with media
+// extensions add "+me", with all media engines "+me.all", with graphics
+// "+gfx"; those without any media engine add "-me".
 //
 // Thread safety: pure functions.
 #pragma once
@@ -23,13 +24,15 @@ namespace gpulet::device {
 uint64_t MigMemorySizeGb(uint64_t device_memory_bytes, uint64_t mig_memory_mb);
 
 // "<G>g.<GB>gb" or "<C>c.<G>g.<GB>gb", plus "+<attr>,<attr>" when
-// `attributes` is not empty.
+// `attributes` is not empty; attributes spelt "-<attr>" are absences and
+// print as "-<attr>" instead.
 std::string MigProfileName(unsigned gi_slices, unsigned ci_slices,
                            uint64_t mig_memory_mb, uint64_t device_memory_bytes,
                            const std::vector<std::string>& attributes = {});
 
 // Profile attributes implied by a GPU instance profile ID
-// (NVML_GPU_INSTANCE_PROFILE_*): {"me"} for the media-extension profiles.
+// (NVML_GPU_INSTANCE_PROFILE_*, not the nvidia-smi ID): {"me"}, {"me.all"},
+// {"gfx"} or {"-me"} for the profiles named so; empty for the rest.
 std::vector<std::string> MigProfileAttributes(unsigned gi_profile_id);
 
 }  // namespace gpulet::device

@@ -70,6 +70,29 @@ const NameCase kNameCases[] = {
      "2g.12gb"},
     {"A30-24GB", 24576, 4, 4, 23344, NVML_GPU_INSTANCE_PROFILE_4_SLICE,
      "4g.24gb"},
+    // NVIDIA's MIG guide, B200 and RTX PRO 6000 Blackwell tables.
+    {"B200", 183359, 1, 1, 22272, NVML_GPU_INSTANCE_PROFILE_1_SLICE,
+     "1g.23gb"},
+    {"B200", 183359, 1, 1, 44800, NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2,
+     "1g.45gb"},
+    {"B200", 183359, 7, 7, 180480, NVML_GPU_INSTANCE_PROFILE_7_SLICE,
+     "7g.180gb"},
+    {"RTX PRO 6000", 97887, 1, 1, 24064,
+     NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME, "1g.24gb-me"},
+    {"RTX PRO 6000", 97887, 1, 1, 24064,
+     NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME, "1g.24gb+me.all"},
+    {"RTX PRO 6000", 97887, 1, 1, 24064, NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX,
+     "1g.24gb+gfx"},
+    {"RTX PRO 6000", 97887, 2, 2, 48896,
+     NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME, "2g.48gb-me"},
+    {"RTX PRO 6000", 97887, 2, 2, 48896,
+     NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME, "2g.48gb+me.all"},
+    {"RTX PRO 6000", 97887, 2, 2, 48896, NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX,
+     "2g.48gb+gfx"},
+    {"RTX PRO 6000", 97887, 4, 4, 97280, NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX,
+     "4g.96gb+gfx"},
+    {"RTX PRO 6000", 97887, 2, 1, 48896,
+     NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME, "1c.2g.48gb-me"},
 };
 
 TEST(MigProfileNameTest, MatchesNvidiaNames) {
@@ -110,6 +133,27 @@ TEST(MigMemorySizeGbTest, ZeroDeviceMemoryIsZero) {
 TEST(MigProfileNameTest, JoinsSeveralAttributes) {
   EXPECT_EQ(MigProfileName(1, 1, 4864, 40960 * kMiB, {"me", "gfx"}),
             "1g.5gb+me,gfx");
+}
+
+TEST(MigProfileNameTest, AbsentAttributesWinOverPresentOnes) {
+  EXPECT_EQ(MigProfileName(1, 1, 4864, 40960 * kMiB, {"-me"}), "1g.5gb-me");
+  EXPECT_EQ(MigProfileName(1, 1, 4864, 40960 * kMiB, {"gfx", "-me"}),
+            "1g.5gb-me");
+}
+
+// The profile indexes NVML 13 added, each with go-nvlib's attribute.
+TEST(MigProfileAttributesTest, Api13Profiles) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(MigProfileAttributes(0xA), V{"gfx"});
+  EXPECT_EQ(MigProfileAttributes(0xB), V{"gfx"});
+  EXPECT_EQ(MigProfileAttributes(0xC), V{"gfx"});
+  EXPECT_EQ(MigProfileAttributes(0xD), V{"-me"});
+  EXPECT_EQ(MigProfileAttributes(0xE), V{"-me"});
+  EXPECT_EQ(MigProfileAttributes(0xF), V{"me.all"});
+  EXPECT_EQ(MigProfileAttributes(0x10), V{"me.all"});
+  EXPECT_EQ(MigProfileAttributes(0x11), V{"gfx"});
+  EXPECT_TRUE(MigProfileAttributes(0x12).empty());
+  EXPECT_EQ(NVML_GPU_INSTANCE_PROFILE_COUNT, 0x12);
 }
 
 TEST(MigProfileAttributesTest, OnlyMediaExtensionProfilesHaveAttributes) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_format.h"
 #include "src/nvml/dynamic_library.h"
@@ -46,6 +47,32 @@ size_t CpuMaskWords() {
   constexpr long kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
   const long cpus = std::max(kMinCpus, ::sysconf(_SC_NPROCESSORS_CONF));
   return static_cast<size_t>((cpus + kBitsPerWord - 1) / kBitsPerWord);
+}
+
+// NVML's 16 raw bytes in the usual 8-4-4-4-12 spelling; "" for all zeros (a
+// GPU that has not joined a fabric).
+std::string FabricUuid(const unsigned char (&raw)[NVML_GPU_FABRIC_UUID_LEN]) {
+  if (std::all_of(std::begin(raw), std::end(raw),
+                  [](unsigned char b) { return b == 0; })) {
+    return "";
+  }
+  std::string out;
+  for (size_t i = 0; i < NVML_GPU_FABRIC_UUID_LEN; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    absl::StrAppendFormat(&out, "%02x", raw[i]);
+  }
+  return out;
+}
+
+template <typename Raw>
+GpuFabricInfo ToFabricInfo(const Raw& raw, unsigned version) {
+  GpuFabricInfo info;
+  info.cluster_uuid = FabricUuid(raw.clusterUuid);
+  info.clique_id = raw.cliqueId;
+  info.state = raw.state;
+  info.status = raw.status;
+  info.version = version;
+  return info;
 }
 
 }  // namespace
@@ -146,6 +173,42 @@ absl::StatusOr<std::vector<unsigned>> DynamicLibrary::DeviceGetCpuAffinity(
     }
   }
   return cpus;
+}
+
+absl::StatusOr<GpuFabricInfo> DynamicLibrary::DeviceGetGpuFabricInfo(
+    Device device) {
+  const auto& versioned = fn_.nvmlDeviceGetGpuFabricInfoV;
+  const auto& v1 = fn_.nvmlDeviceGetGpuFabricInfo;
+  if (versioned.fn != nullptr) {
+    nvmlGpuFabricInfo_v3_t v3 = {};
+    v3.version = nvmlGpuFabricInfo_v3;
+    nvmlReturn_t ret = versioned.fn(device, &v3);
+    if (ret == NVML_SUCCESS) {
+      GpuFabricInfo info = ToFabricInfo(v3, 3);
+      info.health_mask = v3.healthMask;
+      info.health_summary = v3.healthSummary;
+      return info;
+    }
+    // Drivers before 580 know v2 only. The v2 struct is a prefix of v3, so
+    // it is passed as such; the layouts are pinned in nvml_api.h.
+    if (ret == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+      nvmlGpuFabricInfo_v3_t v2 = {};
+      v2.version = nvmlGpuFabricInfo_v2;
+      ret = versioned.fn(device, &v2);
+      if (ret == NVML_SUCCESS) {
+        GpuFabricInfo info = ToFabricInfo(v2, 2);
+        info.health_mask = v2.healthMask;
+        return info;
+      }
+    }
+    if (ret != NVML_ERROR_ARGUMENT_VERSION_MISMATCH || v1.fn == nullptr) {
+      return Error(ret, versioned.name, Describe(device));
+    }
+  }
+  nvmlGpuFabricInfo_t raw = {};
+  absl::Status status = Call(v1, device, device, &raw);
+  if (!status.ok()) return status;
+  return ToFabricInfo(raw, 1);
 }
 
 // --------------------------------------------------------------- topology

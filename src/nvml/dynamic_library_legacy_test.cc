@@ -67,6 +67,19 @@ TEST_F(LegacyTest, MemoryFallsBackToV1OnVersionMismatch) {
   EXPECT_EQ(memory->reserved, 0u);
 }
 
+TEST_F(LegacyTest, FabricInfoFallsBackToV2OnVersionMismatch) {
+  const absl::StatusOr<GpuFabricInfo> fabric =
+      library_->DeviceGetGpuFabricInfo(gpu_);
+  ASSERT_TRUE(fabric.ok()) << fabric.status();
+  EXPECT_EQ(fabric->version, 2u);
+  EXPECT_EQ(fabric->cluster_uuid, "a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
+  EXPECT_EQ(fabric->clique_id, 5u);
+  EXPECT_EQ(fabric->state, NVML_GPU_FABRIC_STATE_COMPLETED);
+  EXPECT_EQ(fabric->health_mask, 0x2u);
+  EXPECT_EQ(fabric->health_summary,
+            NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED);
+}
+
 TEST_F(LegacyTest, AbsentFunctionIsUnimplementedNamingSymbolAndFile) {
   const absl::StatusOr<unsigned> numa = library_->DeviceGetNumaNodeId(gpu_);
   ASSERT_FALSE(numa.ok());

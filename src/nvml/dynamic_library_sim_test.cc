@@ -173,6 +173,30 @@ TEST_F(SimFactsTest, NvLinks) {
               StartsWith("nvmlDeviceGetNvLinkState(GPU 5 link 18): "));
 }
 
+TEST_F(SimFactsTest, FabricInfoFromTheNewestStruct) {
+  ASSERT_NO_FATAL_FAILURE(Load("gb200-nvl"));
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    GPULET_ASSERT_OK_AND_ASSIGN(fabric,
+                                library_->DeviceGetGpuFabricInfo(gpus_[i]));
+    EXPECT_EQ(fabric.version, 3u);
+    EXPECT_EQ(fabric.cluster_uuid, "190abd46-89ce-5965-bb4c-944992ac3cd5");
+    EXPECT_EQ(fabric.clique_id, 32766u);
+    EXPECT_EQ(fabric.state, NVML_GPU_FABRIC_STATE_COMPLETED);
+    EXPECT_EQ(fabric.status, NVML_SUCCESS);
+    EXPECT_EQ(fabric.health_summary, NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY);
+  }
+}
+
+TEST_F(SimFactsTest, FabricInfoNotSupportedOutsideAFabric) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-b200"));
+  const absl::StatusOr<GpuFabricInfo> fabric =
+      library_->DeviceGetGpuFabricInfo(gpus_[0]);
+  ASSERT_FALSE(fabric.ok());
+  EXPECT_THAT(Message(fabric.status()),
+              StartsWith("nvmlDeviceGetGpuFabricInfoV(GPU 0): "));
+  EXPECT_THAT(Message(fabric.status()), HasSubstr("NVML_ERROR_NOT_SUPPORTED"));
+}
+
 TEST_F(SimFactsTest, FullGpuMigFacts) {
   ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
   const sim::Gpu& want = machine_.gpus[0];

@@ -106,6 +106,19 @@ struct ComputeInstanceProfileInfo {
   std::string name;
 };
 
+// A GPU's place in a multi-node NVLink fabric (GB200 NVL72 and the like), as
+// nvmlDeviceGetGpuFabricInfo(V) reports it. `version` says which struct
+// answered: 3 (driver 580+), 2, or 1 (unversioned call, no health fields).
+struct GpuFabricInfo {
+  std::string cluster_uuid;  // "xxxxxxxx-xxxx-…"; "" when all zero
+  uint32_t clique_id = 0;
+  nvmlGpuFabricState_t state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED;
+  nvmlReturn_t status = NVML_SUCCESS;  // the probe's result once completed
+  uint32_t health_mask = 0;
+  uint8_t health_summary = NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED;
+  unsigned version = 0;
+};
+
 struct Event {
   Device device = nullptr;
   uint64_t type = 0;  // nvmlEventType* bit
@@ -168,6 +181,12 @@ class Library {
   virtual absl::StatusOr<unsigned> DeviceGetNumaNodeId(Device device) = 0;
   // CPUs the GPU is local to, as a list of CPU numbers.
   virtual absl::StatusOr<std::vector<unsigned>> DeviceGetCpuAffinity(
+      Device device) = 0;
+  // The newest struct the driver knows (v3, then v2 on
+  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH, then the unversioned call).
+  // Unimplemented when neither symbol exists; NVML's NOT_SUPPORTED otherwise
+  // passes through (GPUs outside a fabric may answer either way).
+  virtual absl::StatusOr<GpuFabricInfo> DeviceGetGpuFabricInfo(
       Device device) = 0;
 
   // --- MIG

@@ -1,7 +1,12 @@
 // The NVML C ABI as far as gpulet uses it: types, enums, constants, struct
 // layouts and function signatures identical to NVIDIA's nvml.h (API version
-// 12). Written from NVIDIA's NVML API reference; sizes and field offsets are
-// pinned with static_assert below so a layout mistake fails the build.
+// 13, drivers 580 to 610). Written from NVIDIA's NVML API reference and change
+// log; sizes and field offsets are pinned with static_assert below so a
+// layout mistake fails the build. Constants that grew between releases
+// (NVML_NVLINK_MAX_LINKS, the MIG profile count, nvmlEventTypeAll) carry the
+// API 13 value; an older driver answers the extra values with
+// NVML_ERROR_INVALID_ARGUMENT or NOT_SUPPORTED, which callers already treat
+// as "not there".
 //
 // Both sides of the dlopen seam include this header: the loader
 // (nvml/dynamic_library.cc) declares function pointer types from it, and the
@@ -65,7 +70,8 @@ typedef enum nvmlReturn_enum {
 #define NVML_DEVICE_SERIAL_BUFFER_SIZE 30
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 #define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE 80
-#define NVML_NVLINK_MAX_LINKS 18
+// 18 up to driver 580; 36 since 590 (Rubin has more NVLinks).
+#define NVML_NVLINK_MAX_LINKS 36
 #define NVML_INIT_FLAG_NO_GPUS 1
 #define NVML_INIT_FLAG_NO_ATTACH 2
 #define NVML_DEVICE_MIG_DISABLE 0x0
@@ -85,7 +91,17 @@ typedef enum nvmlReturn_enum {
 #define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7
 #define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
 #define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9
-#define NVML_GPU_INSTANCE_PROFILE_COUNT 0xA
+// Driver 570: profiles with graphics; 575: profiles owning none (NO_ME) or
+// all (ALL_ME) of the decoder, encoder, JPEG and OFA engines; 595: 3g GFX.
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0xA
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0xB
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0xC
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0xD
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0xE
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0xF
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX 0x11
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
 
 // Compute instance profiles and engine profiles.
 #define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
@@ -108,12 +124,34 @@ typedef enum nvmlReturn_enum {
 #define nvmlEventTypeClock 0x0000000000000010LL
 #define nvmlEventTypePowerSourceChange 0x0000000000000080LL
 #define nvmlEventMigConfigChange 0x0000000000000100LL
+#define nvmlEventTypeSingleBitEccErrorStorm 0x0000000000000200LL
+#define nvmlEventTypeDramRetirementEvent 0x0000000000000400LL
+#define nvmlEventTypeDramRetirementFailure 0x0000000000000800LL
+#define nvmlEventTypeNonFatalPoisonError 0x0000000000001000LL
+#define nvmlEventTypeFatalPoisonError 0x0000000000002000LL
+#define nvmlEventTypeGpuUnavailableError 0x0000000000004000LL
+#define nvmlEventTypeGpuRecoveryAction 0x0000000000008000LL
 #define nvmlEventTypeNone 0x0000000000000000LL
-#define nvmlEventTypeAll                                                  \
-  (nvmlEventTypeNone | nvmlEventTypeSingleBitEccError |                   \
-   nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |                 \
-   nvmlEventTypeClock | nvmlEventTypeXidCriticalError |                   \
-   nvmlEventTypePowerSourceChange | nvmlEventMigConfigChange)
+#define nvmlEventTypeAll                                                    \
+  (nvmlEventTypeNone | nvmlEventTypeSingleBitEccError |                     \
+   nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |                   \
+   nvmlEventTypeClock | nvmlEventTypeXidCriticalError |                     \
+   nvmlEventTypePowerSourceChange | nvmlEventMigConfigChange |              \
+   nvmlEventTypeSingleBitEccErrorStorm | nvmlEventTypeDramRetirementEvent | \
+   nvmlEventTypeDramRetirementFailure | nvmlEventTypeNonFatalPoisonError |  \
+   nvmlEventTypeFatalPoisonError | nvmlEventTypeGpuUnavailableError |       \
+   nvmlEventTypeGpuRecoveryAction)
+
+// GPU fabric (NVLink multi-node domains such as GB200 NVL72).
+#define NVML_GPU_FABRIC_UUID_LEN 16
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED 1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS 2
+#define NVML_GPU_FABRIC_STATE_COMPLETED 3
+#define NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY 1
+#define NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY 2
+#define NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY 3
 
 // ---------------------------------------------------------------- enums
 typedef enum nvmlEnableState_enum {
@@ -151,6 +189,9 @@ typedef unsigned int nvmlDeviceArchitecture_t;
 #define NVML_DEVICE_ARCH_AMPERE 7
 #define NVML_DEVICE_ARCH_ADA 8
 #define NVML_DEVICE_ARCH_HOPPER 9
+#define NVML_DEVICE_ARCH_BLACKWELL 10
+#define NVML_DEVICE_ARCH_T23X 11  // Orin (Tegra)
+#define NVML_DEVICE_ARCH_RUBIN 13
 #define NVML_DEVICE_ARCH_UNKNOWN 0xffffffff
 
 typedef enum nvmlGpuLevel_enum {
@@ -311,6 +352,40 @@ typedef struct nvmlComputeInstanceProfileInfo_v2_st {
 #define nvmlComputeInstanceProfileInfo_v2 \
   NVML_STRUCT_VERSION(ComputeInstanceProfileInfo, 2)
 
+typedef unsigned char nvmlGpuFabricState_t;
+
+// nvmlDeviceGetGpuFabricInfo (unversioned, driver 525+).
+typedef struct nvmlGpuFabricInfo_st {
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;  // why the probe failed, when state says so
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
+// nvmlDeviceGetGpuFabricInfoV: the caller sets `version` to pick the layout.
+typedef struct nvmlGpuFabricInfo_v2_st {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+#define nvmlGpuFabricInfo_v2 NVML_STRUCT_VERSION(GpuFabricInfo, 2)
+
+// Driver 580 adds healthSummary; nvmlGpuFabricInfoV_t names v3 in API 13.
+typedef struct nvmlGpuFabricInfo_v3_st {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+} nvmlGpuFabricInfo_v3_t;
+#define nvmlGpuFabricInfo_v3 NVML_STRUCT_VERSION(GpuFabricInfo, 3)
+typedef nvmlGpuFabricInfo_v3_t nvmlGpuFabricInfoV_t;
+
 typedef struct nvmlComputeInstanceInfo_st {
   nvmlDevice_t device;
   nvmlGpuInstance_t gpuInstance;
@@ -423,10 +498,10 @@ typedef struct nvmlComputeInstanceInfo_st {
      nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t * p2pStatus))         \
   X(nvmlDeviceGetCpuAffinity,                                                 \
     (nvmlDevice_t device, unsigned int cpuSetSize, unsigned long* cpuSet))     \
-  /* Called at start-up by NVIDIA's plugin/GFD (go-nvlib IsFabricAttached);  \
-     gpulet never reads the struct, so it is passed as void*. */              \
-  X(nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t device, void* gpuFabricInfo))   \
-  X(nvmlDeviceGetGpuFabricInfoV, (nvmlDevice_t device, void* gpuFabricInfo))
+  X(nvmlDeviceGetGpuFabricInfo,                                              \
+    (nvmlDevice_t device, nvmlGpuFabricInfo_t * gpuFabricInfo))               \
+  X(nvmlDeviceGetGpuFabricInfoV,                                              \
+    (nvmlDevice_t device, nvmlGpuFabricInfoV_t * gpuFabricInfo))
 
 #define GPULET_NVML_DECLARE(name, params) nvmlReturn_t name params;
 GPULET_NVML_FUNCTIONS(GPULET_NVML_DECLARE)
@@ -436,7 +511,7 @@ const char* nvmlErrorString(nvmlReturn_t result);
 }  // extern "C"
 
 // ---------------------------------------------------------------- ABI pins
-// Values from NVIDIA's nvml.h (API 12) on LP64 Linux.
+// Values from NVIDIA's nvml.h (API 13) on LP64 Linux.
 static_assert(sizeof(nvmlPciInfo_t) == 68);
 static_assert(offsetof(nvmlPciInfo_t, domain) == 16);
 static_assert(offsetof(nvmlPciInfo_t, pciSubSystemId) == 32);
@@ -466,5 +541,19 @@ static_assert(offsetof(nvmlComputeInstanceProfileInfo_v2_t, name) == 40);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(offsetof(nvmlComputeInstanceInfo_t, id) == 16);
 static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24);
+static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
+static_assert(offsetof(nvmlGpuFabricInfo_t, status) == 16);
+static_assert(offsetof(nvmlGpuFabricInfo_t, cliqueId) == 20);
+static_assert(offsetof(nvmlGpuFabricInfo_t, state) == 24);
+static_assert(sizeof(nvmlGpuFabricInfo_v2_t) == 36);
+static_assert(offsetof(nvmlGpuFabricInfo_v2_t, clusterUuid) == 4);
+static_assert(offsetof(nvmlGpuFabricInfo_v2_t, cliqueId) == 24);
+static_assert(offsetof(nvmlGpuFabricInfo_v2_t, healthMask) == 32);
+static_assert(nvmlGpuFabricInfo_v2 == (36u | (2u << 24)));
+static_assert(sizeof(nvmlGpuFabricInfo_v3_t) == 40);
+static_assert(offsetof(nvmlGpuFabricInfo_v3_t, healthSummary) == 36);
+static_assert(nvmlGpuFabricInfo_v3 == (40u | (3u << 24)));
+static_assert(NVML_NVLINK_MAX_LINKS == 36);
+static_assert(nvmlEventTypeAll == 0xFF9F);
 static_assert(sizeof(nvmlGpuTopologyLevel_t) == 4);
 static_assert(sizeof(nvmlReturn_t) == 4);

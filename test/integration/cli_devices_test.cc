@@ -126,6 +126,16 @@ TEST_P(ProfileTest, DevicesJsonMatchesTheMachineModel) {
               absl::StrCat(want.cc_major, ".", want.cc_minor));
     EXPECT_EQ(got["migCapable"], want.mig_capable);
     EXPECT_EQ(got["migEnabled"], want.mig_enabled);
+    if (want.architecture != NVML_DEVICE_ARCH_UNKNOWN) {
+      EXPECT_NE(got["architecture"], "Unknown");
+    }
+    if (want.fabric) {
+      EXPECT_EQ(got["fabric"]["cliqueId"], want.fabric->clique_id);
+      EXPECT_EQ(got["fabric"]["state"], "completed");
+      EXPECT_EQ(got["fabric"]["clusterUuid"].get<std::string>().size(), 36u);
+    } else {
+      EXPECT_TRUE(got["fabric"].is_null());
+    }
     CheckMigDevices(want, got, i);
   }
 }
@@ -198,7 +208,8 @@ TEST(ProfileListTest, EveryBriefedProfileIsBuiltIn) {
   EXPECT_THAT(sim::ProfileNames(),
               ::testing::IsSupersetOf(
                   {"dgx-a100", "dgx-h100", "pcie-t4", "islands-16", "a100-mig",
-                   "a100-mig-single", "none", "no-driver"}));
+                   "a100-mig-single", "none", "no-driver", "hgx-h200",
+                   "dgx-b200", "gb200-nvl", "b200-mig", "rtx-pro-6000-mig"}));
 }
 
 }  // namespace

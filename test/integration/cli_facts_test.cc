@@ -72,6 +72,30 @@ TEST(DgxH100Test, EightH100sOnTwoNumaNodesAllNv18) {
   EXPECT_THAT(table.out, HasSubstr("0-55,112-167"));
 }
 
+// Blackwell and H200 nodes: every link counted (NVML 13 reads up to 36 per
+// GPU), the architecture named, and the GB200 tray's fabric clique shown.
+TEST(RecentGpusTest, DgxB200HgxH200AndGb200AreAllNv18) {
+  for (const std::string profile : {"dgx-b200", "hgx-h200", "gb200-nvl"}) {
+    SCOPED_TRACE(profile);
+    json topo = TopoJson(profile);
+    EXPECT_EQ(Connections(topo), std::set<std::string>{"NV18"});
+    EXPECT_EQ(topo["pairs"][0]["nvlinkKind"], "nvswitch");
+  }
+  json b200 = DevicesJson("dgx-b200");
+  EXPECT_EQ(b200["nvmlVersion"], "13.580.82.07");
+  EXPECT_EQ(b200["gpus"][0]["architecture"], "Blackwell");
+  EXPECT_EQ(b200["gpus"][0]["computeCapability"], "10.0");
+  EXPECT_TRUE(b200["gpus"][0]["fabric"].is_null());
+  json gb200 = DevicesJson("gb200-nvl");
+  ASSERT_EQ(gb200["gpus"].size(), 4u);
+  for (const auto& gpu : gb200["gpus"]) {
+    EXPECT_EQ(gpu["fabric"]["clusterUuid"],
+              "190abd46-89ce-5965-bb4c-944992ac3cd5");
+    EXPECT_EQ(gpu["fabric"]["cliqueId"], 32766);
+    EXPECT_EQ(gpu["fabric"]["health"], "healthy");
+  }
+}
+
 TEST(DefaultMachineTest, IsDgxH100) {
   ProcessResult r = RunGpulet("", {"devices", "--json"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);

@@ -196,10 +196,60 @@ TEST_F(AbiDeviceTest, NotSupportedCorners) {
   unsigned long mask[2];
   EXPECT_EQ(nvml().nvmlDeviceGetCpuAffinity(d, 2, mask),
             NVML_ERROR_NOT_SUPPORTED);
-  char fabric[256];
-  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfo(d, fabric),
+  nvmlGpuFabricInfo_t fabric = {};
+  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfo(d, &fabric),
             NVML_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(d, fabric),
+  nvmlGpuFabricInfoV_t fabric_v = {};
+  fabric_v.version = nvmlGpuFabricInfo_v3;
+  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(d, &fabric_v),
+            NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(AbiDeviceTest, FabricInfoInEveryStructVersion) {
+  Machine m = Init("gb200-nvl");
+  const GpuFabric& want = m.gpus[1].fabric.value();
+  nvmlDevice_t d = Device(1);
+
+  nvmlGpuFabricInfo_t v1 = {};
+  ASSERT_EQ(nvml().nvmlDeviceGetGpuFabricInfo(d, &v1), NVML_SUCCESS);
+  EXPECT_EQ(std::memcmp(v1.clusterUuid, want.cluster_uuid.data(), 16), 0);
+  EXPECT_EQ(v1.cliqueId, 32766u);
+  EXPECT_EQ(v1.state, NVML_GPU_FABRIC_STATE_COMPLETED);
+  EXPECT_EQ(v1.status, NVML_SUCCESS);
+
+  nvmlGpuFabricInfoV_t v3 = {};
+  v3.version = nvmlGpuFabricInfo_v3;
+  ASSERT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(d, &v3), NVML_SUCCESS);
+  EXPECT_EQ(std::memcmp(v3.clusterUuid, want.cluster_uuid.data(), 16), 0);
+  EXPECT_EQ(v3.cliqueId, 32766u);
+  EXPECT_EQ(v3.state, NVML_GPU_FABRIC_STATE_COMPLETED);
+  EXPECT_EQ(v3.healthSummary, NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY);
+
+  // A v2 caller's buffer ends before healthSummary: that byte is untouched.
+  unsigned char buffer[sizeof(nvmlGpuFabricInfo_v3_t)];
+  std::memset(buffer, 0xAB, sizeof(buffer));
+  auto* v2 = reinterpret_cast<nvmlGpuFabricInfo_v2_t*>(buffer);
+  v2->version = nvmlGpuFabricInfo_v2;
+  ASSERT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(
+                d, reinterpret_cast<nvmlGpuFabricInfoV_t*>(buffer)),
+            NVML_SUCCESS);
+  EXPECT_EQ(v2->cliqueId, 32766u);
+  EXPECT_EQ(v2->healthMask, 0u);
+  EXPECT_EQ(buffer[sizeof(nvmlGpuFabricInfo_v2_t)], 0xAB);
+
+  nvmlGpuFabricInfoV_t bad = {};
+  bad.version = 7u << 24 | sizeof(bad);
+  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfoV(d, &bad),
+            NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+}
+
+TEST_F(AbiDeviceTest, BlackwellArchitecture) {
+  Init("dgx-b200");
+  nvmlDeviceArchitecture_t arch = 0;
+  ASSERT_EQ(nvml().nvmlDeviceGetArchitecture(Device(0), &arch), NVML_SUCCESS);
+  EXPECT_EQ(arch, static_cast<nvmlDeviceArchitecture_t>(10));
+  nvmlGpuFabricInfo_t fabric = {};
+  EXPECT_EQ(nvml().nvmlDeviceGetGpuFabricInfo(Device(0), &fabric),
             NVML_ERROR_NOT_SUPPORTED);
 }
 

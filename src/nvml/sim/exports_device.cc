@@ -1,6 +1,7 @@
 // Exported NVML entry points: device identity, PCI, memory and architecture.
 // MIG device handles answer with their own UUID, name and memory and with
 // their parent's PCI address, compute capability, brand and architecture.
+#include <cstring>
 #include <optional>
 
 #include "src/nvml/nvml_api.h"
@@ -62,10 +63,23 @@ nvmlReturn_t PciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci, bool legacy) {
   });
 }
 
-nvmlReturn_t FabricInfo(nvmlDevice_t device, void* info) {
-  return State().WithDevice(device, [&](const DeviceView&) {
-    return info == nullptr ? NVML_ERROR_INVALID_ARGUMENT
-                           : NVML_ERROR_NOT_SUPPORTED;
+// The fields every fabric struct version shares.
+template <typename Raw>
+void FillFabric(const gpulet::sim::GpuFabric& fabric, Raw* raw) {
+  std::memcpy(raw->clusterUuid, fabric.cluster_uuid.data(),
+              sizeof(raw->clusterUuid));
+  raw->status = fabric.status;
+  raw->cliqueId = fabric.clique_id;
+  raw->state = fabric.state;
+}
+
+// A GPU outside any fabric answers NOT_SUPPORTED, as pre-Hopper GPUs do.
+template <typename Fill>
+nvmlReturn_t FabricInfo(nvmlDevice_t device, const void* info, Fill fill) {
+  return State().WithDevice(device, [&](const DeviceView& d) {
+    if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!d.gpu.fabric) return NVML_ERROR_NOT_SUPPORTED;
+    return fill(*d.gpu.fabric);
   });
 }
 
@@ -191,13 +205,34 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
 }
 
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device,
-                                        void* gpuFabricInfo) {
-  return FabricInfo(device, gpuFabricInfo);
+                                        nvmlGpuFabricInfo_t* gpuFabricInfo) {
+  return FabricInfo(device, gpuFabricInfo,
+                    [&](const gpulet::sim::GpuFabric& fabric) {
+                      FillFabric(fabric, gpuFabricInfo);
+                      return NVML_SUCCESS;
+                    });
 }
 
+// Writes only the layout the caller's `version` names: a v2 caller's buffer
+// is shorter than v3.
 nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
-                                         void* gpuFabricInfo) {
-  return FabricInfo(device, gpuFabricInfo);
+                                         nvmlGpuFabricInfoV_t* gpuFabricInfo) {
+  return FabricInfo(
+      device, gpuFabricInfo, [&](const gpulet::sim::GpuFabric& fabric) {
+        if (gpuFabricInfo->version == nvmlGpuFabricInfo_v3) {
+          FillFabric(fabric, gpuFabricInfo);
+          gpuFabricInfo->healthMask = fabric.health_mask;
+          gpuFabricInfo->healthSummary = fabric.health_summary;
+          return NVML_SUCCESS;
+        }
+        if (gpuFabricInfo->version == nvmlGpuFabricInfo_v2) {
+          auto* v2 = reinterpret_cast<nvmlGpuFabricInfo_v2_t*>(gpuFabricInfo);
+          FillFabric(fabric, v2);
+          v2->healthMask = fabric.health_mask;
+          return NVML_SUCCESS;
+        }
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+      });
 }
 
 }  // extern "C"

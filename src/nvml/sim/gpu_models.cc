@@ -5,74 +5,15 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "src/nvml/sim/gpu_model_tables.h"
 
 namespace gpulet::sim {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-
-// One row of `nvidia-smi mig -lgip`. Memory is MiB (nvidia-smi prints GiB
-// with two decimals: 4.75 GiB = 4864 MiB).
-struct GiRow {
-  unsigned id;          // NVML_GPU_INSTANCE_PROFILE_*
-  unsigned profile_id;  // nvidia-smi "ID"
-  const char* name;
-  unsigned slices, instances, sms, ce, dec, enc, jpeg, ofa;
-  uint64_t memory_mib;
-  std::vector<unsigned> starts;
-  unsigned placement_size;
-};
-
-std::vector<GpuInstanceProfile> GiTable(const std::vector<GiRow>& rows) {
-  std::vector<GpuInstanceProfile> out;
-  for (const GiRow& r : rows) {
-    GpuInstanceProfile p;
-    p.id = r.id;
-    p.profile_id = r.profile_id;
-    p.name = r.name;
-    p.slice_count = r.slices;
-    p.instance_count = r.instances;
-    p.multiprocessor_count = r.sms;
-    p.copy_engine_count = r.ce;
-    p.decoder_count = r.dec;
-    p.encoder_count = r.enc;
-    p.jpeg_count = r.jpeg;
-    p.ofa_count = r.ofa;
-    p.memory_size_mb = r.memory_mib;
-    p.placement_starts = r.starts;
-    p.placement_size = r.placement_size;
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
-// Compute instance profiles as listed inside a full (7-slice) GPU instance;
-// smaller GPU instances offer the rows whose slice count fits.
-std::vector<ComputeInstanceProfile> CiTable(unsigned sms_per_slice,
-                                            unsigned sms_3c, unsigned sms_7c) {
-  struct Row {
-    unsigned id, slices, instances, sms;
-  };
-  const Row rows[] = {
-      {NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, 1, 7, sms_per_slice},
-      {NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE, 2, 3, 2 * sms_per_slice},
-      {NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, 3, 2, sms_3c},
-      {NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE, 4, 1, 4 * sms_per_slice},
-      {NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE, 7, 1, sms_7c},
-  };
-  std::vector<ComputeInstanceProfile> out;
-  for (const Row& r : rows) {
-    ComputeInstanceProfile p;
-    p.id = r.id;
-    p.slice_count = r.slices;
-    p.instance_count = r.instances;
-    p.multiprocessor_count = r.sms;
-    out.push_back(p);
-  }
-  return out;
-}
-
-const std::vector<unsigned> kOneSliceStarts = {0, 1, 2, 3, 4, 5, 6};
+using models::CiTable;
+using models::GiTable;
+using models::kMiB;
+using models::kOneSliceStarts;
 
 GpuModel A100Sxm4_40GB() {
   GpuModel m;
@@ -350,9 +291,10 @@ GpuModel TeslaT4() {
 }  // namespace
 
 const std::vector<GpuModel>& GpuModels() {
-  static const std::vector<GpuModel> models = {A100Sxm4_40GB(), A100Sxm4_80GB(),
-                                               H100Sxm5_80GB(), TeslaT4()};
-  return models;
+  static const std::vector<GpuModel> all = {
+      A100Sxm4_40GB(), A100Sxm4_80GB(), H100Sxm5_80GB(), models::H200Sxm(),
+      models::B200(),  models::GB200(),  models::RtxPro6000Bse(), TeslaT4()};
+  return all;
 }
 
 const GpuModel* FindGpuModel(absl::string_view key_or_name) {

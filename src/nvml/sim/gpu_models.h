@@ -43,4 +43,12 @@ const GpuModel* FindGpuModel(absl::string_view key_or_name);
 // "A100-SXM4-40GB, A100-SXM4-80GB, ..." for error messages.
 std::string GpuModelKeys();
 
+namespace models {
+// Hopper H200 and the Blackwell models (gpu_models_recent.cc).
+GpuModel H200Sxm();
+GpuModel B200();
+GpuModel GB200();
+GpuModel RtxPro6000Bse();
+}  // namespace models
+
 }  // namespace gpulet::sim

@@ -30,6 +30,9 @@ ArchitectureNames() {
                {"ampere", NVML_DEVICE_ARCH_AMPERE},
                {"ada", NVML_DEVICE_ARCH_ADA},
                {"hopper", NVML_DEVICE_ARCH_HOPPER},
+               {"blackwell", NVML_DEVICE_ARCH_BLACKWELL},
+               {"orin", NVML_DEVICE_ARCH_T23X},
+               {"rubin", NVML_DEVICE_ARCH_RUBIN},
                {"unknown", NVML_DEVICE_ARCH_UNKNOWN}};
   return names;
 }
@@ -64,7 +67,14 @@ const std::vector<std::pair<std::string, uint64_t>>& EventNames() {
       {"xid", nvmlEventTypeXidCriticalError},
       {"clock", nvmlEventTypeClock},
       {"powerSource", nvmlEventTypePowerSourceChange},
-      {"migConfigChange", nvmlEventMigConfigChange}};
+      {"migConfigChange", nvmlEventMigConfigChange},
+      {"sbeStorm", nvmlEventTypeSingleBitEccErrorStorm},
+      {"dramRetirement", nvmlEventTypeDramRetirementEvent},
+      {"dramRetirementFailure", nvmlEventTypeDramRetirementFailure},
+      {"nonFatalPoison", nvmlEventTypeNonFatalPoisonError},
+      {"fatalPoison", nvmlEventTypeFatalPoisonError},
+      {"gpuUnavailable", nvmlEventTypeGpuUnavailableError},
+      {"gpuRecoveryAction", nvmlEventTypeGpuRecoveryAction}};
   return names;
 }
 
@@ -323,7 +333,8 @@ const std::vector<std::string>& GpuKeys() {
       "model",        "name",        "memory",          "memoryReserved",
       "memoryUsed",   "pciDeviceId", "pciSubsystemId",  "computeCapability",
       "architecture", "brand",       "multiprocessors", "numaNode",
-      "cpuAffinity",  "nvlinks",     "events",          "mig"};
+      "cpuAffinity",  "nvlinks",     "events",          "mig",
+      "fabric"};
   return keys;
 }
 
@@ -355,6 +366,7 @@ absl::StatusOr<ParsedGpu> ParseGpu(const Ctx& ctx, const Field& field,
   GPULET_RETURN_IF_ERROR(ParseMig(ctx, map, model, &out));
   GPULET_RETURN_IF_ERROR(ParseEvents(ctx, map, &out.gpu));
   GPULET_RETURN_IF_ERROR(ParseNvLinks(ctx, map, index, gpu_count, &out));
+  GPULET_RETURN_IF_ERROR(ParseFabric(ctx, map, &out.gpu));
   return out;
 }
 

@@ -46,6 +46,10 @@ absl::StatusOr<ParsedGpu> ParseGpu(const yaml::Ctx& ctx,
 absl::Status ParseMig(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,
                       const GpuModel* model, ParsedGpu* out);
 
+// The `fabric:` section of one GPU (fabric_parser.cc).
+absl::Status ParseFabric(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,
+                         Gpu* gpu);
+
 // `mig.giProfiles` and `mig.ciProfiles`, replacing the model's tables when
 // present (mig_tables.cc).
 absl::Status ParseMigTables(const yaml::Ctx& ctx, const yaml::MapView& mig_map,

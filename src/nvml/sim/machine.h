@@ -8,6 +8,7 @@
 // profiles (profiles/*.yaml) are compiled into the simulator library.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -67,6 +68,16 @@ struct NvLink {
   std::string remote_bus_id;  // PCI bus ID of the remote end (GPU or switch)
 };
 
+// The GPU's NVLink fabric membership (nvmlDeviceGetGpuFabricInfo(V)).
+struct GpuFabric {
+  std::array<unsigned char, NVML_GPU_FABRIC_UUID_LEN> cluster_uuid = {};
+  unsigned clique_id = 0;
+  nvmlGpuFabricState_t state = NVML_GPU_FABRIC_STATE_COMPLETED;
+  nvmlReturn_t status = NVML_SUCCESS;
+  unsigned health_mask = 0;
+  unsigned char health_summary = NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY;
+};
+
 struct Gpu {
   std::string name;           // "NVIDIA H100 80GB HBM3"
   std::string uuid;           // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
@@ -94,8 +105,10 @@ struct Gpu {
   std::vector<ComputeInstanceProfile> ci_profiles;
   std::vector<MigDevice> mig_devices;
 
-  std::vector<NvLink> nvlinks;    // index = link number, at most 18
+  std::vector<NvLink> nvlinks;    // index = link number, < NVML_NVLINK_MAX_LINKS
   uint64_t supported_events = 0;  // nvmlEventType* mask
+  // Unset: nvmlDeviceGetGpuFabricInfo(V) answers NVML_ERROR_NOT_SUPPORTED.
+  std::optional<GpuFabric> fabric;
 };
 
 struct Machine {
@@ -107,6 +120,10 @@ struct Machine {
   std::string driver_version;   // "550.54.15"
   std::string nvml_version;     // "12.550.54.15"
   int cuda_driver_version = 0;  // 12040 for CUDA 12.4
+  // IMEX channels the driver offers (/dev/nvidia-caps-imex-channels/
+  // channel<N>, N < imex_channels); 0 on nodes outside a multi-node NVLink
+  // domain.
+  unsigned imex_channels = 0;
   std::vector<Gpu> gpus;
   // topology[i][j]: common ancestor of GPU i and j; INTERNAL on the diagonal.
   std::vector<std::vector<nvmlGpuTopologyLevel_t>> topology;

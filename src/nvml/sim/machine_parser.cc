@@ -25,6 +25,8 @@ using yaml::MapView;
 constexpr int kMaxNesting = 64;
 constexpr char kDefaultDriverVersion[] = "550.54.15";
 constexpr int kDefaultCudaVersion = 12040;
+// The driver's default NVreg_ImexChannelCount.
+constexpr unsigned kMaxImexChannels = 2048;
 
 // "550.54.15": two to four dot-separated numbers.
 absl::StatusOr<std::string> ReadVersion(const Ctx& ctx, const Field& field) {
@@ -83,12 +85,15 @@ absl::Status ParseDriver(const Ctx& ctx, const std::optional<Field>& field,
     auto read_version = [&](const Field& f) { return ReadVersion(ctx, f); };
     GPULET_RETURN_IF_ERROR(
         yaml::ReadOptional(map, "version", &m->driver_version, read_version));
-    m->nvml_version = absl::StrCat("12.", m->driver_version);
-    GPULET_RETURN_IF_ERROR(
-        yaml::ReadOptional(map, "nvmlVersion", &m->nvml_version, read_version));
     GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
         map, "cudaVersion", &m->cuda_driver_version,
         [&](const Field& f) { return ReadCudaVersion(ctx, f); }));
+    // NVML's version is the CUDA major version it ships with, then the
+    // driver's: "13.580.82.07".
+    m->nvml_version =
+        absl::StrCat(m->cuda_driver_version / 1000, ".", m->driver_version);
+    GPULET_RETURN_IF_ERROR(
+        yaml::ReadOptional(map, "nvmlVersion", &m->nvml_version, read_version));
     if (std::optional<Field> error = map.Find("initError")) {
       if (m->driver_loaded) {
         return yaml::FieldError(ctx, *error,
@@ -202,14 +207,18 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
   }
   GPULET_ASSIGN_OR_RETURN(
       MapView map, MapView::Read(ctx, root_field,
-                                 {"description", "driver", "gpuDefaults",
-                                  "gpus", "topology"}));
+                                 {"description", "driver", "imexChannels",
+                                  "gpuDefaults", "gpus", "topology"}));
   Machine m;
   m.source = ctx.source;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "description", &m.description,
       [&](const Field& f) { return yaml::ReadString(ctx, f, 200); }));
   GPULET_RETURN_IF_ERROR(ParseDriver(ctx, map.Find("driver"), &m));
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
+      map, "imexChannels", &m.imex_channels, [&](const Field& f) {
+        return yaml::ReadUint(ctx, f, 0, kMaxImexChannels);
+      }));
   std::optional<MapView> defaults;
   if (std::optional<Field> field = map.Find("gpuDefaults")) {
     GPULET_ASSIGN_OR_RETURN(

@@ -108,6 +108,38 @@ TEST(ParseMachineTest, GpuDefaultsApplyUnlessOverridden) {
   EXPECT_EQ(m.topology[0][1], NVML_TOPOLOGY_SYSTEM);
 }
 
+TEST(ParseMachineTest, Api13Facts) {
+  Machine m = MustParse(absl::StrCat(
+      "driver: {version: \"580.82.07\", cudaVersion: 13000}\n"
+      "imexChannels: 16\n",
+      TwoGpus("    architecture: blackwell\n"
+              "    events: [xid, gpuUnavailable, gpuRecoveryAction, sbeStorm,\n"
+              "             dramRetirement, dramRetirementFailure,\n"
+              "             nonFatalPoison, fatalPoison]\n"
+              "    fabric: {clusterUuid: "
+              "\"190ABD46-89ce-5965-bb4c-944992ac3cd5\",\n"
+              "             cliqueId: 7, state: inProgress,\n"
+              "             healthSummary: limitedCapacity}\n"
+              "    nvlinks:\n      - {nvswitch: \"0000:c4:00.0\", count: 36}\n",
+              "    architecture: rubin\n")));
+  EXPECT_EQ(m.nvml_version, "13.580.82.07");
+  EXPECT_EQ(m.imex_channels, 16u);
+  const Gpu& g = m.gpus[0];
+  EXPECT_EQ(g.architecture, static_cast<nvmlDeviceArchitecture_t>(10));
+  EXPECT_EQ(m.gpus[1].architecture, static_cast<nvmlDeviceArchitecture_t>(13));
+  EXPECT_EQ(g.supported_events,
+            static_cast<uint64_t>(nvmlEventTypeXidCriticalError | 0xFE00));
+  EXPECT_EQ(g.nvlinks.size(), 36u);
+  ASSERT_TRUE(g.fabric.has_value());
+  EXPECT_EQ(g.fabric->cluster_uuid[0], 0x19);
+  EXPECT_EQ(g.fabric->cluster_uuid[15], 0xd5);
+  EXPECT_EQ(g.fabric->clique_id, 7u);
+  EXPECT_EQ(g.fabric->state, NVML_GPU_FABRIC_STATE_IN_PROGRESS);
+  EXPECT_EQ(g.fabric->health_summary,
+            NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY);
+  EXPECT_FALSE(m.gpus[1].fabric.has_value());
+}
+
 TEST(ParseMachineTest, DriverSection) {
   Machine m = MustParse(
       "driver: {version: \"535.104.05\", cudaVersion: \"12.2\"}\ngpus: []\n");
@@ -348,10 +380,24 @@ std::vector<RejectCase> RejectCases() {
        TwoGpus("    nvlinks: [{gpu: 1, nvswitch: \"0000:c4:00.0\"}]\n"),
        "gpus[0].nvlinks[0]: a link needs exactly one of gpu"},
       {"TooManyLinks",
-       TwoGpus("    nvlinks:\n      - {nvswitch: \"0000:c4:00.0\", count: 18}\n"
+       TwoGpus("    nvlinks:\n      - {nvswitch: \"0000:c4:00.0\", count: 36}\n"
                "      - {gpu: 1}\n",
                "    nvlinks: [{gpu: 0}]\n"),
-       "gpus[0].nvlinks[1]: brings the GPU to 19 NVLinks; at most 18", 8},
+       "gpus[0].nvlinks[1]: brings the GPU to 37 NVLinks; at most 36", 8},
+      {"FabricBadClusterUuid",
+       TwoGpus("    fabric: {clusterUuid: \"GPU-1\", cliqueId: 1}\n"),
+       "gpus[0].fabric.clusterUuid: malformed cluster UUID \"GPU-1\"", 6},
+      {"FabricNeedsClique",
+       TwoGpus("    fabric: {clusterUuid: "
+               "\"190abd46-89ce-5965-bb4c-944992ac3cd5\"}\n"),
+       "cliqueId"},
+      {"FabricBadState",
+       TwoGpus("    fabric: {clusterUuid: "
+               "\"190abd46-89ce-5965-bb4c-944992ac3cd5\", cliqueId: 1, "
+               "state: done}\n"),
+       "gpus[0].fabric.state"},
+      {"TooManyImexChannels", "imexChannels: 4096\n" + TwoGpus(),
+       "imexChannels: 4096 is out of range [0, 2048]", 1},
       {"AsymmetricLinks",
        TwoGpus("    nvlinks: [{gpu: 1, count: 2}]\n",
                "    nvlinks: [{gpu: 0}]\n"),

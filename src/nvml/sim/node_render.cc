@@ -2,6 +2,8 @@
 // adds the driver root).
 #include "src/nvml/sim/node_render.h"
 
+#include <filesystem>
+
 #include <set>
 #include <string>
 
@@ -39,6 +41,25 @@ bool AllDigits(absl::string_view s) {
 std::string CapAccessText(unsigned minor) {
   return absl::StrCat("DeviceFileMinor: ", minor, "\nDeviceFileMode: ",
                       kCapAccessMode, "\nDeviceFileModify: 1\n");
+}
+
+// The driver creates only channel 0 (NVreg_CreateImexChannel0); further
+// channels are made by whoever hands them out.
+absl::Status RenderImexChannels(const Machine& machine, const std::string& dev,
+                                DevNodes how) {
+  const std::string dir = dev + "/nvidia-caps-imex-channels";
+  if (machine.imex_channels == 0) {
+    GPULET_RETURN_IF_ERROR(
+        render::RemoveStale(dir, [](const std::string&) { return true; }));
+    std::error_code ec;
+    std::filesystem::remove(dir, ec);
+    return absl::OkStatus();
+  }
+  GPULET_RETURN_IF_ERROR(render::EnsureDir(dir));
+  GPULET_RETURN_IF_ERROR(
+      render::CharDevice(dir + "/channel0", kNvidiaCapsImexMajor, 0, how));
+  return render::RemoveStale(
+      dir, [](const std::string& name) { return name != "channel0"; });
 }
 
 absl::Status RenderDev(const Machine& machine, const std::string& root,
@@ -82,9 +103,11 @@ absl::Status RenderDev(const Machine& machine, const std::string& root,
         absl::StrCat(dev, "/nvidia-caps/nvidia-cap", minor), kNvidiaCapsMajor,
         minor, how));
   }
-  return render::RemoveStale(dev + "/nvidia-caps", [&](const std::string& n) {
-    return !cap_names.contains(n);
-  });
+  GPULET_RETURN_IF_ERROR(
+      render::RemoveStale(dev + "/nvidia-caps", [&](const std::string& n) {
+        return !cap_names.contains(n);
+      }));
+  return RenderImexChannels(machine, dev, how);
 }
 
 absl::Status RenderMigCapabilities(const Machine& machine,
@@ -125,7 +148,8 @@ absl::Status RenderProc(const Machine& machine, const std::string& root) {
   GPULET_RETURN_IF_ERROR(render::EnsureDir(nvidia + "/gpus"));
   GPULET_RETURN_IF_ERROR(render::EnsureDir(root + "/proc/driver/nvidia-caps"));
   GPULET_RETURN_IF_ERROR(
-      render::WriteFile(root + "/proc/devices", ProcDevicesText(), 0444));
+      render::WriteFile(root + "/proc/devices",
+                        ProcDevicesText(machine.imex_channels > 0), 0444));
   GPULET_RETURN_IF_ERROR(
       render::WriteFile(nvidia + "/version", ProcVersionText(machine), 0444));
   GPULET_RETURN_IF_ERROR(render::WriteFile(root + "/proc/driver/nvidia-caps/mig-minors",

@@ -5,7 +5,9 @@
 // sees the node NVML describes:
 //
 //   <root>/dev/nvidia<minor>, nvidiactl, nvidia-uvm, nvidia-uvm-tools,
-//       nvidia-modeset, nvidia-caps/nvidia-cap<N>   character devices
+//       nvidia-modeset, nvidia-caps/nvidia-cap<N>,
+//       nvidia-caps-imex-channels/channel0 (machines with IMEX channels)
+//                                                    character devices
 //   <root>/proc/devices                              the driver's majors
 //   <root>/proc/driver/nvidia/version, gpus/<bdf>/information,
 //       capabilities/{mig/config,mig/monitor,gpu<minor>/mig/gi<N>/access,
@@ -37,13 +39,15 @@
 namespace gpulet::sim {
 
 // Character majors. nvidia (195) is fixed by the driver; nvidia-uvm and
-// nvidia-caps are allocated dynamically by the kernel, and these are
-// values real nodes commonly show. <root>/proc/devices lists all three.
+// nvidia-caps (and nvidia-caps-imex-channels) are allocated dynamically by
+// the kernel, and these are values real nodes commonly show.
+// <root>/proc/devices lists them.
 inline constexpr unsigned kNvidiaMajor = 195;
 inline constexpr unsigned kNvidiaCtlMinor = 255;
 inline constexpr unsigned kNvidiaModesetMinor = 254;
 inline constexpr unsigned kNvidiaUvmMajor = 511;
 inline constexpr unsigned kNvidiaCapsMajor = 235;
+inline constexpr unsigned kNvidiaCapsImexMajor = 234;
 
 // How device nodes are made.
 enum class DevNodes {
@@ -92,8 +96,9 @@ unsigned GpuInstanceCapMinor(unsigned gpu_minor, unsigned gi);
 unsigned ComputeInstanceCapMinor(unsigned gpu_minor, unsigned gi, unsigned ci);
 
 // /proc/devices: the "Character devices:" section with the NVIDIA majors
-// (and the kernel's usual first entries), then an empty block section.
-std::string ProcDevicesText();
+// (and the kernel's usual first entries; nvidia-caps-imex-channels when
+// `imex_channels`), then the block section.
+std::string ProcDevicesText(bool imex_channels = false);
 
 // One driver library the rendering installs.
 struct DriverLibrary {

@@ -20,6 +20,7 @@ namespace gpulet::sim {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class TempDir {
  public:
@@ -177,6 +178,26 @@ TEST(RenderNodeTest, RenderingAgainReplacesAnotherMachine) {
     ++bdfs;
   }
   EXPECT_EQ(bdfs, other.gpus.size());
+}
+
+TEST(RenderNodeTest, ImexChannelZeroOnFabricNodesOnly) {
+  TempDir dir;
+  RenderOptions o;
+  o.root = dir.path();
+  o.dev_nodes = HowForThisUser();
+  absl::StatusOr<Machine> tray = LoadMachine("gb200-nvl");
+  absl::StatusOr<Machine> dgx = LoadMachine("dgx-b200");
+  ASSERT_TRUE(tray.ok() && dgx.ok());
+  ASSERT_TRUE(RenderNode(*tray, o).ok());
+  const std::string channels = dir.path() + "/dev/nvidia-caps-imex-channels";
+  ExpectNode(channels + "/channel0", kNvidiaCapsImexMajor, 0, o.dev_nodes);
+  EXPECT_FALSE(Exists(channels + "/channel1"));
+  EXPECT_THAT(Read(dir.path() + "/proc/devices"),
+              HasSubstr("234 nvidia-caps-imex-channels\n"));
+  ASSERT_TRUE(RenderNode(*dgx, o).ok());
+  EXPECT_FALSE(Exists(channels));
+  EXPECT_THAT(Read(dir.path() + "/proc/devices"),
+              Not(HasSubstr("imex")));
 }
 
 TEST(RenderNodeTest, SimulatorLibraryBecomesTheDriversNvml) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -58,14 +59,32 @@ std::string DerivedName(const Gpu& gpu, const GpuInstanceProfile& p) {
   std::string name =
       absl::StrCat(p.slice_count, "g.",
                    MigMemoryGb(gpu.memory_total, p.memory_size_mb), "gb");
-  if (p.id == NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1) name += "+me";
-  return name;
+  switch (p.id) {
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1:
+      return name + "+me";
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME:
+      return name + "+me.all";
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME:
+      return name + "-me";
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX:
+      return name + "+gfx";
+    default:
+      return name;
+  }
 }
 
 TEST(ProfilesTest, NamesAreSortedAndComplete) {
   EXPECT_THAT(ProfileNames(),
-              ElementsAre("a100-mig", "a100-mig-single", "dgx-a100", "dgx-h100",
-                          "islands-16", "no-driver", "none", "pcie-t4"));
+              ElementsAre("a100-mig", "a100-mig-single", "b200-mig",
+                          "dgx-a100", "dgx-b200", "dgx-h100", "gb200-nvl",
+                          "hgx-h200", "islands-16", "no-driver", "none",
+                          "pcie-t4", "rtx-pro-6000-mig"));
   EXPECT_TRUE(ProfileYaml("dgx-h100").has_value());
   EXPECT_FALSE(ProfileYaml("dgx-h200").has_value());
 }
@@ -248,6 +267,111 @@ TEST(ProfilesTest, A100MigSingle) {
   }
 }
 
+TEST(ProfilesTest, DgxB200) {
+  Machine m = Load("dgx-b200");
+  ASSERT_EQ(m.gpus.size(), 8u);
+  EXPECT_EQ(m.driver_version, "580.82.07");
+  EXPECT_EQ(m.nvml_version, "13.580.82.07");
+  EXPECT_EQ(m.cuda_driver_version, 13000);
+  std::set<std::string> switches;
+  for (const Gpu& g : m.gpus) {
+    EXPECT_EQ(g.name, "NVIDIA B200");
+    EXPECT_EQ(g.architecture, NVML_DEVICE_ARCH_BLACKWELL);
+    EXPECT_EQ(g.cc_major, 10);
+    EXPECT_EQ(g.cc_minor, 0);
+    // 179 GiB: NVIDIA's "180 GB" B200.
+    EXPECT_EQ(g.memory_total, uint64_t{183359} << 20);
+    EXPECT_EQ(g.nvlinks.size(), 18u);  // NVLink 5
+    EXPECT_EQ(LinksOfType(g, NVML_NVLINK_DEVICE_TYPE_SWITCH), 18u);
+    EXPECT_TRUE(g.mig_capable);
+    EXPECT_FALSE(g.mig_enabled);
+    EXPECT_FALSE(g.fabric.has_value());
+    for (const auto& id : SwitchBusIds(g)) switches.insert(id);
+  }
+  EXPECT_EQ(switches.size(), 2u);
+  EXPECT_EQ(m.imex_channels, 0u);
+  EXPECT_EQ(m.topology[0][1], NVML_TOPOLOGY_MULTIPLE);
+  EXPECT_EQ(m.topology[0][4], NVML_TOPOLOGY_SYSTEM);
+}
+
+TEST(ProfilesTest, HgxH200) {
+  Machine m = Load("hgx-h200");
+  ASSERT_EQ(m.gpus.size(), 8u);
+  EXPECT_EQ(m.nvml_version, "12.570.172.08");
+  for (const Gpu& g : m.gpus) {
+    EXPECT_EQ(g.name, "NVIDIA H200");
+    EXPECT_EQ(g.architecture, NVML_DEVICE_ARCH_HOPPER);
+    EXPECT_EQ(g.memory_total, uint64_t{143771} << 20);  // 141 GB HBM3e
+    EXPECT_EQ(g.nvlinks.size(), 18u);
+    EXPECT_EQ(SwitchBusIds(g).size(), 4u);
+  }
+}
+
+TEST(ProfilesTest, Gb200NvlTrayIsOneFabricClique) {
+  Machine m = Load("gb200-nvl");
+  ASSERT_EQ(m.gpus.size(), 4u);
+  EXPECT_EQ(m.imex_channels, 2048u);
+  const std::array<unsigned char, NVML_GPU_FABRIC_UUID_LEN> cluster =
+      m.gpus[0].fabric.value().cluster_uuid;
+  EXPECT_EQ(cluster[0], 0x19);  // "190abd46-..."
+  for (const Gpu& g : m.gpus) {
+    EXPECT_EQ(g.name, "NVIDIA GB200");
+    EXPECT_EQ(g.architecture, NVML_DEVICE_ARCH_BLACKWELL);
+    EXPECT_EQ(g.nvlinks.size(), 18u);
+    EXPECT_EQ(SwitchBusIds(g).size(), 18u);  // one link to each switch chip
+    ASSERT_TRUE(g.fabric.has_value());
+    EXPECT_EQ(g.fabric->cluster_uuid, cluster);
+    EXPECT_EQ(g.fabric->clique_id, 32766u);
+    EXPECT_EQ(g.fabric->state, NVML_GPU_FABRIC_STATE_COMPLETED);
+    EXPECT_EQ(g.fabric->status, NVML_SUCCESS);
+    EXPECT_EQ(g.fabric->health_summary, NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY);
+  }
+  EXPECT_EQ(m.gpus[2].bus_id, "00000018:01:00.0");
+  EXPECT_EQ(m.gpus[1].numa_node, 0);
+  EXPECT_EQ(m.gpus[2].numa_node, 1);
+}
+
+TEST(ProfilesTest, B200Mig) {
+  Machine m = Load("b200-mig");
+  ASSERT_EQ(m.gpus.size(), 8u);
+  EXPECT_THAT(MigProfileNames(m.gpus[0]),
+              ElementsAre("3g.90gb", "2g.45gb", "1g.23gb"));
+  EXPECT_EQ(m.gpus[1].mig_devices.size(), 7u);
+  EXPECT_THAT(MigProfileNames(m.gpus[2]),
+              ElementsAre("1g.45gb", "1g.45gb", "1g.45gb", "1g.23gb+me"));
+  EXPECT_THAT(MigProfileNames(m.gpus[3]), ElementsAre("7g.180gb"));
+  for (size_t i = 4; i < 8; ++i) {
+    EXPECT_TRUE(m.gpus[i].mig_capable);
+    EXPECT_FALSE(m.gpus[i].mig_enabled);
+  }
+}
+
+// Every GPU instance profile NVML 13 added (0xA-0x10) but the 3-slice
+// graphics one, which the guide lists for no GPU yet, is offered; the
+// machine uses the attribute profiles on every GPU.
+TEST(ProfilesTest, RtxPro6000MigUsesTheNewProfiles) {
+  Machine m = Load("rtx-pro-6000-mig");
+  ASSERT_EQ(m.gpus.size(), 4u);
+  std::set<unsigned> ids;
+  for (const GpuInstanceProfile& p : m.gpus[0].gi_profiles) ids.insert(p.id);
+  for (unsigned id = NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX;
+       id <= NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME; ++id) {
+    EXPECT_EQ(ids.count(id), 1u) << id;
+  }
+  EXPECT_EQ(m.gpus[0].max_mig_devices, 4u);
+  EXPECT_THAT(MigProfileNames(m.gpus[0]),
+              ElementsAre("1g.24gb-me", "1g.24gb-me", "2g.48gb+me.all"));
+  EXPECT_THAT(MigProfileNames(m.gpus[1]),
+              ElementsAre("1g.24gb+gfx", "1g.24gb+me.all", "2g.48gb-me"));
+  EXPECT_THAT(MigProfileNames(m.gpus[2]),
+              ElementsAre("2g.48gb+gfx", "1g.24gb", "1g.24gb+me"));
+  EXPECT_THAT(MigProfileNames(m.gpus[3]), ElementsAre("4g.96gb+gfx"));
+  for (const Gpu& g : m.gpus) {
+    EXPECT_TRUE(g.nvlinks.empty());
+    EXPECT_EQ(g.cc_major, 12);
+  }
+}
+
 TEST(ProfilesTest, NoneAndNoDriver) {
   Machine none = Load("none");
   EXPECT_TRUE(none.driver_loaded);
@@ -348,8 +472,10 @@ TEST(LoadMachineTest, UnknownProfileListsBuiltIns) {
   EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(m.status().message()),
               StartsWith("unknown machine profile \"dgx-z\" (built-in: "
-                         "a100-mig, a100-mig-single, dgx-a100, dgx-h100, "
-                         "islands-16, no-driver, none, pcie-t4"));
+                         "a100-mig, a100-mig-single, b200-mig, dgx-a100, "
+                         "dgx-b200, dgx-h100, gb200-nvl, hgx-h200, "
+                         "islands-16, no-driver, none, pcie-t4, "
+                         "rtx-pro-6000-mig"));
 }
 
 }  // namespace

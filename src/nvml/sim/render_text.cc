@@ -110,12 +110,17 @@ std::string MigMinorsText() {
   return text;
 }
 
-std::string ProcDevicesText() {
+std::string ProcDevicesText(bool imex_channels) {
+  std::string imex =
+      imex_channels
+          ? absl::StrFormat("%3u nvidia-caps-imex-channels\n",
+                            kNvidiaCapsImexMajor)
+          : "";
   return absl::StrFormat(
       "Character devices:\n  1 mem\n  4 /dev/vc/0\n  4 tty\n  5 /dev/tty\n"
-      "  5 /dev/console\n%3u nvidia-frontend\n%3u nvidia-caps\n"
+      "  5 /dev/console\n%3u nvidia-frontend\n%s%3u nvidia-caps\n"
       "%3u nvidia-uvm\n\nBlock devices:\n  7 loop\n  8 sd\n",
-      kNvidiaMajor, kNvidiaCapsMajor, kNvidiaUvmMajor);
+      kNvidiaMajor, imex, kNvidiaCapsMajor, kNvidiaUvmMajor);
 }
 
 std::vector<DriverLibrary> DriverLibraries(const std::string& version) {

@@ -5,7 +5,9 @@
 //     nvmlDeviceGetPciInfo (filling NVML's old 52-byte struct, whose
 //     reserved words sit where busId is today) exist;
 //   - nvmlDeviceGetMemoryInfo_v2 exists but rejects the struct version, as a
-//     driver that predates nvmlMemory_v2 would.
+//     driver that predates nvmlMemory_v2 would;
+//   - nvmlDeviceGetGpuFabricInfoV knows nvmlGpuFabricInfo_v2 only, as
+//     drivers before 580 do (no nvmlDeviceGetGpuFabricInfo at all).
 // One GPU, index 0, bus 0000:3B:00.0.
 #include <cstring>
 
@@ -101,6 +103,23 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(
   memory->total = 16ULL << 30;
   memory->used = 1ULL << 30;
   memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(
+    nvmlDevice_t device, nvmlGpuFabricInfoV_t* info) {
+  if (device != &g_gpu || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != nvmlGpuFabricInfo_v2) {
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  }
+  auto* v2 = reinterpret_cast<nvmlGpuFabricInfo_v2_t*>(info);
+  for (unsigned i = 0; i < NVML_GPU_FABRIC_UUID_LEN; ++i) {
+    v2->clusterUuid[i] = static_cast<unsigned char>(0xA0 + i);
+  }
+  v2->status = NVML_SUCCESS;
+  v2->cliqueId = 5;
+  v2->state = NVML_GPU_FABRIC_STATE_COMPLETED;
+  v2->healthMask = 0x2;
   return NVML_SUCCESS;
 }
 
