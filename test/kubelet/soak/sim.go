@@ -1,0 +1,48 @@
+package soak
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// simClient speaks the NVML simulator's control protocol (one command line
+// per connection, answered "ok [payload]" or "error <message>"; see
+// docs/nvml-simulator.md) on the socket of the simulator inside gpulet.
+type simClient struct{ socket string }
+
+// do sends one command and returns the payload of an "ok" answer. A
+// connection error (gpulet is starting or was just killed) is returned as
+// errSimDown so the driver can tell it from a refused command.
+func (c simClient) do(line string) (string, error) {
+	conn, err := net.DialTimeout("unix", c.socket, 5*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", errSimDown, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte(line + "\n")); err != nil {
+		return "", fmt.Errorf("%w: %v", errSimDown, err)
+	}
+	reply, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil && reply == "" {
+		return "", fmt.Errorf("%w: reading the answer to %q: %v", errSimDown, line, err)
+	}
+	reply = strings.TrimRight(reply, "\n")
+	switch {
+	case reply == "ok":
+		return "", nil
+	case strings.HasPrefix(reply, "ok "):
+		return strings.TrimPrefix(reply, "ok "), nil
+	default:
+		return "", fmt.Errorf("simulator refused %q: %s", line, reply)
+	}
+}
+
+type simDownError struct{}
+
+func (simDownError) Error() string { return "simulator socket not answering" }
+
+var errSimDown = simDownError{}
