@@ -58,12 +58,16 @@ const (
 // lost" lines for that GPU when it did.
 type driver struct {
 	r    *machineRun
-	rng  *rand.Rand
+	rng  *rand.Rand // this step's
 	lost map[int]int
 }
 
-// step issues one fault. The error is a broken invariant or a harness failure.
-func (d *driver) step() error {
+// step issues one fault. The error is a broken invariant or a harness
+// failure. Each step draws from its own generator, seeded by one draw of the
+// run's: whatever a step could or could not do (a GPU not yet probed, the
+// simulator down), the following steps make the same choices.
+func (d *driver) step(seed int64) error {
+	d.rng = rand.New(rand.NewSource(seed))
 	kind := d.pick()
 	switch kind {
 	case faultXidStorm:

@@ -16,6 +16,9 @@ type Machine struct {
 	Profile  string // GPULET_SIM_MACHINE
 	GPUs     int
 	Variants []Variant
+	// SeedOffset is added to the soak's seed for this machine, so a run of
+	// one machine alone (--machine) makes the same decisions as in a run of both.
+	SeedOffset int64
 }
 
 // Variant is one configuration file and what the kubelet must see with it
@@ -102,7 +105,7 @@ health:
 			OneReplica: v.oneReplica,
 		})
 	}
-	mig := Machine{Name: "a100-mig mixed", Profile: "a100-mig", GPUs: 4}
+	mig := Machine{Name: "a100-mig mixed", Profile: "a100-mig", GPUs: 4, SeedOffset: 1000}
 	for _, v := range []struct {
 		replicas int
 		quiet    string

@@ -68,11 +68,11 @@ func Run(o Options) error {
 	harness.KubeletLog(0, o.Verbose)
 	slot := o.Duration / time.Duration(len(o.Machines))
 	var reports []string
-	for i, m := range o.Machines {
+	for _, m := range o.Machines {
 		if err := m.Validate(); err != nil {
 			return err
 		}
-		r := &machineRun{opts: o, machine: m, slot: slot, seed: o.Seed + int64(i)*1000}
+		r := &machineRun{opts: o, machine: m, slot: slot, seed: o.Seed + m.SeedOffset}
 		err := r.run()
 		reports = append(reports, r.report(err))
 		fmt.Fprint(o.Out, reports[len(reports)-1])
@@ -275,21 +275,22 @@ func (r *machineRun) log(format string, args ...any) {
 
 // rounds_ runs chaos + settle rounds until the slot is used up.
 func (r *machineRun) rounds_() error {
-	d := &driver{r: r, rng: rand.New(rand.NewSource(r.seed + 1)), lost: map[int]int{}}
+	rng := rand.New(rand.NewSource(r.seed + 1))
+	d := &driver{r: r, lost: map[int]int{}}
 	const minChaos, maxChaos = 6 * time.Second, 15 * time.Second
 	for r.elapsed()+minChaos < r.slot && !r.failed() {
 		r.rounds++
 		r.faults.reset()
-		chaos := minChaos + time.Duration(d.rng.Int63n(int64(maxChaos-minChaos)))
+		chaos := minChaos + time.Duration(rng.Int63n(int64(maxChaos-minChaos)))
 		if left := r.slot - r.elapsed(); chaos > left {
 			chaos = left
 		}
 		end := time.Now().Add(chaos)
 		for time.Now().Before(end) && !r.failed() {
-			if err := d.step(); err != nil {
+			if err := d.step(rng.Int63()); err != nil {
 				return err
 			}
-			time.Sleep(time.Duration(100+d.rng.Intn(500)) * time.Millisecond)
+			time.Sleep(time.Duration(100+rng.Intn(500)) * time.Millisecond)
 		}
 		if r.failed() {
 			return r.failure

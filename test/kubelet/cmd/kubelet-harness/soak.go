@@ -22,6 +22,15 @@ func soakMain(args []string) int {
 	fs.Int64Var(&o.Seed, "seed", int64(envInt("SOAK_SEED", 0)), "random seed (default $SOAK_SEED, else from the clock)")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 30*time.Second, "limit for every device to be advertised healthy again after the last fault")
 	fs.IntVar(&o.Pods, "pods", 6, "concurrent pod workers")
+	fs.Func("machine", "soak only this node (islands-16 or a100-mig; repeatable; default both)", func(v string) error {
+		for _, m := range soak.Machines() {
+			if m.Profile == v {
+				o.Machines = append(o.Machines, m)
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown node %q (islands-16, a100-mig)", v)
+	})
 	fs.BoolVar(&verbose, "v", false, "print every fault, gpulet's output and the kubelet's log as they happen")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: kubelet-harness soak --gpulet PATH --nvml-lib PATH [flags]")
