@@ -267,8 +267,14 @@ func (d *driver) restoreAll(limit time.Duration) error {
 	return nil
 }
 
-// reload switches the file to another variant and sends SIGHUP.
+// reload switches the file to another variant and sends SIGHUP. Half the
+// time the driver goes on without waiting for the outcome, so the reload
+// overlaps the next faults; it is awaited before the next signal, or at
+// the settle.
 func (d *driver) reload() error {
+	if err := d.r.awaitPending(); err != nil {
+		return err
+	}
 	next := d.rng.Intn(len(d.r.machine.Variants) - 1)
 	if next >= d.r.fileVariant {
 		next++
@@ -277,12 +283,24 @@ func (d *driver) reload() error {
 		return err
 	}
 	d.r.fileVariant = next
-	return d.r.applyFile()
+	if d.rng.Intn(2) == 0 {
+		return d.r.applyFile()
+	}
+	rl, err := d.r.gpulet.sendHangUp(d.r.opts.SettleTimeout)
+	if err != nil {
+		return err
+	}
+	d.r.pending = &rl
+	d.r.log("SIGHUP for %q, outcome awaited later", d.r.machine.Variants[next].Name)
+	return nil
 }
 
 // badReload writes a file gpulet must refuse, sends SIGHUP, checks the
 // refusal and puts the served file back.
 func (d *driver) badReload() error {
+	if err := d.r.awaitPending(); err != nil {
+		return err
+	}
 	if err := d.r.gpulet.writeConfig(badConfig); err != nil {
 		return err
 	}
@@ -308,6 +326,7 @@ func (d *driver) kill() error {
 	// The simulator lived in the killed process: its faults went with it.
 	clear(d.lost)
 	d.r.servedVariant = d.r.fileVariant
+	d.r.pending = nil // the new process read the file at start
 	d.r.stats.add("gpulet SIGKILLs", 1)
 	d.r.log("SIGKILL gpulet (pid %d), restarted as pid %d", old, d.r.gpulet.proc.Pid())
 	return nil

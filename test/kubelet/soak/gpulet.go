@@ -124,34 +124,51 @@ func (g *gpuletProc) Lives() []life {
 	return out
 }
 
-// hangUp sends SIGHUP once gpulet reads signals from its signalfd (before
-// that a SIGHUP would kill it) and waits for the reload's outcome line.
-// It returns whether the reload was accepted and gpulet's refusal line.
-func (g *gpuletProc) hangUp(limit time.Duration) (accepted bool, refusal string, err error) {
+// reload is a SIGHUP sent to gpulet whose outcome is not known yet.
+type reload struct {
+	okBefore, badBefore int // gpulet's reload lines before the signal
+}
+
+// sendHangUp sends SIGHUP once gpulet reads signals from its signalfd
+// (before that a SIGHUP would kill it).
+func (g *gpuletProc) sendHangUp(limit time.Duration) (reload, error) {
 	pid := g.proc.Pid()
-	err = harness.Wait(limit, "gpulet to block SIGHUP (its signal handling is set up)", func() (bool, string, error) {
+	err := harness.Wait(limit, "gpulet to block SIGHUP (its signal handling is set up)", func() (bool, string, error) {
 		if !g.proc.Running() {
 			return false, "", fmt.Errorf("gpulet exited: %s", g.proc.ExitError())
 		}
 		return handlesSignal(pid, int(syscall.SIGHUP)), "SIGHUP neither blocked nor caught", nil
 	})
 	if err != nil {
-		return false, "", err
+		return reload{}, err
 	}
-	okBefore, badBefore, _ := g.watch.Reloads()
-	if err := g.proc.Signal(syscall.SIGHUP); err != nil {
-		return false, "", err
-	}
+	var rl reload
+	rl.okBefore, rl.badBefore, _ = g.watch.Reloads()
+	return rl, g.proc.Signal(syscall.SIGHUP)
+}
+
+// awaitReload waits for the outcome line of a reload and returns whether it
+// was accepted, and gpulet's last refusal line.
+func (g *gpuletProc) awaitReload(rl reload, limit time.Duration) (accepted bool, refusal string, err error) {
 	err = harness.Wait(limit, "gpulet to log the reload's outcome", func() (bool, string, error) {
 		if !g.proc.Running() {
 			return false, "", fmt.Errorf("gpulet exited after SIGHUP: %s", g.proc.ExitError())
 		}
 		ok, bad, _ := g.watch.Reloads()
-		return ok > okBefore || bad > badBefore, "no \"configuration reloaded\" line yet", nil
+		return ok > rl.okBefore || bad > rl.badBefore, "no \"configuration reloaded\" line yet", nil
 	})
 	if err != nil {
 		return false, "", err
 	}
 	ok, _, last := g.watch.Reloads()
-	return ok > okBefore, last, nil
+	return ok > rl.okBefore, last, nil
+}
+
+// hangUp is sendHangUp then awaitReload.
+func (g *gpuletProc) hangUp(limit time.Duration) (accepted bool, refusal string, err error) {
+	rl, err := g.sendHangUp(limit)
+	if err != nil {
+		return false, "", err
+	}
+	return g.awaitReload(rl, limit)
 }

@@ -23,7 +23,7 @@ type logWatch struct {
 	partial   string
 }
 
-const notableLines = 80
+const notableLines = 200
 
 var (
 	// health_monitor.cc, at -v=1: a probe or a new registration attempt of an
@@ -34,7 +34,7 @@ var (
 	streamLine = regexp.MustCompile(`ListAndWatch stream (?:opened for|for) (\S+)\b.*\((\d+) open\)`)
 	// Repeated-event lines a storm produces by the thousand, and the
 	// requests logged at -v=1.
-	noise = regexp.MustCompile(`is already unhealthy|ignored Xid|probing unhealthy GPU|registering GPU \d+ for health events again|waiting for NVML events failed again|container_requests|ListAndWatch stream`)
+	noise = regexp.MustCompile(`is already unhealthy|ignored: |probing unhealthy GPU|registering GPU \d+ for health events again|waiting for NVML events failed again|container_requests|ListAndWatch stream|rejected Allocate|rejected GetPreferredAllocation`)
 )
 
 func newLogWatch() *logWatch {

@@ -100,7 +100,10 @@ func (r *machineRun) report(err error) string {
 		fmt.Fprintf(&b, "failure: %v\n", err)
 		fmt.Fprintf(&b, "  faults of the last round:\n%s", r.faults.String())
 		if r.gpulet != nil {
-			fmt.Fprintf(&b, "  gpulet's last lines (storm noise left out):\n%s", r.gpulet.watch.Notable(40))
+			fmt.Fprintf(&b, "  gpulet's last lines (storm noise and requests left out):\n%s", r.gpulet.watch.Notable(60))
+			if r.simStatus != "" {
+				fmt.Fprintf(&b, "  simulator status: %s\n", r.simStatus)
+			}
 		}
 		if tail := harnessKubeletTail(); tail != "" {
 			fmt.Fprintf(&b, "  kubelet log (last lines):\n%s", tail)

@@ -18,6 +18,9 @@ import (
 func (r *machineRun) settle(what string) error {
 	r.gate.Lock()
 	defer r.gate.Unlock()
+	if err := r.awaitPending(); err != nil {
+		return err
+	}
 	if r.servedVariant != r.fileVariant {
 		if err := r.applyFile(); err != nil {
 			return err

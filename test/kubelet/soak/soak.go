@@ -106,6 +106,8 @@ type machineRun struct {
 	servedVariant int // the variant gpulet last accepted
 	knownIDs      map[string][]string
 	lastSettled   time.Time // when the last settle found the node whole
+	pending       *reload   // a SIGHUP whose outcome is not known yet
+	simStatus     string    // the simulator's status at a failure
 
 	lastFault atomic.Int64 // UnixNano of the last fault the driver issued
 
@@ -118,7 +120,7 @@ type machineRun struct {
 	stop     chan struct{} // closed on failure or at the end
 }
 
-func (r *machineRun) run() error {
+func (r *machineRun) run() (err error) {
 	r.start = time.Now()
 	r.stats = newStats()
 	r.stop = make(chan struct{})
@@ -144,6 +146,11 @@ func (r *machineRun) run() error {
 		return err
 	}
 	defer r.gpulet.proc.Stop(10 * time.Second)
+	defer func() {
+		if err != nil { // for the report, while the simulator still runs
+			r.simStatus, _ = r.gpulet.sim.do("status")
+		}
+	}()
 	fmt.Fprintf(r.opts.Out, "\n== %s (simulator profile %s): %v, seed %d\n", r.machine.Name, r.machine.Profile, r.slot, r.seed)
 	if err := r.settle("warm-up"); err != nil {
 		return err
@@ -305,14 +312,32 @@ func (r *machineRun) rounds_() error {
 	return nil
 }
 
-// applyFile sends SIGHUP for the variant in the file; a refusal of a valid
-// file is noted (a GPU lost during the reload may cause it) and retried at
-// the next settle.
+// applyFile sends SIGHUP for the variant in the file and waits for the
+// outcome.
 func (r *machineRun) applyFile() error {
+	r.procMu.RLock()
+	rl, err := r.gpulet.sendHangUp(r.opts.SettleTimeout)
+	r.procMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	r.pending = &rl
+	return r.awaitPending()
+}
+
+// awaitPending waits for the outcome of the last SIGHUP, if not known yet. A
+// refusal of a valid file is noted (a GPU lost while the node is discovered
+// again may cause one) and the file is sent again at the next settle.
+func (r *machineRun) awaitPending() error {
+	if r.pending == nil {
+		return nil
+	}
+	rl := *r.pending
+	r.pending = nil
 	r.procMu.RLock()
 	defer r.procMu.RUnlock()
 	v := r.machine.Variants[r.fileVariant]
-	accepted, refusal, err := r.gpulet.hangUp(r.opts.SettleTimeout)
+	accepted, refusal, err := r.gpulet.awaitReload(rl, r.opts.SettleTimeout)
 	if err != nil {
 		return err
 	}
