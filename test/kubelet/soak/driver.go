@@ -320,6 +320,7 @@ func (d *driver) kill() error {
 	d.r.procMu.Lock()
 	defer d.r.procMu.Unlock()
 	old := d.r.gpulet.proc.Pid()
+	d.r.countDropped()
 	if err := d.r.gpulet.killAndRestart(); err != nil {
 		return err
 	}

@@ -79,6 +79,8 @@ func (r *machineRun) report(err error) string {
 	fmt.Fprintf(&b, "        %d valid files refused, %d invalid files refused as intended, %d gpulet SIGKILLs, %d faults skipped (simulator down)\n",
 		s.get("reloads of a valid file refused"), s.get("reloads refused as intended (invalid file)"),
 		s.get("gpulet SIGKILLs"), s.get("skipped: simulator not answering"))
+	fmt.Fprintf(&b, "        %d NVML events dropped from full event queues (gpulet not reading them, e.g. backing off after failed waits)\n",
+		s.get("NVML events dropped"))
 	fmt.Fprintf(&b, "pods: %d admitted, %d deleted, %d rejected, %d probe pods at settled points; %d direct Allocate calls answered\n",
 		s.get("pods admitted"), s.get("pods deleted"), s.totalRejects(), s.get("probe pods"), s.get("direct calls answered"))
 	if failed := s.withPrefix("direct calls failed: "); failed != "" {

@@ -156,6 +156,7 @@ func (r *machineRun) finish() error {
 	if err := r.checkBaselines(); err != nil {
 		return err
 	}
+	r.countDropped()
 	if err := r.gpulet.proc.Stop(10 * time.Second); err != nil {
 		return violation("gpulet did not stop cleanly on SIGTERM: %v", err)
 	}
@@ -163,4 +164,12 @@ func (r *machineRun) finish() error {
 		return violation("gpulet %s after SIGTERM", exit)
 	}
 	return nil
+}
+
+// countDropped adds the events the simulator of the current gpulet process
+// dropped (its state ends with the process).
+func (r *machineRun) countDropped() {
+	if n, err := r.gpulet.sim.dropped(); err == nil {
+		r.stats.add("NVML events dropped", n)
+	}
 }

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -46,3 +47,22 @@ type simDownError struct{}
 func (simDownError) Error() string { return "simulator socket not answering" }
 
 var errSimDown = simDownError{}
+
+// dropped returns how many events the simulator discarded from full event
+// queues (a client that does not read, e.g. while it backs off after
+// failed waits, loses the oldest events), since the process started.
+func (c simClient) dropped() (int, error) {
+	payload, err := c.do("status")
+	if err != nil {
+		return 0, err
+	}
+	var status struct {
+		Events struct {
+			Dropped int `json:"dropped"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(payload), &status); err != nil {
+		return 0, fmt.Errorf("simulator status %q: %w", payload, err)
+	}
+	return status.Events.Dropped, nil
+}
