@@ -91,7 +91,6 @@ type machineRun struct {
 	slot    time.Duration
 	seed    int64
 	start   time.Time
-	dir     string
 
 	node     *node
 	gpulet   *gpuletProc
@@ -117,6 +116,7 @@ type machineRun struct {
 
 	failOnce sync.Once
 	failure  error
+	stopOnce sync.Once
 	stop     chan struct{} // closed on failure or at the end
 }
 
@@ -129,7 +129,6 @@ func (r *machineRun) run() (err error) {
 	if err != nil {
 		return err
 	}
-	r.dir = dir
 	defer os.RemoveAll(dir)
 	if err := harness.ResetDir(); err != nil {
 		return err
@@ -167,8 +166,8 @@ func (r *machineRun) run() (err error) {
 	}
 	var wg sync.WaitGroup
 	r.background(&wg)
-	err = r.rounds_()
-	close(r.stop)
+	err = r.runRounds()
+	r.stopBackground()
 	wg.Wait()
 	if err == nil {
 		err = r.failure
@@ -182,8 +181,8 @@ func (r *machineRun) run() (err error) {
 // directClients call gpulet's sockets beside the kubelet (direct.go).
 const directClients = 2
 
-// background starts the pod workers, the direct clients, the allocation checker and the /proc
-// sampler; they run until r.stop closes.
+// background starts the pod workers, the direct clients, the allocation
+// checker and the /proc sampler; they run until r.stop closes.
 func (r *machineRun) background(wg *sync.WaitGroup) {
 	for i := 0; i < r.opts.Pods; i++ {
 		rng := rand.New(rand.NewSource(r.seed + 10 + int64(i)))
@@ -247,17 +246,14 @@ func (r *machineRun) checkContinuously() error {
 }
 
 func (r *machineRun) fail(err error) {
-	r.failOnce.Do(func() {
-		r.failure = err
-		select {
-		case <-r.stop:
-		default:
-			close(r.stop)
-		}
-	})
+	r.failOnce.Do(func() { r.failure = err })
+	r.stopBackground()
 }
 
-func (r *machineRun) failed() bool {
+// stopBackground ends the pod workers, clients, checker and sampler.
+func (r *machineRun) stopBackground() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+func (r *machineRun) stopping() bool {
 	select {
 	case <-r.stop:
 		return true
@@ -280,12 +276,12 @@ func (r *machineRun) log(format string, args ...any) {
 	}
 }
 
-// rounds_ runs chaos + settle rounds until the slot is used up.
-func (r *machineRun) rounds_() error {
+// runRounds runs chaos + settle rounds until the slot is used up.
+func (r *machineRun) runRounds() error {
 	rng := rand.New(rand.NewSource(r.seed + 1))
 	d := &driver{r: r, lost: map[int]int{}}
 	const minChaos, maxChaos = 6 * time.Second, 15 * time.Second
-	for r.elapsed()+minChaos < r.slot && !r.failed() {
+	for r.elapsed()+minChaos < r.slot && !r.stopping() {
 		r.rounds++
 		r.faults.reset()
 		chaos := minChaos + time.Duration(rng.Int63n(int64(maxChaos-minChaos)))
@@ -293,13 +289,13 @@ func (r *machineRun) rounds_() error {
 			chaos = left
 		}
 		end := time.Now().Add(chaos)
-		for time.Now().Before(end) && !r.failed() {
+		for time.Now().Before(end) && !r.stopping() {
 			if err := d.step(rng.Int63()); err != nil {
 				return err
 			}
 			time.Sleep(time.Duration(100+rng.Intn(500)) * time.Millisecond)
 		}
-		if r.failed() {
+		if r.stopping() {
 			return r.failure
 		}
 		if err := d.restoreAll(r.opts.SettleTimeout); err != nil {
