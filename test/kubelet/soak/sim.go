@@ -1,9 +1,9 @@
 package soak
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -27,19 +27,17 @@ func (c simClient) do(line string) (string, error) {
 	if _, err := conn.Write([]byte(line + "\n")); err != nil {
 		return "", fmt.Errorf("%w: %v", errSimDown, err)
 	}
-	reply, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil && reply == "" {
+	// The answer is "ok", "ok <payload>" or "ok\n<payload>" (status), or
+	// "error <message>"; the simulator closes the connection after it.
+	data, err := io.ReadAll(conn)
+	if err != nil && len(data) == 0 {
 		return "", fmt.Errorf("%w: reading the answer to %q: %v", errSimDown, line, err)
 	}
-	reply = strings.TrimRight(reply, "\n")
-	switch {
-	case reply == "ok":
-		return "", nil
-	case strings.HasPrefix(reply, "ok "):
-		return strings.TrimPrefix(reply, "ok "), nil
-	default:
-		return "", fmt.Errorf("simulator refused %q: %s", line, reply)
+	reply := strings.TrimRight(string(data), "\n")
+	if rest, ok := strings.CutPrefix(reply, "ok"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\n') {
+		return strings.TrimSpace(rest), nil
 	}
+	return "", fmt.Errorf("simulator refused %q: %s", line, reply)
 }
 
 type simDownError struct{}

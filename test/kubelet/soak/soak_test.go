@@ -1,7 +1,9 @@
 package soak
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -181,5 +183,36 @@ func TestSimDownIsRecognised(t *testing.T) {
 	_, err := simClient{socket: t.TempDir() + "/none.sock"}.do("status")
 	if !errors.Is(err, errSimDown) {
 		t.Errorf("no socket: %v, want errSimDown", err)
+	}
+}
+
+// The simulator answers "ok", "ok <payload>", "ok\n<payload>" or "error ...".
+func TestSimAnswers(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ answer, payload, err string }{
+		{"ok\n", "", ""},
+		{"ok 3\n", "3", ""},
+		{"ok\n{\"events\":{\"dropped\":7}}\n", `{"events":{"dropped":7}}`, ""},
+		{"error unknown gpu \"9\"\n", "", `refused "status": error unknown gpu "9"`},
+	} {
+		socket := dir + "/s.sock"
+		l, err := net.Listen("unix", socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = bufio.NewReader(c).ReadString('\n')
+			_, _ = c.Write([]byte(tc.answer))
+			c.Close()
+		}()
+		payload, err := simClient{socket: socket}.do("status")
+		l.Close()
+		if payload != tc.payload || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("answer %q: payload %q, error %v; want %q, %q", tc.answer, payload, err, tc.payload, tc.err)
+		}
 	}
 }
