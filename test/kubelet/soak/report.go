@@ -116,43 +116,83 @@ func (r *machineRun) report(err error) string {
 
 // renderLives prints each gpulet life's curve (start and end of the
 // per-second samples, and their peak) and its settled samples with the
-// baseline verdict.
+// baseline verdict. Lives too short to judge, but the first and the last
+// two, are folded into one line.
 func renderLives(lives []life) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gpulet /proc (fds, threads, RSS); baseline = 2nd settled point of a life, end = its last:\n")
+	var folded []life
 	for i, l := range lives {
-		fmt.Fprintf(&b, "  life %d, pid %d, from %.1fs:", i+1, l.Pid, l.Started.Seconds())
-		if len(l.Curve) > 0 {
-			first, last := l.Curve[0], l.Curve[len(l.Curve)-1]
-			peak := peakOf(l.Curve)
-			fmt.Fprintf(&b, " curve start %.1fs %s; end %.1fs %s; peak fds %d, threads %d, RSS %.1f MiB\n",
-				first.At.Seconds(), first, last.At.Seconds(), last, peak.FDs, peak.Threads, float64(peak.RSSKiB)/1024)
-		} else {
-			b.WriteString(" no per-second samples\n")
-		}
-		if len(l.Settled) == 0 {
+		if len(l.Settled) < 3 && i > 0 && i < len(lives)-2 {
+			folded = append(folded, l)
 			continue
 		}
-		var fds, threads, rss []string
-		for _, s := range thin(l.Settled, 12) {
-			fds = append(fds, fmt.Sprint(s.FDs))
-			threads = append(threads, fmt.Sprint(s.Threads))
-			rss = append(rss, fmt.Sprintf("%.1f", float64(s.RSSKiB)/1024))
+		if len(folded) > 0 {
+			b.WriteString(foldLives(folded))
+			folded = nil
 		}
-		fmt.Fprintf(&b, "    %d settled points: fds %s | threads %s | RSS MiB %s\n",
-			len(l.Settled), strings.Join(fds, " "), strings.Join(threads, " "), strings.Join(rss, " "))
-		if len(l.Settled) < 3 {
-			b.WriteString("    not judged: fewer than 3 settled points\n")
-			continue
-		}
-		base, end := l.Settled[1], l.Settled[len(l.Settled)-1]
-		verdict := "within the rule"
-		if bad := baselineVerdict(base, end); bad != "" {
-			verdict = "NOT within the rule: " + bad
-		}
-		fmt.Fprintf(&b, "    baseline %.1fs %s -> end %.1fs %s: %s\n", base.At.Seconds(), base, end.At.Seconds(), end, verdict)
+		renderLife(&b, i+1, l)
 	}
 	return b.String()
+}
+
+func renderLife(b *strings.Builder, n int, l life) {
+	fmt.Fprintf(b, "  life %d, pid %d, from %.1fs:", n, l.Pid, l.Started.Seconds())
+	if len(l.Curve) > 0 {
+		first, last := l.Curve[0], l.Curve[len(l.Curve)-1]
+		peak := peakOf(l.Curve)
+		fmt.Fprintf(b, " curve start %.1fs %s; end %.1fs %s; peak fds %d, threads %d, RSS %.1f MiB\n",
+			first.At.Seconds(), first, last.At.Seconds(), last, peak.FDs, peak.Threads, float64(peak.RSSKiB)/1024)
+	} else {
+		b.WriteString(" no per-second samples\n")
+	}
+	if len(l.Settled) == 0 {
+		return
+	}
+	var fds, threads, rss []string
+	for _, s := range thin(l.Settled, 12) {
+		fds = append(fds, fmt.Sprint(s.FDs))
+		threads = append(threads, fmt.Sprint(s.Threads))
+		rss = append(rss, fmt.Sprintf("%.1f", float64(s.RSSKiB)/1024))
+	}
+	fmt.Fprintf(b, "    %d settled points: fds %s | threads %s | RSS MiB %s\n",
+		len(l.Settled), strings.Join(fds, " "), strings.Join(threads, " "), strings.Join(rss, " "))
+	if len(l.Settled) < 3 {
+		b.WriteString("    not judged: fewer than 3 settled points\n")
+		return
+	}
+	base, end := l.Settled[1], l.Settled[len(l.Settled)-1]
+	verdict := "within the rule"
+	if bad := baselineVerdict(base, end); bad != "" {
+		verdict = "NOT within the rule: " + bad
+	}
+	fmt.Fprintf(b, "    baseline %.1fs %s -> end %.1fs %s: %s\n", base.At.Seconds(), base, end.At.Seconds(), end, verdict)
+}
+
+// foldLives summarises lives cut short by a SIGKILL.
+func foldLives(lives []life) string {
+	var curve, settled []procSample
+	for _, l := range lives {
+		curve = append(curve, l.Curve...)
+		settled = append(settled, l.Settled...)
+	}
+	line := fmt.Sprintf("  %d lives from %.1fs to %.1fs, each killed before 3 settled points", len(lives),
+		lives[0].Started.Seconds(), lives[len(lives)-1].Started.Seconds())
+	if len(curve) > 0 {
+		peak := peakOf(curve)
+		line += fmt.Sprintf("; peak fds %d, threads %d, RSS %.1f MiB", peak.FDs, peak.Threads, float64(peak.RSSKiB)/1024)
+	}
+	if len(settled) > 0 {
+		lo, hi := settled[0], settled[0]
+		for _, s := range settled {
+			lo.FDs, hi.FDs = min(lo.FDs, s.FDs), max(hi.FDs, s.FDs)
+			lo.Threads, hi.Threads = min(lo.Threads, s.Threads), max(hi.Threads, s.Threads)
+			lo.RSSKiB, hi.RSSKiB = min(lo.RSSKiB, s.RSSKiB), max(hi.RSSKiB, s.RSSKiB)
+		}
+		line += fmt.Sprintf("; at their %d settled points fds %d-%d, threads %d-%d, RSS %.1f-%.1f MiB", len(settled),
+			lo.FDs, hi.FDs, lo.Threads, hi.Threads, float64(lo.RSSKiB)/1024, float64(hi.RSSKiB)/1024)
+	}
+	return line + "\n"
 }
 
 func peakOf(samples []procSample) procSample {

@@ -216,3 +216,19 @@ func TestSimAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderLivesFoldsShortOnes(t *testing.T) {
+	short := life{Pid: 2, Curve: []procSample{{FDs: 30, Threads: 28, RSSKiB: 17 * 1024}},
+		Settled: []procSample{{FDs: 17, Threads: 14, RSSKiB: 16 * 1024}}}
+	long := life{Pid: 9, Settled: []procSample{{FDs: 17}, {FDs: 17}, {FDs: 18}}}
+	lives := []life{short, short, short, short, long, short}
+	out := renderLives(lives)
+	for _, want := range []string{"life 1, pid 2", "3 lives from", "peak fds 30", "life 5, pid 9", "within the rule", "life 6, pid 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "life ") != 3 {
+		t.Errorf("want 3 lives shown in full:\n%s", out)
+	}
+}
