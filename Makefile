@@ -6,6 +6,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+SOAK_SECONDS ?= 1800
 JOBS       ?= $(shell nproc)
 LAUNCHER   := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 CMAKE_COMMON := -G Ninja $(LAUNCHER) -DGPULET_WERROR=ON
@@ -14,7 +15,7 @@ CMAKE_COMMON := -G Ninja $(LAUNCHER) -DGPULET_WERROR=ON
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: all build test test-unit test-asan demo bench fuzz bootstrap clean
+.PHONY: all build test test-unit test-asan demo bench fuzz soak bootstrap clean
 
 all: build
 
@@ -52,6 +53,13 @@ test-asan: $(ASAN_BUILD)/build.ninja
 fuzz: $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) -j $(JOBS)
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The chaos soak (docs/testing.md), SOAK_SECONDS long (30 minutes by
+# default; `make test` runs a 3-minute one). SOAK_SEED=<n> replays a run.
+soak: build
+	$(BUILD)/bin/kubelet-harness soak --seconds $(SOAK_SECONDS) \
+	  $(if $(SOAK_SEED),--seed $(SOAK_SEED)) \
+	  --gpulet $(BUILD)/bin/gpulet --nvml-lib $(BUILD)/sim/lib/libnvidia-ml.so.1
 
 demo: build
 	scripts/demo $(BUILD)

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/allocation/preferred_handler.h"
+#include "src/common/clock.h"
 #include "src/common/errors.h"
 #include "src/common/logging.h"
 #include "src/daemon/cdi_writer.h"
@@ -21,11 +23,45 @@
 namespace gpulet::daemon {
 namespace {
 
-std::vector<std::pair<unsigned, std::string>> GpuKeys(
+std::vector<std::tuple<unsigned, std::string, bool>> GpuKeys(
     const device::Node& node) {
-  std::vector<std::pair<unsigned, std::string>> keys;
-  for (const device::Gpu& gpu : node.gpus) keys.emplace_back(gpu.index, gpu.uuid);
+  std::vector<std::tuple<unsigned, std::string, bool>> keys;
+  for (const device::Gpu& gpu : node.gpus) {
+    keys.emplace_back(gpu.index, gpu.uuid, !gpu.failure.empty());
+  }
   return keys;
+}
+
+// A GPU that failed discovery is a fault the monitor must probe: it may
+// never have seen one (the GPU's Xid 79 dropped from a full event queue, or
+// a query refused), and then nothing but the next reload would bring the
+// GPU back. Its recovery starts now, as after a fault that needs no reset
+// (a lost GPU must answer again first); when it recovers, the monitor's
+// healthy report clears the book's discovery failure. Only the recovery
+// state is seeded, not a report: the book already holds the failure, and a
+// real fault before the recovery must still be reported. A GPU the monitor
+// already tracks keeps its own fault.
+void SeedDiscoveryFailures(const device::Node& node,
+                           const health::MonitorOptions& options,
+                           health::CarryOver& seed) {
+  const absl::Time now = options.clock != nullptr
+                             ? options.clock->Now()
+                             : common::RealClock::Get().Now();
+  for (const device::Gpu& gpu : node.gpus) {
+    const int index = static_cast<int>(gpu.index);
+    if (gpu.failure.empty() || gpu.uuid.empty() ||
+        std::any_of(seed.recovery.begin(), seed.recovery.end(),
+                    [&](const health::RecoveryState& r) {
+                      return r.gpu == index;
+                    })) {
+      continue;
+    }
+    health::RecoveryState state;
+    state.gpu = index;
+    state.quiet_since = now;
+    state.reason = absl::StrCat("discovery failed: ", gpu.failure);
+    seed.recovery.push_back(std::move(state));
+  }
 }
 
 }  // namespace
@@ -221,8 +257,9 @@ void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
   for (PluginRunner* runner : added) runner->Start();
 }
 
-// A monitor is kept across reloads while the GPUs and the health options
-// stay; otherwise the next one takes over the previous one's state.
+// A monitor is kept across reloads while the GPUs (and which of them failed
+// discovery) and the health options stay; otherwise the next one takes over
+// the previous one's state, and the GPUs that failed discovery.
 void Daemon::Impl::EnsureMonitor(const health::MonitorOptions& health,
                                  const device::Node& node) {
   health::MonitorOptions options = health;
@@ -244,6 +281,7 @@ void Daemon::Impl::EnsureMonitor(const health::MonitorOptions& health,
     absl::MutexLock lock(&mu_);
     book_.KeepOnly(health::HealthCause::kDiscoveryFailed);
   }
+  SeedDiscoveryFailures(node, options, seed);
   std::vector<device::Gpu> watched;
   for (const device::Gpu& gpu : node.gpus) {
     if (!gpu.uuid.empty()) watched.push_back(gpu);

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -131,8 +132,9 @@ class Daemon::Impl {
   bool nvml_initialized_ = false;
   // The node as last discovered (a reload's `previous`).
   device::Node node_;
-  // The monitor's GPUs and options, to tell whether a reload needs a new one.
-  std::vector<std::pair<unsigned, std::string>> monitored_gpus_;
+  // The monitor's GPUs (index, UUID, discovery failed) and options, to tell
+  // whether a reload needs a new one.
+  std::vector<std::tuple<unsigned, std::string, bool>> monitored_gpus_;
   health::MonitorOptions monitored_options_;
   std::vector<std::string> watched_sockets_;
   std::unique_ptr<registration::SocketWatcher> watcher_;

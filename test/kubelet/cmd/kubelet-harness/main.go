@@ -3,6 +3,7 @@
 //
 //	kubelet-harness run [flags] <scenario>...|all [-- <plugin argv>]
 //	kubelet-harness demo [flags] [-- <plugin argv>]
+//	kubelet-harness soak --gpulet PATH --nvml-lib PATH [flags]
 //	kubelet-harness list
 //	kubelet-harness fake-plugin [flags]
 //
@@ -27,6 +28,7 @@ import (
 const usage = `usage:
   kubelet-harness run [flags] <scenario>...|all [-- <plugin command line>]
   kubelet-harness demo [flags] [-- <plugin command line>]
+  kubelet-harness soak --gpulet PATH --nvml-lib PATH [flags]
   kubelet-harness list
   kubelet-harness fake-plugin [flags]
 
@@ -51,7 +53,7 @@ func main() {
 			fmt.Printf("%-16s %s\n", sc.Name, sc.Summary)
 		}
 		return
-	case "run", "demo":
+	case "run", "demo", "soak":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
@@ -60,8 +62,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kubelet-harness:", err)
 		os.Exit(1)
 	}
-	if cmd == "run" {
+	switch cmd {
+	case "run":
 		os.Exit(runMain(args))
+	case "soak":
+		os.Exit(soakMain(args))
 	}
 	os.Exit(demoMain(args))
 }
