@@ -59,6 +59,7 @@ TEST(HealthMetricsTest, CauseLabels) {
   EXPECT_STREQ(CauseLabel(HealthCause::kXid), "xid");
   EXPECT_STREQ(CauseLabel(HealthCause::kDoubleBitEcc), "double_bit_ecc");
   EXPECT_STREQ(CauseLabel(HealthCause::kWatchFailed), "watch_failed");
+  EXPECT_STREQ(CauseLabel(HealthCause::kLost), "lost");
   EXPECT_STREQ(CauseLabel(HealthCause::kRecoveredQuiet), "quiet_period");
   EXPECT_STREQ(CauseLabel(HealthCause::kRecoveredReset), "reset");
 }

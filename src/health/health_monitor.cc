@@ -302,6 +302,10 @@ class EventMonitor final : public HealthMonitor {
       const std::stop_token& stop);
   // Signals the thread until it has left Run (a stop was requested).
   void Interrupt();
+  // Probes every watched GPU not already unhealthy and reports the ones
+  // found lost: the Xid 79 of a GPU lost while event waits failed may have
+  // been dropped from the driver's full queue.
+  void CheckForLostGpus();
 
   HealthMetrics metrics_;
   nvml::Library& lib_;
@@ -360,6 +364,9 @@ void EventMonitor::Run(std::stop_token stop,
                          << failed_waits << " failed attempts";
         failed_waits = 0;
         backoff = kFirstBackoff;
+        // Events raised while the waits failed may never arrive (the
+        // driver's queue is bounded): look at every GPU once.
+        CheckForLostGpus();
       }
       if (event.ok()) OnEvent(*event);
       MaybeProbe(!event.ok());
@@ -371,11 +378,12 @@ void EventMonitor::Run(std::stop_token stop,
       GPULET_LOG(WARNING) << "waiting for NVML events failed: "
                           << event.status() << "; retrying with backoff (up to "
                           << kMaxBackoff.count()
-                          << " ms), GPU health unchanged";
+                          << " ms); probing the GPUs meanwhile";
     } else {
       GPULET_VLOG(1) << "waiting for NVML events failed again (" << failed_waits
                      << "): " << event.status();
     }
+    CheckForLostGpus();
     MaybeProbe(false);
     if (!Sleep(stop, backoff)) return;
     backoff = std::min(backoff * 2, kMaxBackoff);
@@ -446,6 +454,30 @@ void EventMonitor::Report(const HealthEvent& event) {
                       << " unhealthy: " << event.reason;
   metrics_.OnTransition(event);
   callback_(event);
+}
+
+void EventMonitor::CheckForLostGpus() {
+  const std::vector<int> unhealthy = recovery_.Unhealthy();
+  std::vector<int> lost;
+  for (const auto& [handle, gpu] : gpus_) {
+    if (std::find(unhealthy.begin(), unhealthy.end(), gpu) != unhealthy.end())
+      continue;
+    if (ProbeGpu(lib_, handle, gpu) == ProbeResult::kLost) lost.push_back(gpu);
+  }
+  std::sort(lost.begin(), lost.end());
+  for (int gpu : lost) {
+    HealthEvent event;
+    event.gpu_index = gpu;
+    event.cause = HealthCause::kLost;
+    event.reason =
+        "GPU is lost (found by a probe while NVML events could not be read)";
+    // As its Xid 79 would have: back only once the GPU is there again.
+    // This probe saw it lost, as a reset's first half.
+    const absl::Time at = clock_.Now();
+    recovery_.OnFault(gpu, NeedsReset(options_, 79), event.reason, at);
+    recovery_.OnProbe(gpu, ProbeResult::kLost, at);
+    Report(event);
+  }
 }
 
 void EventMonitor::MaybeProbe(bool idle) {

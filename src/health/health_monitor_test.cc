@@ -276,6 +276,30 @@ TEST_F(HealthMonitorTest, LostGpuIsReportedThroughItsXid79) {
   EXPECT_EQ(events[0], Unhealthy(1, 79, "Xid 79 (GPU has fallen off the bus)"));
 }
 
+// The Xid 79 of a GPU lost while event waits fail can be dropped from the
+// driver's full queue: the monitor then finds the lost GPU by probing. Xid
+// 79 is ignored here so that only the probe can find it.
+TEST_F(HealthMonitorTest, GpuLostWhileWaitsFailIsFoundByAProbe) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  MonitorOptions options = WithQuietPeriod(absl::ZeroDuration());
+  options.ignored_xids.insert(79);
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(std::move(options)));
+  CONTROL("wait-error 999 1");
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu_index, 2);
+  EXPECT_FALSE(events[0].healthy);
+  EXPECT_EQ(events[0].cause, HealthCause::kLost);
+  EXPECT_THAT(events[0].reason, HasSubstr("GPU is lost"));
+  // Back once it is there again, as after its Xid 79.
+  ASSERT_NO_FATAL_FAILURE(Restore("2"));
+  events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].gpu_index, 2);
+  EXPECT_TRUE(events[1].healthy);
+}
+
 TEST_F(HealthMonitorTest, GpuThatCannotBeRegisteredIsReportedOnce) {
   ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
   ASSERT_NO_FATAL_FAILURE(Lose("2"));

@@ -131,6 +131,8 @@ const char* CauseLabel(HealthCause cause) {
       return "watch_failed";
     case HealthCause::kDiscoveryFailed:
       return "discovery_failed";
+    case HealthCause::kLost:
+      return "lost";
     case HealthCause::kRecoveredQuiet:
       return "quiet_period";
     case HealthCause::kRecoveredReset:

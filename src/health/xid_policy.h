@@ -48,11 +48,12 @@ enum class HealthCause {
   kDoubleBitEcc,     // a double-bit ECC event
   kWatchFailed,      // the GPU could not be registered for events
   kDiscoveryFailed,  // a query of the GPU failed during discovery
+  kLost,             // a probe found the GPU lost while events went unread
   kRecoveredQuiet,   // healthy again after the quiet period
   kRecoveredReset,   // healthy again after a reset and the quiet period
 };
 
-// "xid", "double_bit_ecc", "watch_failed", "discovery_failed",
+// "xid", "double_bit_ecc", "watch_failed", "discovery_failed", "lost",
 // "quiet_period", "reset".
 const char* CauseLabel(HealthCause cause);
 
