@@ -43,6 +43,7 @@ constexpr uint32_t kIdleWaitMs = 30 * 60 * 1000;
 constexpr std::chrono::milliseconds kFirstInterruptEvery{1};
 constexpr std::chrono::milliseconds kMaxInterruptEvery{100};
 constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr uint64_t kXidFallenOffTheBus = 79;
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
 // Unhealthy GPUs are probed at every idle wait timeout, and at least this
 // often while events keep the waits from timing out.
@@ -403,8 +404,18 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
   if (std::optional<HealthEvent> unhealthy =
           Decide(event, it->second, options_)) {
     // Also when already reported: a new fault restarts the quiet period.
-    recovery_.OnFault(it->second, NeedsReset(options_, unhealthy->xid),
-                      unhealthy->reason, clock_.Now());
+    const bool needs_reset = NeedsReset(options_, unhealthy->xid);
+    const absl::Time at = clock_.Now();
+    recovery_.OnFault(it->second, needs_reset, unhealthy->reason, at);
+    // Xid 79 says the GPU fell off the bus. If it answers already, the
+    // event was read late (it waited in the queue while waits failed) and
+    // the GPU came back since: count the loss it reports as seen, so that
+    // the GPU recovers after the quiet period instead of waiting for a
+    // second reset that will not come.
+    if (needs_reset && unhealthy->xid == kXidFallenOffTheBus &&
+        ProbeGpu(lib_, it->first, it->second) == ProbeResult::kOk) {
+      recovery_.OnProbe(it->second, ProbeResult::kLost, at);
+    }
     Report(*unhealthy);
   } else {
     LogHarmless(event, it->second);
@@ -474,7 +485,8 @@ void EventMonitor::CheckForLostGpus() {
     // As its Xid 79 would have: back only once the GPU is there again.
     // This probe saw it lost, as a reset's first half.
     const absl::Time at = clock_.Now();
-    recovery_.OnFault(gpu, NeedsReset(options_, 79), event.reason, at);
+    recovery_.OnFault(gpu, NeedsReset(options_, kXidFallenOffTheBus),
+                      event.reason, at);
     recovery_.OnProbe(gpu, ProbeResult::kLost, at);
     Report(event);
   }

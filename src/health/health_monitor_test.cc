@@ -300,6 +300,36 @@ TEST_F(HealthMonitorTest, GpuLostWhileWaitsFailIsFoundByAProbe) {
   EXPECT_TRUE(events[1].healthy);
 }
 
+// A GPU lost and back while event waits fail has its Xid 79 read late,
+// once it answers again: it recovers after the quiet period rather than
+// waiting for a second reset. (If the monitor reads the Xid while the GPU
+// is still lost, it recovers after the restore all the same.)
+TEST_F(HealthMonitorTest, XidReadAfterTheGpuCameBackStillRecovers) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::ZeroDuration())));
+  CONTROL("wait-error 999 3");
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  ASSERT_NO_FATAL_FAILURE(Restore("2"));
+  // A probe during the failed waits may have caught the GPU lost first
+  // (unhealthy, healthy); either way the Xid 79 is read at last, and the
+  // GPU must be healthy after it.
+  bool recovered_after_xid = false;
+  for (size_t n = 2; n <= 6 && !recovered_after_xid; ++n) {
+    const std::vector<HealthEvent> events = recorder_.WaitFor(n);
+    ASSERT_GE(events.size(), n) << "GPU 2 stayed unhealthy";
+    bool xid_read = false;
+    for (const HealthEvent& event : events) {
+      ASSERT_EQ(event.gpu_index, 2);
+      if (!event.healthy && event.xid == 79) {
+        xid_read = true;
+      } else if (event.healthy && xid_read) {
+        recovered_after_xid = true;
+      }
+    }
+  }
+  EXPECT_TRUE(recovered_after_xid);
+}
+
 TEST_F(HealthMonitorTest, GpuThatCannotBeRegisteredIsReportedOnce) {
   ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
   ASSERT_NO_FATAL_FAILURE(Lose("2"));
