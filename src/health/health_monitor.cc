@@ -407,13 +407,13 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
     const bool needs_reset = NeedsReset(options_, unhealthy->xid);
     const absl::Time at = clock_.Now();
     recovery_.OnFault(it->second, needs_reset, unhealthy->reason, at);
-    // Xid 79 says the GPU fell off the bus. If it answers already, the
-    // event was read late (it waited in the queue while waits failed) and
-    // the GPU came back since: count the loss it reports as seen, so that
-    // the GPU recovers after the quiet period instead of waiting for a
-    // second reset that will not come.
-    if (needs_reset && unhealthy->xid == kXidFallenOffTheBus &&
-        ProbeGpu(lib_, it->first, it->second) == ProbeResult::kOk) {
+    // Xid 79 is the loss itself (the GPU fell off the bus): count it as
+    // seen, so the GPU recovers once it answers again and the quiet period
+    // has passed. Waiting for a probe to see the loss would keep it
+    // unhealthy for good when it came back before the next probe round, or
+    // before the event was read at all (it waits in the queue while waits
+    // fail).
+    if (needs_reset && unhealthy->xid == kXidFallenOffTheBus) {
       recovery_.OnProbe(it->second, ProbeResult::kLost, at);
     }
     Report(*unhealthy);

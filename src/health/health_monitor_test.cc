@@ -324,6 +324,35 @@ TEST_F(HealthMonitorTest, XidReadAfterTheGpuCameBackStillRecovers) {
   EXPECT_TRUE(events.back().healthy);
 }
 
+// A GPU whose Xid 79 is read while it is lost and that comes back before
+// the monitor's next probe round has been reset all the same.
+TEST_F(HealthMonitorTest, GpuBackBeforeTheNextProbeRecovers) {
+  ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
+  ASSERT_NO_FATAL_FAILURE(StartMonitor(WithQuietPeriod(absl::Minutes(5))));
+  // A fault on GPU 5 has the monitor probe now, so that the next probe
+  // round is a second away when GPU 2 is lost and comes back.
+  CONTROL("xid 5 32");
+  std::vector<HealthEvent> events = recorder_.WaitFor(1);
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(Lose("2"));
+  events = recorder_.WaitFor(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1], Unhealthy(2, 79, "Xid 79 (GPU has fallen off the bus)"));
+  ASSERT_NO_FATAL_FAILURE(Restore("2"));
+  // The round that recovers GPU 5 probes GPU 2 too and sees it back: its
+  // quiet period starts there at the latest.
+  clock_.Advance(absl::Minutes(6));
+  events = recorder_.WaitFor(3);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2].gpu_index, 5);
+  EXPECT_TRUE(events[2].healthy);
+  clock_.Advance(absl::Minutes(6));
+  events = recorder_.WaitFor(4);
+  ASSERT_EQ(events.size(), 4u) << "GPU 2 stayed unhealthy";
+  EXPECT_EQ(events[3].gpu_index, 2);
+  EXPECT_TRUE(events[3].healthy);
+}
+
 TEST_F(HealthMonitorTest, GpuThatCannotBeRegisteredIsReportedOnce) {
   ASSERT_NO_FATAL_FAILURE(Load("dgx-h100"));
   ASSERT_NO_FATAL_FAILURE(Lose("2"));
