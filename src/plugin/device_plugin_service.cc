@@ -62,7 +62,8 @@ class UnaryCall final : public AsyncCall {
     service_.Add(std::make_unique<UnaryCall>(service_, async_, cq_, method_,
                                              handler_));
     const grpc::Status status = handler_(request_, &response_);
-    responder_.Finish(response_, status, &finish_tag_);
+    service_.StartOperation(
+        [&] { responder_.Finish(response_, status, &finish_tag_); });
     return false;
   }
 
@@ -162,6 +163,10 @@ void DevicePluginService::Stop() {
 
 void DevicePluginService::Shutdown() {
   if (cq_ == nullptr) return;
+  {
+    absl::WriterMutexLock lock(&queue_mu_);
+    queue_closed_ = true;
+  }
   cq_->Shutdown();
   if (thread_.joinable()) {
     thread_.join();
@@ -177,7 +182,14 @@ void DevicePluginService::Shutdown() {
 void DevicePluginService::Add(std::unique_ptr<AsyncCall> call) {
   AsyncCall* raw = call.get();
   calls_.emplace(raw, std::move(call));
-  raw->Request();
+  StartOperation([raw] { raw->Request(); });
+}
+
+bool DevicePluginService::StartOperation(absl::FunctionRef<void()> start) {
+  absl::ReaderMutexLock lock(&queue_mu_);
+  if (queue_closed_) return false;
+  start();
+  return true;
 }
 
 void DevicePluginService::StreamStarted() {

@@ -24,7 +24,10 @@
 #include <memory>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/plugin/async_call.h"
 #include "src/plugin/device_list.h"
@@ -65,6 +68,14 @@ class DevicePluginService {
   void StreamEnded(const char* why);
   // Owns `call` and starts it (Request()). Queue thread, or before Start.
   void Add(std::unique_ptr<AsyncCall> call);
+  // Runs `start`, which begins one operation on the queue (a request, a
+  // write, a finish), unless Shutdown() has shut the queue down: gRPC
+  // forbids new work on a queue after its Shutdown, and a completion
+  // drained after it (a write that failed as the server stopped, a client
+  // that came as it stopped) would otherwise start one. Returns whether
+  // `start` ran; a call whose operation did not start is destroyed by
+  // Shutdown with the others. Any thread.
+  bool StartOperation(absl::FunctionRef<void()> start);
 
  private:
   void Run();
@@ -80,6 +91,9 @@ class DevicePluginService {
   // after it ended, and by the queue thread in between.
   absl::flat_hash_map<AsyncCall*, std::unique_ptr<AsyncCall>> calls_;
   std::atomic<bool> stopping_{false};
+  // Held shared while an operation starts, exclusively to close the queue.
+  absl::Mutex queue_mu_;
+  bool queue_closed_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::atomic<int> streams_{0};
   // Last: joined first.
   std::jthread thread_;

@@ -95,11 +95,13 @@ void ListAndWatchCall::Step(const char* end) {
   }
   // The flags above let only one thread start an operation; starting it
   // outside the lock keeps gRPC's own locks out of ours.
-  if (write) {
-    writer_.Write(message_, &write_tag_);
-  } else {
-    writer_.Finish(grpc::Status::OK, &finish_tag_);
-  }
+  service_.StartOperation([&] {
+    if (write) {
+      writer_.Write(message_, &write_tag_);
+    } else {
+      writer_.Finish(grpc::Status::OK, &finish_tag_);
+    }
+  });
 }
 
 bool ListAndWatchCall::Over() {

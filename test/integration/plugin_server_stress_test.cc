@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,44 @@ TEST(PluginServerStressTest, FiftyStartStopCyclesLeakNoFds) {
     if (::testing::Test::HasFatalFailure()) return;
   }
   EXPECT_LE(SettledFdCount(baseline), baseline);
+}
+
+// Stopping while the list keeps changing (writes in flight as the server
+// shuts down) and while clients keep opening streams and cancelling them:
+// completions drained after the queue was shut down must not start new work
+// on it (gRPC aborts the process when they do), and every stream must end.
+TEST(PluginServerStressTest, StopsWhileTheListChangesAndClientsComeAndGo) {
+  gpulet::testing::ShortTempDir dir;
+  DeviceList devices(Devices());
+  PluginServer server({"nvidia.com/gpu", "gpulet-gpu.sock"}, devices,
+                      EnvvarResponse, SimplePreferred);
+  std::atomic<bool> churn{true};
+  std::jthread changer([&] {
+    std::vector<Device> list = Devices();
+    for (int n = 0; churn.load(); ++n) {
+      list[n % list.size()].healthy = !list[n % list.size()].healthy;
+      devices.Replace(list);
+      absl::SleepFor(absl::Microseconds(200));
+    }
+  });
+  for (int i = 0; i < 30; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(server.Start(dir.path()).ok());
+    auto stub = DialPlugin(server.socket_path());
+    std::vector<std::unique_ptr<ListAndWatchReader>> readers;
+    for (int r = 0; r < 3; ++r) {
+      readers.push_back(std::make_unique<ListAndWatchReader>(*stub));
+    }
+    ASSERT_FALSE(readers[0]->WaitForMessages(2).empty());
+    readers[1]->Cancel();
+    // One more stream races the stop.
+    readers.push_back(std::make_unique<ListAndWatchReader>(*stub));
+    server.Stop();
+    for (auto& reader : readers) {
+      EXPECT_TRUE(reader->WaitForEnd().has_value());
+    }
+  }
+  churn = false;
 }
 
 // Random IDs: known ones, near misses, empty, long, odd characters.
