@@ -406,16 +406,15 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
     // Also when already reported: a new fault restarts the quiet period.
     const bool needs_reset = NeedsReset(options_, unhealthy->xid);
     const absl::Time at = clock_.Now();
-    recovery_.OnFault(it->second, needs_reset, unhealthy->reason, at);
-    // Xid 79 is the loss itself (the GPU fell off the bus): count it as
+    // Xid 79 is the loss itself (the GPU fell off the bus): it counts as
     // seen, so the GPU recovers once it answers again and the quiet period
     // has passed. Waiting for a probe to see the loss would keep it
     // unhealthy for good when it came back before the next probe round, or
     // before the event was read at all (it waits in the queue while waits
     // fail).
-    if (needs_reset && unhealthy->xid == kXidFallenOffTheBus) {
-      recovery_.OnProbe(it->second, ProbeResult::kLost, at);
-    }
+    recovery_.OnFault(it->second, needs_reset, unhealthy->reason, at,
+                      /*is_loss=*/needs_reset &&
+                          unhealthy->xid == kXidFallenOffTheBus);
     Report(*unhealthy);
   } else {
     LogHarmless(event, it->second);
@@ -484,10 +483,8 @@ void EventMonitor::CheckForLostGpus() {
         "GPU is lost (found by a probe while NVML events could not be read)";
     // As its Xid 79 would have: back only once the GPU is there again.
     // This probe saw it lost, as a reset's first half.
-    const absl::Time at = clock_.Now();
     recovery_.OnFault(gpu, NeedsReset(options_, kXidFallenOffTheBus),
-                      event.reason, at);
-    recovery_.OnProbe(gpu, ProbeResult::kLost, at);
+                      event.reason, clock_.Now(), /*is_loss=*/true);
     Report(event);
   }
 }

@@ -30,7 +30,8 @@ void RecoveryPolicy::OnFatal(int gpu, uint64_t xid, const std::string& reason,
 }
 
 void RecoveryPolicy::OnFault(int gpu, bool needs_reset,
-                             const std::string& reason, absl::Time now) {
+                             const std::string& reason, absl::Time now,
+                             bool is_loss) {
   State& state = gpus_[gpu];
   state.quiet_since = now;
   state.reason = reason;
@@ -38,6 +39,7 @@ void RecoveryPolicy::OnFault(int gpu, bool needs_reset,
     state.needs_reset = true;
     state.reset_seen = false;  // a reset before this fault does not count
   }
+  if (is_loss) state.lost = true;
 }
 
 std::optional<std::string> RecoveryPolicy::OnProbe(int gpu, ProbeResult result,

@@ -70,8 +70,12 @@ class RecoveryPolicy {
   void OnFatal(int gpu, uint64_t xid, const std::string& reason,
                absl::Time now);
   // A fatal event that does (or does not) need a GPU reset before recovery.
+  // `is_loss`: the fault is the GPU's loss itself (Xid 79, or a probe that
+  // found the GPU lost), so it also counts as the reset's first half: the
+  // GPU recovers once it answers again and the quiet period has passed,
+  // even if no probe ever sees it lost (it came back first).
   void OnFault(int gpu, bool needs_reset, const std::string& reason,
-               absl::Time now);
+               absl::Time now, bool is_loss = false);
 
   // A probe of GPU `gpu` at `now`. Returns the recovery reason ("recovered
   // after Xid 32 (...): ...") when the GPU is healthy again; it is then

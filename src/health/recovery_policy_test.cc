@@ -119,6 +119,22 @@ TEST(RecoveryPolicyTest, ZeroQuietPeriodRecoversAtTheFirstGoodProbe) {
   EXPECT_NE(policy.OnProbe(2, ProbeResult::kOk, At(0)), std::nullopt);
 }
 
+// A fault that is the loss itself (Xid 79 read, or a probe that found the
+// GPU lost) counts as the reset's first half: a GPU that answers at the next
+// probe recovers once the quiet period since it answered has passed, without
+// a probe ever seeing it lost.
+TEST(RecoveryPolicyTest, AFaultThatIsTheLossCountsAsTheResetsFirstHalf) {
+  RecoveryPolicy policy(absl::Minutes(5));
+  policy.OnFault(1, /*needs_reset=*/true, "Xid 79", At(0), /*is_loss=*/true);
+  EXPECT_EQ(policy.OnProbe(1, ProbeResult::kOk, At(1)), std::nullopt);
+  EXPECT_EQ(policy.OnProbe(1, ProbeResult::kOk, At(5)), std::nullopt);
+  EXPECT_NE(policy.OnProbe(1, ProbeResult::kOk, At(6)), std::nullopt);
+  // The same fault without is_loss waits for a probe to see the loss.
+  policy.OnFault(2, /*needs_reset=*/true, "Xid 79", At(0));
+  EXPECT_EQ(policy.OnProbe(2, ProbeResult::kOk, At(30)), std::nullopt);
+  EXPECT_THAT(policy.Unhealthy(), ElementsAre(2));
+}
+
 TEST(RecoveryPolicyTest, TracksEachGpuAndNamesTheFault) {
   RecoveryPolicy policy(absl::Minutes(5));
   EXPECT_THAT(policy.Unhealthy(), IsEmpty());
