@@ -51,7 +51,7 @@ test-asan: $(ASAN_BUILD)/build.ninja
 
 # Every libFuzzer target, FUZZ_SECONDS each.
 fuzz: $(FUZZ_BUILD)/build.ninja
-	ninja -C $(FUZZ_BUILD) -j $(JOBS)
+	ninja -C $(FUZZ_BUILD) -j $(JOBS) fuzzers
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The chaos soak (docs/testing.md), SOAK_SECONDS long (30 minutes by
