@@ -11,9 +11,11 @@
 //
 // On top of what the API server checks, Set.Check verifies that the objects fit
 // together (the DaemonSet's ConfigMap, key and service account exist, the
-// config file named by CONFIG_FILE is one of the ConfigMap's keys) and that
+// config file named by CONFIG_FILE is one of the ConfigMap's keys, a Service
+// selects the DaemonSet's pods and a ServiceMonitor the Service) and that
 // every environment variable the gpulet container sets is a name gpulet's
-// documentation knows.
+// documentation knows. The Helm chart's ServiceMonitor, a custom resource,
+// is checked as described at ServiceMonitorGVK.
 package manifests
 
 import (
@@ -38,13 +40,23 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/api/pod"
+	serviceapi "k8s.io/kubernetes/pkg/api/service"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	appsvalidation "k8s.io/kubernetes/pkg/apis/apps/validation"
 	"k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/kubernetes/pkg/capabilities"
 )
+
+// The API server checked against is started with --allow-privileged=true,
+// as kubeadm's and the cluster fixture's are: the privileged variant
+// docs/install.md describes for nodes without an NVIDIA-aware runtime must
+// pass, and kube-apiserver's own default (false) would refuse it.
+func init() {
+	capabilities.Setup(true, 0)
+}
 
 // kind is how the API server creates one kind of object: what its registry
 // strategy does to the object before validation (prepare), its Validate and
@@ -114,6 +126,28 @@ var kinds = map[schema.GroupVersionKind]kind{
 				return []string{"metadata.annotations[" + annotation + "]: deprecated in v1.32+"}
 			}
 			return nil
+		},
+	},
+	// pkg/registry/core/service: the REST storage's beginCreate first
+	// copies clusterIP into clusterIPs (normalizeClusterIPs; then it
+	// allocates addresses, which a headless Service does not need), the
+	// strategy clears the status; ValidateServiceCreate,
+	// GetWarningsForService.
+	{Group: "", Version: "v1", Kind: "Service"}: {
+		namespaced: true,
+		prepare: func(obj runtime.Object) error {
+			svc := obj.(*core.Service)
+			if svc.Spec.ClusterIP != "" && len(svc.Spec.ClusterIPs) == 0 {
+				svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+			}
+			svc.Status = core.ServiceStatus{}
+			return nil
+		},
+		validate: func(obj runtime.Object) field.ErrorList {
+			return corevalidation.ValidateServiceCreate(obj.(*core.Service))
+		},
+		warnings: func(obj runtime.Object) []string {
+			return serviceapi.GetWarningsForService(obj.(*core.Service), nil)
 		},
 	},
 	// pkg/registry/core/namespace: status Active, the kubernetes finalizer.
@@ -251,6 +285,9 @@ func Decode(doc []byte, source string) (Object, error) {
 		return o, fmt.Errorf("%s: %w", source, err)
 	}
 	o.GVK = schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+	if o.GVK == ServiceMonitorGVK {
+		return decodeServiceMonitor(doc, o)
+	}
 	k, ok := kinds[o.GVK]
 	if !ok {
 		return o, fmt.Errorf("%s: kind %q in apiVersion %q is not one this check knows (%s)",
@@ -280,7 +317,7 @@ func Decode(doc []byte, source string) (Object, error) {
 }
 
 func knownKinds() string {
-	var names []string
+	names := []string{ServiceMonitorGVK.GroupVersion().String() + " " + ServiceMonitorGVK.Kind}
 	for gvk := range kinds {
 		names = append(names, gvk.GroupVersion().String()+" "+gvk.Kind)
 	}

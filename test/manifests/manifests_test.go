@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -397,5 +398,98 @@ automountServiceAccountToken: false
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+func TestServiceAndServiceMonitor(t *testing.T) {
+	_, docs := dirs(t)
+	// deploy/'s DaemonSet with a metrics port, as the chart renders it.
+	ds, others := daemonSetDoc(t)
+	c := container(t, ds)
+	c["ports"] = []interface{}{map[string]interface{}{"name": "metrics", "containerPort": 9400}}
+	dsText, err := yaml.Marshal(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsObj, err := Decode(dsText, "daemonset with a port")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const service = `apiVersion: v1
+kind: Service
+metadata:
+  name: gpulet-metrics
+  namespace: kube-system
+  labels:
+    app.kubernetes.io/name: gpulet
+spec:
+  clusterIP: None
+  selector:
+    app.kubernetes.io/name: gpulet
+  ports:
+  - name: metrics
+    port: 9400
+    targetPort: metrics
+`
+	const monitor = `apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: gpulet
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: gpulet
+  namespaceSelector:
+    matchNames: [kube-system]
+  endpoints:
+  - port: metrics
+    path: /metrics
+    interval: 30s
+`
+	cases := []struct {
+		name, service, monitor, want string
+	}{
+		{"as the chart writes them", service, monitor, ""},
+		{"Service selects nothing", strings.Replace(service, "    app.kubernetes.io/name: gpulet\n  ports:", "    app.kubernetes.io/name: other\n  ports:", 1), monitor,
+			"selects the pods of no DaemonSet"},
+		{"target port not in the pod", strings.Replace(service, "targetPort: metrics", "targetPort: http", 1), monitor,
+			"spec.ports[0].targetPort: http is not a container port"},
+		{"bad Service port", strings.Replace(service, "port: 9400", "port: 0", 1), monitor, "spec.ports[0].port"},
+		{"ServiceMonitor port not in the Service", service, strings.Replace(monitor, "- port: metrics", "- port: web", 1),
+			`has no port named "web"`},
+		{"ServiceMonitor selects nothing", service, strings.Replace(monitor, "matchNames: [kube-system]", "matchNames: [monitoring]", 1),
+			"selects no Service"},
+		{"ServiceMonitor unknown field", service, strings.Replace(monitor, "    interval: 30s", "    intervall: 30s", 1),
+			`unknown field "intervall"`},
+		{"ServiceMonitor bad interval", service, strings.Replace(monitor, "interval: 30s", "interval: half a minute", 1),
+			"spec.endpoints[0].interval"},
+		{"ServiceMonitor bad selector", service, strings.Replace(monitor, "app.kubernetes.io/name: gpulet\n  namespaceSelector", "app.kubernetes.io/name: -gpulet-\n  namespaceSelector", 1),
+			"spec.selector"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := append([]Object{dsObj}, others...)
+			var err error
+			for i, doc := range []string{tc.service, tc.monitor} {
+				var o Object
+				if o, err = Decode([]byte(doc), fmt.Sprintf("doc %d", i)); err != nil {
+					break
+				}
+				objs = append(objs, o)
+			}
+			if err == nil {
+				_, err = CheckObjects(objs, docs)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

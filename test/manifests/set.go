@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/core"
 	"sigs.k8s.io/yaml"
@@ -28,7 +30,7 @@ var backquotedEnvName = regexp.MustCompile("`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=
 
 // deployDocs describe the manifests themselves; a name they mention is not
 // evidence that gpulet reads it.
-var deployDocs = map[string]bool{"install.md": true, "migration.md": true}
+var deployDocs = map[string]bool{"install.md": true, "migration.md": true, "helm.md": true}
 
 // DocumentedEnv collects every environment variable name written in
 // backquotes (`NAME` or `NAME=value`) in the Markdown files of docsDir
@@ -64,6 +66,8 @@ type Set struct {
 	ConfigMaps      map[string]*core.ConfigMap      // "<namespace>/<name>"
 	ServiceAccounts map[string]*core.ServiceAccount // "<namespace>/<name>"
 	Namespaces      map[string]*core.Namespace
+	Services        []*core.Service
+	ServiceMonitors []*ServiceMonitor
 }
 
 // NewSet indexes validated objects; two objects of one kind with one name are
@@ -89,6 +93,10 @@ func NewSet(objs []Object) (*Set, error) {
 			s.ServiceAccounts[v.Namespace+"/"+v.Name] = v
 		case *core.Namespace:
 			s.Namespaces[v.Name] = v
+		case *core.Service:
+			s.Services = append(s.Services, v)
+		case *ServiceMonitor:
+			s.ServiceMonitors = append(s.ServiceMonitors, v)
 		default:
 			return nil, fmt.Errorf("%s: no cross-checks for %T", o.Source, o.Internal)
 		}
@@ -101,8 +109,10 @@ var builtinNamespaces = map[string]bool{"kube-system": true, "default": true}
 
 // Check verifies what the API server cannot see object by object: every
 // namespace used exists (built in or in the set), each DaemonSet's service
-// account and ConfigMap volumes (with their keys) are in the set, and every
-// environment variable of its containers is in documented or RuntimeEnv.
+// account and ConfigMap volumes (with their keys) are in the set, every
+// environment variable of its containers is in documented or RuntimeEnv,
+// each Service selects a DaemonSet's pods and targets their ports, and each
+// ServiceMonitor selects a Service and scrapes its ports.
 func (s *Set) Check(documented map[string]bool) error {
 	if len(s.DaemonSets) == 0 {
 		return fmt.Errorf("no DaemonSet in the manifests")
@@ -122,7 +132,89 @@ func (s *Set) Check(documented map[string]bool) error {
 			return fmt.Errorf("ServiceAccount %s: %w", key, err)
 		}
 	}
+	for _, svc := range s.Services {
+		if err := s.checkService(svc); err != nil {
+			return fmt.Errorf("Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		}
+	}
+	for _, sm := range s.ServiceMonitors {
+		if err := s.checkServiceMonitor(sm); err != nil {
+			return fmt.Errorf("ServiceMonitor %s/%s: %w", sm.Namespace, sm.Name, err)
+		}
+	}
 	return nil
+}
+
+// checkService: the Service selects the pods of a DaemonSet of its
+// namespace in the set, and every port's targetPort is a port of theirs
+// (by name, or by number).
+func (s *Set) checkService(svc *core.Service) error {
+	if err := s.checkNamespace(svc.Namespace); err != nil {
+		return err
+	}
+	if len(svc.Spec.Selector) == 0 {
+		return fmt.Errorf("spec.selector: empty; it would select no pod of the manifests")
+	}
+	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	for _, ds := range s.DaemonSets {
+		if ds.Namespace != svc.Namespace || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+			continue
+		}
+		for i, p := range svc.Spec.Ports {
+			if !podHasPort(&ds.Spec.Template.Spec, p.TargetPort.String(), p.TargetPort.IntValue()) {
+				return fmt.Errorf("spec.ports[%d].targetPort: %s is not a container port of DaemonSet %s/%s",
+					i, p.TargetPort.String(), ds.Namespace, ds.Name)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("spec.selector: %v selects the pods of no DaemonSet in the manifests", svc.Spec.Selector)
+}
+
+func podHasPort(spec *core.PodSpec, name string, number int) bool {
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if (p.Name != "" && p.Name == name) || (number != 0 && int(p.ContainerPort) == number) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkServiceMonitor: the ServiceMonitor selects a Service of the set in
+// the namespaces it looks in, and every endpoint names one of its ports.
+func (s *Set) checkServiceMonitor(sm *ServiceMonitor) error {
+	if err := s.checkNamespace(sm.Namespace); err != nil {
+		return err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("spec.selector: %w", err)
+	}
+	namespaces := map[string]bool{sm.Namespace: true}
+	if ns := sm.Spec.NamespaceSelector.MatchNames; len(ns) > 0 {
+		namespaces = map[string]bool{}
+		for _, n := range ns {
+			namespaces[n] = true
+		}
+	}
+	for _, svc := range s.Services {
+		if !(sm.Spec.NamespaceSelector.Any || namespaces[svc.Namespace]) || !sel.Matches(labels.Set(svc.Labels)) {
+			continue
+		}
+		for i, e := range sm.Spec.Endpoints {
+			found := false
+			for _, p := range svc.Spec.Ports {
+				found = found || p.Name == e.Port
+			}
+			if !found {
+				return fmt.Errorf("spec.endpoints[%d].port: Service %s/%s has no port named %q", i, svc.Namespace, svc.Name, e.Port)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("spec.selector: selects no Service of the manifests")
 }
 
 func (s *Set) checkNamespace(ns string) error {

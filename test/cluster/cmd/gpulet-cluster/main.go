@@ -96,6 +96,7 @@ func main() {
 		Gpulet:     abs(filepath.Join(*build, "bin/gpulet")),
 		Runtime:    abs(filepath.Join(*build, "bin/gpulet-runtime")),
 		SimLib:     abs(filepath.Join(*build, "sim/lib/libnvidia-ml.so.1")),
+		Helm:       abs(filepath.Join(*build, "bin/gpulet-helm")),
 		SourceDir:  abs(*source),
 		Machine:    *machine,
 		CgroupName: cgroup,

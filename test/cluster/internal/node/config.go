@@ -61,6 +61,7 @@ type Config struct {
 	Gpulet     string // build/bin/gpulet
 	Runtime    string // build/bin/gpulet-runtime
 	SimLib     string // build/sim/lib/libnvidia-ml.so.1
+	Helm       string // build/bin/gpulet-helm (Helm's install and uninstall)
 	SourceDir  string // the checkout (deploy/ is read from here)
 	Machine    string // simulator machine: profile name or file
 	CgroupName string // the kubelet's cgroup root
@@ -69,9 +70,9 @@ type Config struct {
 
 func (c *Config) check() error {
 	var missing []string
-	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib,
+	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib, c.Helm,
 		filepath.Join(c.K8sBin, "kube-apiserver"), filepath.Join(c.K8sBin, "kubelet"),
-		filepath.Join(c.SourceDir, "deploy/daemonset.yaml")} {
+		filepath.Join(c.SourceDir, "deploy/daemonset.yaml"), filepath.Join(c.SourceDir, "deploy/chart/Chart.yaml")} {
 		if _, err := os.Stat(f); err != nil {
 			missing = append(missing, f)
 		}

@@ -89,3 +89,30 @@ func TestDaemonSetSubstitutionsAreOnlyImageDriverRootAndSimulator(t *testing.T) 
 		t.Errorf("the DaemonSet changed beyond the container and volumes:\n%s\nvs\n%s", gy, wy)
 	}
 }
+
+func TestHelmValuesAreTheFixtureSubstitutions(t *testing.T) {
+	n := &Node{Cfg: Config{Machine: "a100-mig", Paths: Paths{State: "/tmp/s"}}}
+	var v struct {
+		Image struct {
+			Repository string `json:"repository"`
+			Tag        string `json:"tag"`
+		} `json:"image"`
+		NvidiaDriverRoot string `json:"nvidiaDriverRoot"`
+		Env              []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"env"`
+		Metrics struct {
+			Enabled bool `json:"enabled"`
+		} `json:"metrics"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(n.HelmValues("metrics:\n  enabled: true\n")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Image.Repository+":"+v.Image.Tag != GpuletImage || v.NvidiaDriverRoot != "/tmp/s/gpu-root" || !v.Metrics.Enabled {
+		t.Errorf("values %+v", v)
+	}
+	if len(v.Env) != 1 || v.Env[0].Name != "GPULET_SIM_MACHINE" || v.Env[0].Value != "a100-mig" {
+		t.Errorf("env %+v", v.Env)
+	}
+}

@@ -1,0 +1,88 @@
+{{/*
+Names. With the release named "gpulet" (the chart's name) every object is
+named as in deploy/daemonset.yaml: gpulet and gpulet-config.
+*/}}
+{{- define "gpulet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gpulet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The namespace of every object: namespaceOverride or the release's. A node
+daemon in "default" is almost always a forgotten --namespace.
+*/}}
+{{- define "gpulet.namespace" -}}
+{{- $ns := default .Release.Namespace .Values.namespaceOverride -}}
+{{- if and (eq $ns "default") (not .Values.allowDefaultNamespace) -}}
+{{- fail "namespace: gpulet would be installed into \"default\"; pass --namespace (e.g. kube-system) or set allowDefaultNamespace=true" -}}
+{{- end -}}
+{{- $ns -}}
+{{- end -}}
+
+{{/*
+Labels of every object, also the DaemonSet's selector (immutable once
+installed): the same two labels as deploy/.
+*/}}
+{{- define "gpulet.labels" -}}
+app.kubernetes.io/name: {{ include "gpulet.name" . }}
+app.kubernetes.io/component: device-plugin
+{{- end -}}
+
+{{- define "gpulet.image" -}}
+{{- printf "%s:%s" .Values.image.repository (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
+{{- end -}}
+
+{{- define "gpulet.configMapName" -}}
+{{- if .Values.config.name -}}
+{{- .Values.config.name -}}
+{{- else -}}
+{{- printf "%s-config" (include "gpulet.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The ConfigMap's data when the chart creates it: config.map, or the chart's
+own config file as config.yaml.
+*/}}
+{{- define "gpulet.configData" -}}
+{{- if .Values.config.map -}}
+{{- toYaml .Values.config.map -}}
+{{- else -}}
+config.yaml: |
+{{- .Files.Get "files/config.yaml" | trim | nindent 2 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The ConfigMap key gpulet reads, mounted as /etc/gpulet/config.yaml:
+config.default; else, for config.name, "config.yaml"; else the only entry
+of config.map (config.yaml when the map is empty).
+*/}}
+{{- define "gpulet.configKey" -}}
+{{- $c := .Values.config -}}
+{{- $map := $c.map | default (dict "config.yaml" "") -}}
+{{- if $c.default -}}
+{{- if and (not $c.name) (not (hasKey $map $c.default)) -}}
+{{- fail (printf "config.default: %q is not a key of config.map (keys: %s)" $c.default (keys $map | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- $c.default -}}
+{{- else if $c.name -}}
+config.yaml
+{{- else if eq (len $map) 1 -}}
+{{- keys $map | first -}}
+{{- else -}}
+{{- fail (printf "config.default: config.map has %d entries (%s); name the one gpulet reads" (len $map) (keys $map | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,119 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dirs are the checked-in chart, docs and deploy/ relative to this package;
+// GPULET_DEPLOY_DIR and GPULET_DOCS_DIR override them.
+func dirs(t *testing.T) (chartDir, docs, deploy string) {
+	t.Helper()
+	deploy, docs = os.Getenv("GPULET_DEPLOY_DIR"), os.Getenv("GPULET_DOCS_DIR")
+	if deploy == "" {
+		deploy = filepath.Join("..", "..", "..", "deploy")
+	}
+	if docs == "" {
+		docs = filepath.Join("..", "..", "..", "docs")
+	}
+	return filepath.Join(deploy, "chart"), docs, deploy
+}
+
+func TestEveryCase(t *testing.T) {
+	chartDir, docs, _ := dirs(t)
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			if _, err := Check(chartDir, docs, c); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestDefaultsAreDeploy(t *testing.T) {
+	chartDir, _, deploy := dirs(t)
+	if err := CompareWithDeploy(chartDir, deploy); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCoverage(t *testing.T) {
+	chartDir, docs, _ := dirs(t)
+	doc, err := os.ReadFile(filepath.Join(docs, "helm.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := DocumentedValues(string(doc))
+	if err := CheckCoverage(ch.Values, documented, Cases()); err != nil {
+		t.Fatal(err)
+	}
+	// The check notices each kind of gap.
+	if err := CheckCoverage(ch.Values, documented[1:], Cases()); err == nil || !strings.Contains(err.Error(), "does not document") {
+		t.Errorf("an undocumented value: %v", err)
+	}
+	if err := CheckCoverage(ch.Values, append(documented, "gfd.enabled"), Cases()); err == nil || !strings.Contains(err.Error(), "not in values.yaml") {
+		t.Errorf("a documented value not in values.yaml: %v", err)
+	}
+	if err := CheckCoverage(ch.Values, documented, Cases()[:1]); err == nil || !strings.Contains(err.Error(), "no case") {
+		t.Errorf("a value no case sets: %v", err)
+	}
+}
+
+// Values that cannot work are refused by `helm template` or by the
+// checks, with an error naming the value or field.
+func TestBadValuesAreRejected(t *testing.T) {
+	chartDir, docs, _ := dirs(t)
+	cases := []struct {
+		name, values, namespace, want string
+	}{
+		{"Service without metrics", "metrics:\n  service:\n    enabled: true\n", "",
+			"metrics.service.enabled: the Service needs metrics.enabled=true"},
+		{"ServiceMonitor without Service", "metrics:\n  enabled: true\n  serviceMonitor:\n    enabled: true\n", "",
+			"metrics.serviceMonitor.enabled: the ServiceMonitor needs metrics.service.enabled=true"},
+		{"default namespace", "", "default", `gpulet would be installed into "default"`},
+		{"several configs, none chosen", "config:\n  map:\n    a: \"version: v1\"\n    b: \"version: v1\"\n", "",
+			"config.default: config.map has 2 entries (a, b)"},
+		{"chosen config missing", "config:\n  default: mig\n", "",
+			`config.default: "mig" is not a key of config.map (keys: config.yaml)`},
+		{"misspelt variable", "env:\n- name: DP_DISABLE_HEALTHCHEKS\n  value: all\n", "",
+			"DP_DISABLE_HEALTHCHEKS is not a variable gpulet documents"},
+		{"privileged without dropping the rest", "securityContext:\n  privileged: true\n", "",
+			"cannot set `allowPrivilegeEscalation` to false and `privileged` to true"},
+		{"bad ServiceMonitor interval",
+			"metrics:\n  enabled: true\n  service:\n    enabled: true\n  serviceMonitor:\n    enabled: true\n    interval: 30 seconds\n", "",
+			"spec.endpoints[0].interval"},
+		{"bad port", "metrics:\n  enabled: true\n  port: 70000\n", "", "/metrics/port"},
+		{"bad pull policy", "image:\n  pullPolicy: Sometimes\n", "", "/image/pullPolicy"},
+		{"misspelt value", "migStratgy: mixed\n", "", "migStratgy"},
+		{"bad setting", "migStrategy: Mixed\n", "", "/migStrategy"},
+		{"bad device list strategy", "deviceListStrategy: envvar,cdi\n", "", "/deviceListStrategy"},
+		{"NVIDIA's value gpulet's chart lacks", "gfd:\n  enabled: true\n", "", "gfd"},
+		{"relative driver root", "nvidiaDriverRoot: run/nvidia/driver\n", "", "/nvidiaDriverRoot"},
+		{"unknown field through a value", "resources:\n  limit:\n    cpu: 1\n", "", `unknown field "spec.template.spec.containers[0].resources.limit"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Check(chartDir, docs, Case{Name: tc.name, Values: tc.values, Namespace: tc.namespace})
+			if err == nil {
+				t.Fatalf("accepted; want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q\ndoes not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDocumentedValues(t *testing.T) {
+	doc := "# Helm\n| `x` | no |\n## Values\n\n| value | default |\n|---|---|\n| `a.b` | 1 |\n| `c` | 2 |\n## Other\n| `d` | 3 |\n"
+	got := DocumentedValues(doc)
+	if strings.Join(got, ",") != "a.b,c" {
+		t.Errorf("got %v", got)
+	}
+}
