@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
@@ -29,6 +30,22 @@ type Kubelet struct {
 	mgr       *devicemanager.ManagerImpl
 	pods      *Pods
 	numaNodes []int
+}
+
+// PanicError is a panic of the kubelet's own device manager code while it
+// admitted a pod. Kubernetes v1.36's device manager panics, for one, when a
+// device it chose leaves the plugin's list while its Allocate call is in
+// flight (allocateContainerResources reads the device's topology without
+// checking that it is still listed, with the manager's lock held). A real
+// kubelet exits on it and is restarted by its supervisor.
+type PanicError struct {
+	Pod   string
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("the kubelet's device manager panicked admitting pod %s: %v", e.Pod, e.Value)
 }
 
 type sourcesReady struct{}
@@ -137,10 +154,20 @@ func (k *Kubelet) HealthyDevices(resource string) []Device {
 // plugin for a preferred allocation and calls its Allocate. On success the pod
 // becomes active and the run options the container runtime would receive are
 // returned per container. On failure the pod is deleted again.
-func (k *Kubelet) Admit(pod *v1.Pod) (map[string]*RunOptions, error) {
+//
+// A panic of the device manager is returned as a *PanicError: the kubelet
+// process would exit and be restarted, and this manager may hold its lock
+// for good, so the caller must Restart it.
+func (k *Kubelet) Admit(pod *v1.Pod) (opts map[string]*RunOptions, err error) {
 	// The kubelet counts a pod as active while admitting it (it is already in
 	// its pod manager), so allocations of earlier containers are not collected.
 	k.pods.add(pod)
+	defer func() {
+		if r := recover(); r != nil {
+			k.pods.Delete(pod)
+			opts, err = nil, &PanicError{Pod: pod.Name, Value: r, Stack: string(debug.Stack())}
+		}
+	}()
 	containers := append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for i := range containers {
 		if err := k.mgr.Allocate(pod, &containers[i]); err != nil {

@@ -76,6 +76,17 @@ func (n *node) admit(name, resource string, count int, exclusive bool, at time.D
 	n.seq++
 	pod := harness.NewPod(fmt.Sprintf("%s-%d", name, n.seq), resource, count)
 	all, err := n.kubelet.Admit(pod)
+	var panicked *harness.PanicError
+	if errors.As(err, &panicked) {
+		// As a crashed kubelet's supervisor would: start it again. The pod
+		// was not admitted.
+		k, restartErr := n.kubelet.Restart()
+		if restartErr != nil {
+			return nil, fmt.Errorf("restarting the kubelet after its device manager panicked: %w", restartErr)
+		}
+		n.kubelet = k
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}

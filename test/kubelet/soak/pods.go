@@ -1,10 +1,14 @@
 package soak
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"sort"
+	"strings"
 	"time"
+
+	"gpulet.dev/test/kubelet/harness"
 )
 
 // podWorker is one stream of pods: admit a pod asking for 1-3 devices of a
@@ -48,6 +52,7 @@ func (w *podWorker) step(rng *rand.Rand) error {
 	}
 	res := w.resources[rng.Intn(len(w.resources))]
 	count := []int{1, 1, 1, 2, 2, 3}[rng.Intn(6)]
+	var panicked *harness.PanicError
 	w.r.gate.RLock()
 	h, err := w.r.node.admit(fmt.Sprintf("w%d", w.id), res, count, !w.shared[res], w.r.elapsed())
 	w.r.gate.RUnlock()
@@ -57,6 +62,14 @@ func (w *podWorker) step(rng *rand.Rand) error {
 		w.r.stats.add("pods admitted", 1)
 	case IsViolation(err):
 		return err
+	case errors.As(err, &panicked):
+		// A bug of the kubelet's, not gpulet's: counted and described once.
+		if w.r.stats.get("kubelet panics") == 0 {
+			w.r.stats.note("the kubelet's device manager panicked (restarted, as a crashed kubelet is): %v\n%s",
+				panicked.Value, firstLines(panicked.Stack, 12))
+		}
+		w.r.stats.add("kubelet panics", 1)
+		w.r.stats.reject(err)
 	default:
 		w.r.stats.reject(err)
 	}
@@ -71,6 +84,15 @@ func (r *machineRun) pause(d time.Duration) bool {
 	case <-time.After(d):
 		return true
 	}
+}
+
+// firstLines returns the first n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func sortedCopy(s []string) []string {

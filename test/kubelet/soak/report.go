@@ -81,6 +81,9 @@ func (r *machineRun) report(err error) string {
 		s.get("gpulet SIGKILLs"), s.get("skipped: simulator not answering"))
 	fmt.Fprintf(&b, "        %d NVML events dropped from full event queues (gpulet not reading them, e.g. backing off after failed waits)\n",
 		s.get("NVML events dropped"))
+	if n := s.get("kubelet panics"); n > 0 {
+		fmt.Fprintf(&b, "        %d panics of the kubelet's own device manager (each restarted as a crashed kubelet is; see the note)\n", n)
+	}
 	fmt.Fprintf(&b, "pods: %d admitted, %d deleted, %d rejected, %d probe pods at settled points; %d direct Allocate calls answered\n",
 		s.get("pods admitted"), s.get("pods deleted"), s.totalRejects(), s.get("probe pods"), s.get("direct calls answered"))
 	if failed := s.withPrefix("direct calls failed: "); failed != "" {
