@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"sync/atomic"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
@@ -30,6 +31,10 @@ type Kubelet struct {
 	mgr       *devicemanager.ManagerImpl
 	pods      *Pods
 	numaNodes []int
+	// The device manager panicked (PanicError) and may hold its lock for
+	// good: it is never called again, not even to stop it, as nothing of a
+	// crashed kubelet runs on.
+	crashed atomic.Bool
 }
 
 // PanicError is a panic of the kubelet's own device manager code while it
@@ -99,7 +104,15 @@ func (k *Kubelet) Restart() (*Kubelet, error) {
 
 // Stop stops the device manager: plugin connections are closed and
 // kubelet.sock is removed. Safe to call more than once.
-func (k *Kubelet) Stop() error { return k.mgr.Stop(klog.Background()) }
+// After a PanicError it does nothing: the crashed manager's lock may be held
+// for good (its goroutines stay blocked; the new manager of a Restart
+// replaces its sockets, as a restarted kubelet does).
+func (k *Kubelet) Stop() error {
+	if k.crashed.Load() {
+		return nil
+	}
+	return k.mgr.Stop(klog.Background())
+}
 
 // Manager exposes the device manager for checks the harness does not wrap.
 func (k *Kubelet) Manager() *devicemanager.ManagerImpl { return k.mgr }
@@ -164,6 +177,7 @@ func (k *Kubelet) Admit(pod *v1.Pod) (opts map[string]*RunOptions, err error) {
 	k.pods.add(pod)
 	defer func() {
 		if r := recover(); r != nil {
+			k.crashed.Store(true)
 			k.pods.Delete(pod)
 			opts, err = nil, &PanicError{Pod: pod.Name, Value: r, Stack: string(debug.Stack())}
 		}

@@ -27,6 +27,11 @@ type Config struct {
 	EnvName   string // env var that carries the allocated IDs
 	NUMANodes int    // spread devices over this many NUMA nodes (0: no topology)
 	PreStart  bool   // ask the kubelet to call PreStartContainer
+	// When set, Allocate first takes the requested devices out of the list
+	// it advertises, then answers only once this file exists (SIGUSR2 puts
+	// them back): a device leaving the list while the kubelet's Allocate
+	// call is in flight.
+	DropOnAllocateUntil string
 }
 
 // DefaultConfig is what `kubelet-harness fake-plugin` runs with no flags.
@@ -52,6 +57,8 @@ func Main(args []string) int {
 	fs.StringVar(&cfg.EnvName, "env", cfg.EnvName, "environment variable that lists the allocated IDs")
 	fs.IntVar(&cfg.NUMANodes, "numa", cfg.NUMANodes, "spread devices over this many NUMA nodes (0: no topology)")
 	fs.BoolVar(&cfg.PreStart, "prestart", cfg.PreStart, "require PreStartContainer calls")
+	fs.StringVar(&cfg.DropOnAllocateUntil, "drop-on-allocate-until", "",
+		"Allocate takes the requested devices out of the list, then answers once this file exists")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -13,10 +13,12 @@ package fakeplugin
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -80,12 +82,43 @@ func (s *service) breakOne() {
 	})
 }
 
+// healAll makes every device healthy and lists again any device Allocate
+// took out (-drop-on-allocate-until).
 func (s *service) healAll() {
-	s.setHealth(func(devs []*pluginapi.Device) {
-		for _, d := range devs {
-			d.Health = pluginapi.Healthy
+	full := newService(s.cfg).devices
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.devices = full
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// dropUntil takes ids out of the advertised list, then waits until the
+// file at path exists or ctx ends.
+func (s *service) dropUntil(ctx context.Context, ids []string, path string) error {
+	s.mu.Lock()
+	var kept []*pluginapi.Device
+	for _, d := range s.devices {
+		if !slices.Contains(ids, d.ID) {
+			kept = append(kept, d)
 		}
-	})
+	}
+	s.devices = kept
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-tick.C:
+		}
+	}
 }
 
 func (s *service) options() *pluginapi.DevicePluginOptions {
@@ -173,7 +206,7 @@ func (s *service) prefer(creq *pluginapi.ContainerPreferredAllocationRequest) []
 	return chosen
 }
 
-func (s *service) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+func (s *service) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	resp := &pluginapi.AllocateResponse{}
 	for _, creq := range req.ContainerRequests {
 		cresp := &pluginapi.ContainerAllocateResponse{
@@ -193,6 +226,17 @@ func (s *service) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*
 		cresp.Envs[s.cfg.EnvName] = ids
 		cresp.Annotations["example.com/fake-plugin-devices"] = ids
 		resp.ContainerResponses = append(resp.ContainerResponses, cresp)
+	}
+	if s.cfg.DropOnAllocateUntil != "" {
+		// The answer is for the devices the kubelet chose, which the list
+		// no longer has when it arrives.
+		var ids []string
+		for _, creq := range req.ContainerRequests {
+			ids = append(ids, creq.DevicesIds...)
+		}
+		if err := s.dropUntil(ctx, ids, s.cfg.DropOnAllocateUntil); err != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }
