@@ -55,6 +55,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.dir, "dir", "", "scratch root (default /dev/shm, else the temp dir)")
 	fs.IntVar(&cfg.starts, "starts", 12, "starts timed per plugin")
 	fs.IntVar(&cfg.samples, "samples", 2000, "timed calls per case and server")
+	fs.DurationVar(&registerTimeout, "wait", registerTimeout, "how long a server may take to register or get ready")
 	var kept []string
 	for _, a := range args {
 		if !strings.HasPrefix(a, "--benchmark_") {

@@ -132,6 +132,7 @@ type rpcResults struct {
 	cpuUs     map[string]map[string]float64
 	rssMiB    map[string]float64 // once up (plugins: registered, stream open)
 	threads   map[string]int     // after the calls, idle again
+	coarseCPU []string           // CPU figures from utime + stime (threads ended)
 }
 
 // referenceServer starts grpc_floor_server or unix_echo_server on `path`
@@ -222,8 +223,12 @@ func measureRpcs(cfg config, root string) (*rpcResults, error) {
 			res.cpuUs[t.server] = map[string]float64{}
 		}
 		res.latencyUs[t.server][t.kase] = lat[t]
-		if res.cpuUs[t.server][t.kase], err = cpuPerCall(t, cfg.samples); err != nil {
+		var coarse bool
+		if res.cpuUs[t.server][t.kase], coarse, err = cpuPerCall(t, cfg.samples); err != nil {
 			return nil, err
+		}
+		if coarse {
+			res.coarseCPU = append(res.coarseCPU, t.server+" "+t.kase)
 		}
 	}
 	for _, t := range targets {

@@ -43,6 +43,41 @@ func cpuMicrosBetween(before, after threadCPU) float64 {
 	return total / 1000
 }
 
+// processCPUMicros is the CPU time of every thread the process ever had
+// (utime + stime of /proc/<pid>/stat, in clock ticks of 10 ms), or -1.
+func processCPUMicros(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	// The command name may hold spaces: fields count from its closing ')'.
+	rest := string(b)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return (utime + stime) * 1e6 / ticksPerSecond
+}
+
+// sameThreads says whether every thread of `before` is still in `after`.
+func sameThreads(before, after threadCPU) bool {
+	for tid := range before {
+		if _, ok := after[tid]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // vmRSSMiB is VmRSS of /proc/<pid>/status in MiB, or -1.
 func vmRSSMiB(pid int) float64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

@@ -121,6 +121,9 @@ func printReport(cfg config, starts map[string][]float64, r *rpcResults) {
 		}
 		row("server CPU per "+kase, v)
 	}
+	for _, c := range r.coarseCPU {
+		fmt.Printf("  (%s: a thread ended during the block; from utime + stime, 10 ms ticks)\n", c)
+	}
 	fmt.Println()
 	header("process")
 	row("VmRSS MiB (plugins: registered)", r.rssMiB)
