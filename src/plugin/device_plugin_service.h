@@ -20,11 +20,17 @@
 // outlive it.
 #pragma once
 
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/plugin/async_call.h"
 #include "src/plugin/device_list.h"
@@ -36,6 +42,16 @@ class ServerBuilder;
 }
 
 namespace gpulet::plugin {
+
+// The service as gRPC sees it: the unary methods async, ListAndWatch raw
+// (grpc::ByteBuffer), so every stream sends the bytes EncodeListAndWatch
+// made once per version of the list.
+using AsyncDevicePlugin = v1beta1::DevicePlugin::WithAsyncMethod_GetDevicePluginOptions<
+    v1beta1::DevicePlugin::WithRawMethod_ListAndWatch<
+        v1beta1::DevicePlugin::WithAsyncMethod_GetPreferredAllocation<
+            v1beta1::DevicePlugin::WithAsyncMethod_Allocate<
+                v1beta1::DevicePlugin::WithAsyncMethod_PreStartContainer<
+                    v1beta1::DevicePlugin::Service>>>>>;
 
 class DevicePluginService {
  public:
@@ -65,6 +81,11 @@ class DevicePluginService {
   void StreamEnded(const char* why);
   // Owns `call` and starts it (Request()). Queue thread, or before Start.
   void Add(std::unique_ptr<AsyncCall> call);
+  // The ListAndWatch message of `snapshot`, encoded once per version and
+  // shared by every stream (the buffer references the same bytes). Any
+  // thread.
+  grpc::ByteBuffer ListMessage(const pluginapi::DeviceSnapshot& snapshot)
+      ABSL_LOCKS_EXCLUDED(encoded_mu_);
 
  private:
   void Run();
@@ -74,13 +95,16 @@ class DevicePluginService {
   DeviceList& devices_;
   const pluginapi::AllocateHandler& allocate_;
   const pluginapi::PreferredHandler& preferred_;
-  v1beta1::DevicePlugin::AsyncService async_;
+  AsyncDevicePlugin async_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   // Touched by the controlling thread before the queue thread starts and
   // after it ended, and by the queue thread in between.
   absl::flat_hash_map<AsyncCall*, std::unique_ptr<AsyncCall>> calls_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> streams_{0};
+  absl::Mutex encoded_mu_;
+  uint64_t encoded_version_ ABSL_GUARDED_BY(encoded_mu_) = 0;  // none yet
+  grpc::Slice encoded_ ABSL_GUARDED_BY(encoded_mu_);
   // Last: joined first.
   std::jthread thread_;
 };
