@@ -64,7 +64,9 @@ soak: build
 demo: build
 	scripts/demo $(BUILD)
 
+# plugin_peers_bench's Go programs are built here only (not by `build`).
 bench: build
+	ninja -C $(BUILD) peers_bench_go
 	scripts/run-benchmarks $(BUILD)
 
 clean:

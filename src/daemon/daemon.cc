@@ -258,6 +258,7 @@ void Daemon::Impl::StopSession() {
 }
 
 void Daemon::Impl::ShutdownNvml() {
+  JoinTopology();
   if (!nvml_initialized_) return;
   nvml_initialized_ = false;
   if (absl::Status s = lib_->Shutdown(); !s.ok()) {

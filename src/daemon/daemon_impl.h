@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "src/allocation/preferred_handler.h"
 #include "src/allocation/score.h"
 #include "src/common/unique_fd.h"
 #include "src/config/config.h"
@@ -108,6 +110,13 @@ class Daemon::Impl {
   absl::Status EnsureWatcher(const std::vector<std::string>& sockets);
   std::shared_ptr<const allocation::ScoreMatrix> ScoreTopology(
       const device::Node& node);
+  // The preferred-allocation handler over `node`'s topology, which is read
+  // on topology_thread_ meanwhile; a call before it is read waits for it.
+  pluginapi::PreferredHandler ScoreTopologyMeanwhile(
+      const device::Node& node, allocation::PreferredOptions options);
+  // Waits for the topology being read, if any. Before NVML shuts down and
+  // before the next one is read.
+  void JoinTopology();
   void OnHealth(const health::HealthEvent& event);
   // gpu_index < 0: every device; else only that GPU's devices.
   void PublishDeviceHealth(int gpu_index = -1)
@@ -149,6 +158,9 @@ class Daemon::Impl {
   std::vector<std::unique_ptr<PluginRunner>> runners_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::string> gpu_uuids_ ABSL_GUARDED_BY(mu_);
   HealthBook book_ ABSL_GUARDED_BY(mu_);
+  // Reads the topology of the last Apply (ScoreTopologyMeanwhile). Last:
+  // joined before the library it reads goes.
+  std::jthread topology_thread_;
 };
 
 }  // namespace gpulet::daemon

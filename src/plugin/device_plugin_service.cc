@@ -7,6 +7,7 @@
 
 #include "src/common/logging.h"
 #include "src/plugin/list_and_watch_call.h"
+#include "src/plugin/list_encoding.h"
 #include "src/plugin/request_handlers.h"
 
 namespace gpulet::plugin {
@@ -35,14 +36,14 @@ void LogOutcome(const char* rpc, const google::protobuf::Message& request,
 template <typename Req, typename Resp>
 class UnaryCall final : public AsyncCall {
  public:
-  using RequestMethod = void (v1beta1::DevicePlugin::AsyncService::*)(
+  using RequestMethod = void (AsyncDevicePlugin::*)(
       grpc::ServerContext*, Req*,
       grpc::ServerAsyncResponseWriter<Resp>*, grpc::CompletionQueue*,
       grpc::ServerCompletionQueue*, void*);
   using Handler = std::function<grpc::Status(const Req&, Resp*)>;
 
   UnaryCall(DevicePluginService& service,
-            v1beta1::DevicePlugin::AsyncService& async,
+            AsyncDevicePlugin& async,
             grpc::ServerCompletionQueue& cq, RequestMethod method,
             Handler handler)
       : service_(service),
@@ -71,7 +72,7 @@ class UnaryCall final : public AsyncCall {
   enum Op { kRequest, kFinish };
 
   DevicePluginService& service_;
-  v1beta1::DevicePlugin::AsyncService& async_;
+  AsyncDevicePlugin& async_;
   grpc::ServerCompletionQueue& cq_;
   const RequestMethod method_;
   const Handler handler_;
@@ -85,7 +86,7 @@ class UnaryCall final : public AsyncCall {
 
 template <typename Req, typename Resp>
 std::unique_ptr<AsyncCall> MakeUnary(
-    DevicePluginService& service, v1beta1::DevicePlugin::AsyncService& async,
+    DevicePluginService& service, AsyncDevicePlugin& async,
     grpc::ServerCompletionQueue& cq,
     typename UnaryCall<Req, Resp>::RequestMethod method,
     typename UnaryCall<Req, Resp>::Handler handler) {
@@ -118,7 +119,7 @@ void DevicePluginService::Start() {
 }
 
 void DevicePluginService::RequestUnaryCalls() {
-  using Service = v1beta1::DevicePlugin::AsyncService;
+  using Service = AsyncDevicePlugin;
   Add(MakeUnary<v1beta1::Empty, v1beta1::DevicePluginOptions>(
       *this, async_, *cq_, &Service::RequestGetDevicePluginOptions,
       [this](const v1beta1::Empty&, v1beta1::DevicePluginOptions* response) {
@@ -190,6 +191,16 @@ bool DevicePluginService::StartOperation(absl::FunctionRef<void()> start) {
   if (queue_closed_) return false;
   start();
   return true;
+}
+
+grpc::ByteBuffer DevicePluginService::ListMessage(
+    const pluginapi::DeviceSnapshot& snapshot) {
+  absl::MutexLock lock(&encoded_mu_);
+  if (encoded_version_ != snapshot.version) {
+    encoded_ = grpc::Slice(EncodeListAndWatch(snapshot));
+    encoded_version_ = snapshot.version;
+  }
+  return grpc::ByteBuffer(&encoded_, 1);
 }
 
 void DevicePluginService::StreamStarted() {

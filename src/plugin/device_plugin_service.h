@@ -20,7 +20,11 @@
 // outlive it.
 #pragma once
 
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <thread>
 
@@ -39,6 +43,16 @@ class ServerBuilder;
 }
 
 namespace gpulet::plugin {
+
+// The service as gRPC sees it: the unary methods async, ListAndWatch raw
+// (grpc::ByteBuffer), so every stream sends the bytes EncodeListAndWatch
+// made once per version of the list.
+using AsyncDevicePlugin = v1beta1::DevicePlugin::WithAsyncMethod_GetDevicePluginOptions<
+    v1beta1::DevicePlugin::WithRawMethod_ListAndWatch<
+        v1beta1::DevicePlugin::WithAsyncMethod_GetPreferredAllocation<
+            v1beta1::DevicePlugin::WithAsyncMethod_Allocate<
+                v1beta1::DevicePlugin::WithAsyncMethod_PreStartContainer<
+                    v1beta1::DevicePlugin::Service>>>>>;
 
 class DevicePluginService {
  public:
@@ -76,6 +90,11 @@ class DevicePluginService {
   // `start` ran; a call whose operation did not start is destroyed by
   // Shutdown with the others. Any thread.
   bool StartOperation(absl::FunctionRef<void()> start);
+  // The ListAndWatch message of `snapshot`, encoded once per version and
+  // shared by every stream (the buffer references the same bytes). Any
+  // thread.
+  grpc::ByteBuffer ListMessage(const pluginapi::DeviceSnapshot& snapshot)
+      ABSL_LOCKS_EXCLUDED(encoded_mu_);
 
  private:
   void Run();
@@ -85,7 +104,7 @@ class DevicePluginService {
   DeviceList& devices_;
   const pluginapi::AllocateHandler& allocate_;
   const pluginapi::PreferredHandler& preferred_;
-  v1beta1::DevicePlugin::AsyncService async_;
+  AsyncDevicePlugin async_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   // Touched by the controlling thread before the queue thread starts and
   // after it ended, and by the queue thread in between.
@@ -95,6 +114,9 @@ class DevicePluginService {
   absl::Mutex queue_mu_;
   bool queue_closed_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::atomic<int> streams_{0};
+  absl::Mutex encoded_mu_;
+  uint64_t encoded_version_ ABSL_GUARDED_BY(encoded_mu_) = 0;  // none yet
+  grpc::Slice encoded_ ABSL_GUARDED_BY(encoded_mu_);
   // Last: joined first.
   std::jthread thread_;
 };

@@ -1,12 +1,11 @@
 #include "src/plugin/list_and_watch_call.h"
 
 #include "src/plugin/device_plugin_service.h"
-#include "src/plugin/request_handlers.h"
 
 namespace gpulet::plugin {
 
 ListAndWatchCall::ListAndWatchCall(DevicePluginService& service,
-                                   v1beta1::DevicePlugin::AsyncService& async,
+                                   AsyncDevicePlugin& async,
                                    grpc::ServerCompletionQueue& cq,
                                    DeviceList& devices)
     : service_(service), async_(async), cq_(cq), devices_(devices) {}
@@ -88,7 +87,7 @@ void ListAndWatchCall::Step(const char* end) {
       pluginapi::DeviceSnapshotPtr snapshot = devices_.Snapshot();
       if (snapshot->version == sent_) return;
       sent_ = snapshot->version;
-      message_ = ToListAndWatchResponse(*snapshot);
+      message_ = service_.ListMessage(*snapshot);
       writing_ = true;
       write = true;
     }

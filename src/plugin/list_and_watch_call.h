@@ -21,16 +21,15 @@
 #include "absl/synchronization/mutex.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/plugin/async_call.h"
+#include "src/plugin/device_plugin_service.h"
 #include "src/plugin/device_list.h"
 
 namespace gpulet::plugin {
 
-class DevicePluginService;
-
 class ListAndWatchCall final : public AsyncCall {
  public:
   ListAndWatchCall(DevicePluginService& service,
-                   v1beta1::DevicePlugin::AsyncService& async,
+                   AsyncDevicePlugin& async,
                    grpc::ServerCompletionQueue& cq, DeviceList& devices);
   // Stops watching the list; logs the end of a stream that started.
   ~ListAndWatchCall() override;
@@ -50,12 +49,12 @@ class ListAndWatchCall final : public AsyncCall {
   bool Over();
 
   DevicePluginService& service_;
-  v1beta1::DevicePlugin::AsyncService& async_;
+  AsyncDevicePlugin& async_;
   grpc::ServerCompletionQueue& cq_;
   DeviceList& devices_;
   grpc::ServerContext context_;
-  v1beta1::Empty request_;
-  grpc::ServerAsyncWriter<v1beta1::ListAndWatchResponse> writer_{&context_};
+  grpc::ByteBuffer request_;  // an Empty, unread
+  grpc::ServerAsyncWriter<grpc::ByteBuffer> writer_{&context_};
   AsyncTag request_tag_{this, kRequest};
   AsyncTag write_tag_{this, kWrite};
   AsyncTag finish_tag_{this, kFinish};
@@ -72,9 +71,9 @@ class ListAndWatchCall final : public AsyncCall {
   // Why the stream ends; null while it goes on.
   const char* why_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;  // version of the last list sent
-  // The message of the write in flight: filled by whoever set writing_,
-  // read by gRPC until the write completes.
-  v1beta1::ListAndWatchResponse message_;
+  // The message of the write in flight (DevicePluginService::ListMessage):
+  // filled by whoever set writing_, read by gRPC until the write completes.
+  grpc::ByteBuffer message_;
 };
 
 }  // namespace gpulet::plugin
