@@ -37,8 +37,8 @@ absl::Status MakeParentDir(const std::string& path) {
 }  // namespace
 
 CLI::App* AddRuntimeCommand(CLI::App& app, RuntimeConfigureOptions& options) {
-  CLI::App* runtime =
-      app.add_subcommand("runtime", "Container engine set-up for gpulet-runtime");
+  CLI::App* runtime = app.add_subcommand(
+      "runtime", "Container engine set-up for gpulet-runtime");
   runtime->require_subcommand(1);
   CLI::App* configure = runtime->add_subcommand(
       "configure",

@@ -98,14 +98,15 @@ absl::Status AddStrings(TomlDocument& doc, const KeyPath& path,
 absl::Status CopyValues(
     TomlDocument& doc, const KeyPath& from, const KeyPath& to,
     const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::pair<std::string, std::string>> entries;
   for (const std::string& key : doc.ValueKeys(from)) {
     std::string value = doc.SourceText(Join(from, {key}));
     for (const auto& [k, v] : overrides) {
       if (k == key) value = v;
     }
-    GPULET_RETURN_IF_ERROR(doc.Set(Join(to, {key}), value).status());
+    entries.emplace_back(key, std::move(value));
   }
-  return absl::OkStatus();
+  return doc.SetTable(to, entries).status();
 }
 
 }  // namespace

@@ -56,6 +56,29 @@ absl::Status ParseToml(const std::string& text, const std::string& name,
   }
 }
 
+// One TOML value written as text.
+absl::StatusOr<TomlValue> ParseValue(const std::string& value_text) {
+  TomlValue snippet;
+  GPULET_RETURN_IF_ERROR(
+      ParseToml(absl::StrCat("v = ", value_text, "\n"), "value", snippet));
+  return TomlValue(snippet.as_table().at("v"));
+}
+
+// The table at `path` under `root`, made (empty) where missing.
+// REQUIRES: nothing on the way is a value other than a table.
+TomlValue::table_type& TableIn(TomlValue& root, const KeyPath& path) {
+  TomlValue* cur = &root;
+  for (const std::string& k : path) {
+    auto& tab = cur->as_table();
+    auto it = tab.find(k);
+    if (it == tab.end()) {
+      it = tab.emplace(k, TomlValue(TomlValue::table_type{})).first;
+    }
+    cur = &it->second;
+  }
+  return cur->as_table();
+}
+
 // Equal by meaning: strings by content whatever their quoting.
 bool SameValue(const TomlValue& a, const TomlValue& b) {
   if (a.is_string() && b.is_string()) {
@@ -154,6 +177,22 @@ struct TomlDocument::Impl {
                                      const std::string& key,
                                      const std::string& value_text) const;
   absl::Status CheckExtensible(const KeyPath& table) const;
+
+  // Takes `edited` as the text when it parses to exactly `expected`.
+  absl::Status Commit(std::string edited, const TomlValue& expected,
+                      const KeyPath& what) {
+    TomlValue reparsed;
+    absl::Status parsed = ParseToml(edited, name, reparsed);
+    if (!parsed.ok() || !(reparsed == expected)) {
+      return absl::InternalError(absl::StrCat(
+          name, ": setting ", FormatKeyPath(what),
+          " would not give the intended file; nothing was changed",
+          parsed.ok() ? "" : absl::StrCat(" (", parsed.message(), ")")));
+    }
+    text = std::move(edited);
+    root = std::move(reparsed);
+    return Reindex();
+  }
 };
 
 TomlDocument::TomlDocument(std::unique_ptr<Impl> impl)
@@ -276,7 +315,8 @@ absl::Status TomlDocument::Impl::CheckExtensible(const KeyPath& table) const {
     }
     return absl::FailedPreconditionError(absl::StrCat(
         Where(prefix), ": ", FormatPath(prefix, literal), " is ", what,
-        "; gpulet adds keys only to tables written as [", FormatPath(prefix, literal),
+        "; gpulet adds keys only to tables written as [",
+        FormatPath(prefix, literal),
         "] sections: rewrite it so and run again"));
   }
   return absl::OkStatus();
@@ -286,7 +326,8 @@ absl::StatusOr<std::string> TomlDocument::Impl::Edited(
     const KeyPath& table, const std::string& key,
     const std::string& value_text) const {
   const TomlValue* t = FindValue(root, table);
-  const std::string line = absl::StrCat(FormatKey(key, literal), " = ", value_text);
+  const std::string line =
+      absl::StrCat(FormatKey(key, literal), " = ", value_text);
   if (t != nullptr && t->is_table() && t->contains(key)) {
     toml::source_location loc = t->as_table().at(key).location();
     std::string out = text;
@@ -298,7 +339,7 @@ absl::StatusOr<std::string> TomlDocument::Impl::Edited(
   if (t != nullptr && layout.FormOf(*t, table) == TableForm::kHeader) {
     return layout.InsertKey(text, table, line);
   }
-  return layout.InsertSection(text, table, FormatPath(table, literal), line);
+  return layout.InsertSection(text, table, FormatPath(table, literal), {line});
 }
 
 absl::StatusOr<bool> TomlDocument::Set(const KeyPath& path,
@@ -306,10 +347,7 @@ absl::StatusOr<bool> TomlDocument::Set(const KeyPath& path,
   if (path.empty()) return absl::InvalidArgumentError("empty key path");
   KeyPath table(path.begin(), path.end() - 1);
   const std::string& key = path.back();
-  TomlValue snippet;
-  GPULET_RETURN_IF_ERROR(
-      ParseToml(absl::StrCat("v = ", value_text, "\n"), "value", snippet));
-  const TomlValue wanted = snippet.as_table().at("v");
+  GPULET_ASSIGN_OR_RETURN(const TomlValue wanted, ParseValue(value_text));
 
   if (const TomlValue* old = FindValue(impl_->root, path)) {
     if (old->is_table() || IsArrayOfTables(*old)) {
@@ -321,30 +359,38 @@ absl::StatusOr<bool> TomlDocument::Set(const KeyPath& path,
   }
   GPULET_ASSIGN_OR_RETURN(std::string text,
                           impl_->Edited(table, key, value_text));
-
   TomlValue expected = impl_->root;
-  TomlValue* cur = &expected;
-  for (const std::string& k : table) {
-    auto& tab = cur->as_table();
-    auto it = tab.find(k);
-    if (it == tab.end()) {
-      it = tab.emplace(k, TomlValue(TomlValue::table_type{})).first;
-    }
-    cur = &it->second;
-  }
-  cur->as_table()[key] = wanted;
+  TableIn(expected, table)[key] = wanted;
+  GPULET_RETURN_IF_ERROR(impl_->Commit(std::move(text), expected, path));
+  return true;
+}
 
-  TomlValue reparsed;
-  absl::Status parsed = ParseToml(text, impl_->name, reparsed);
-  if (!parsed.ok() || !(reparsed == expected)) {
-    return absl::InternalError(absl::StrCat(
-        impl_->name, ": setting ", FormatKeyPath(path),
-        " would not give the intended file; nothing was changed",
-        parsed.ok() ? "" : absl::StrCat(" (", parsed.message(), ")")));
+absl::StatusOr<bool> TomlDocument::SetTable(
+    const KeyPath& table,
+    const std::vector<std::pair<std::string, std::string>>& entries) {
+  if (table.empty() || entries.empty() ||
+      KindAt(table) != TomlKind::kMissing) {
+    bool changed = false;
+    for (const auto& [key, value_text] : entries) {
+      KeyPath path = table;
+      path.push_back(key);
+      GPULET_ASSIGN_OR_RETURN(bool set, Set(path, value_text));
+      changed = changed || set;
+    }
+    return changed;
   }
-  impl_->text = std::move(text);
-  impl_->root = std::move(reparsed);
-  GPULET_RETURN_IF_ERROR(impl_->Reindex());
+  GPULET_RETURN_IF_ERROR(impl_->CheckExtensible(table));
+  TomlValue expected = impl_->root;
+  TomlValue::table_type& added = TableIn(expected, table);
+  std::vector<std::string> lines;
+  for (const auto& [key, value_text] : entries) {
+    GPULET_ASSIGN_OR_RETURN(added[key], ParseValue(value_text));
+    lines.push_back(
+        absl::StrCat(FormatKey(key, impl_->literal), " = ", value_text));
+  }
+  std::string text = impl_->layout.InsertSection(
+      impl_->text, table, FormatPath(table, impl_->literal), lines);
+  GPULET_RETURN_IF_ERROR(impl_->Commit(std::move(text), expected, table));
   return true;
 }
 

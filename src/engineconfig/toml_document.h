@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,7 +33,15 @@ using KeyPath = std::vector<std::string>;
 KeyPath Join(KeyPath path, std::initializer_list<std::string_view> keys);
 
 // How a TOML value is held at a key path.
-enum class TomlKind { kMissing, kTable, kArray, kString, kInteger, kBoolean, kOther };
+enum class TomlKind {
+  kMissing,
+  kTable,
+  kArray,
+  kString,
+  kInteger,
+  kBoolean,
+  kOther,
+};
 
 class TomlDocument {
  public:
@@ -77,6 +86,14 @@ class TomlDocument {
   // a table written inline or with dotted keys (those are not extended);
   // Internal when the edit would not give the intended tree.
   absl::StatusOr<bool> Set(const KeyPath& path, const std::string& value_text);
+
+  // Sets every (key, value text) of `entries` in the table at `table`: a
+  // missing table is added whole, as one [table] section in this order
+  // (one edit, one check); otherwise as Set() key by key. Returns whether
+  // anything changed.
+  absl::StatusOr<bool> SetTable(
+      const KeyPath& table,
+      const std::vector<std::pair<std::string, std::string>>& entries);
 
   // `s` as a TOML string in the quoting the file mostly uses ('...' for
   // containerd 2.x's own configs, "..." otherwise).

@@ -273,7 +273,7 @@ std::string TomlLayout::Indent(const KeyPath& table) const {
 std::string TomlLayout::InsertSection(const std::string& text,
                                       const KeyPath& table,
                                       const std::string& header,
-                                      const std::string& line) const {
+                                      const std::vector<std::string>& lines) const {
   size_t pos = text.size();
   for (size_t n = table.size(); n > 0; --n) {
     bool any = false;
@@ -290,7 +290,10 @@ std::string TomlLayout::InsertSection(const std::string& text,
     }
   }
   std::string indent = Indent(table);
-  std::string insert = indent + "[" + header + "]\n" + indent + step_ + line + "\n";
+  std::string insert = indent + "[" + header + "]\n";
+  for (const std::string& line : lines) {
+    insert += indent + step_ + line + "\n";
+  }
   if (!text.empty()) insert.insert(0, "\n");
   return Splice(text, pos, insert);
 }

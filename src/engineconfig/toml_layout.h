@@ -21,7 +21,8 @@
 
 namespace gpulet::engineconfig {
 
-using TomlValue = toml::basic_value<toml::discard_comments, std::map, std::vector>;
+using TomlValue =
+    toml::basic_value<toml::discard_comments, std::map, std::vector>;
 
 // The value at `path` under `root`, or nullptr (also when the path goes
 // through something that is not a table).
@@ -57,15 +58,16 @@ class TomlLayout {
   TableForm FormOf(const TomlValue& table, const KeyPath& path) const;
 
   // `text` with `line` ("key = value") added: at the end of the root keys,
-  // at the end of the [table] section, or in a new [table] section (written
-  // as `header`) after the last section of its nearest existing ancestor.
+  // at the end of the [table] section, or (`lines`) in a new [table]
+  // section (written as `header`) after the last section of its nearest
+  // existing ancestor.
   std::string InsertRootKey(const std::string& text,
                             const std::string& line) const;
   std::string InsertKey(const std::string& text, const KeyPath& table,
                         const std::string& line) const;
   std::string InsertSection(const std::string& text, const KeyPath& table,
                             const std::string& header,
-                            const std::string& line) const;
+                            const std::vector<std::string>& lines) const;
 
   int literal_strings = 0;
   int basic_strings = 0;

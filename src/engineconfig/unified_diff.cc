@@ -130,10 +130,17 @@ std::string UnifiedDiff(const std::string& before, const std::string& after,
     absl::StrAppend(&out, "@@ -", Range(edits[start].a, count_a), " +",
                     Range(edits[start].b, count_b), " @@\n");
     for (size_t e = start; e < end; ++e) {
-      switch (edits[e].op) {
-        case Op::kKeep: absl::StrAppend(&out, " ", LineText(a[edits[e].a])); break;
-        case Op::kRemove: absl::StrAppend(&out, "-", LineText(a[edits[e].a])); break;
-        case Op::kAdd: absl::StrAppend(&out, "+", LineText(b[edits[e].b])); break;
+      const Edit& edit = edits[e];
+      switch (edit.op) {
+        case Op::kKeep:
+          absl::StrAppend(&out, " ", LineText(a[edit.a]));
+          break;
+        case Op::kRemove:
+          absl::StrAppend(&out, "-", LineText(a[edit.a]));
+          break;
+        case Op::kAdd:
+          absl::StrAppend(&out, "+", LineText(b[edit.b]));
+          break;
       }
     }
     k = end;
