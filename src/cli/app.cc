@@ -9,6 +9,7 @@
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
 #include "src/cli/plugin_command.h"
+#include "src/cli/runtime_configure_command.h"
 #include "src/cli/sim_command.h"
 
 #ifndef GPULET_VERSION
@@ -25,11 +26,13 @@ struct Commands {
   SimOptions sim_options;
   CdiOptions cdi_options;
   PluginCommandOptions plugin_options;
+  RuntimeConfigureOptions runtime_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
   CLI::App* cdi = nullptr;
   CLI::App* plugin = nullptr;
+  CLI::App* runtime = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -40,6 +43,7 @@ void Register(CLI::App& app, Commands& c) {
   c.sim = AddSimCommand(app, c.sim_options);
   c.cdi = AddCdiCommand(app, c.cdi_options);
   c.plugin = AddPluginCommand(app, c.plugin_options);
+  c.runtime = AddRuntimeCommand(app, c.runtime_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
 }
@@ -65,6 +69,7 @@ absl::Status Dispatch(Commands& c, std::ostream& out) {
   if (c.topo->parsed()) return RunTopo(c.global, c.topo_options, out);
   if (c.sim->parsed()) return RunSim(c.sim_options, out);
   if (c.cdi->parsed()) return RunCdi(c.global, c.cdi_options, out);
+  if (c.runtime->parsed()) return RunRuntimeConfigure(c.runtime_options, out);
   out << "gpulet " << GPULET_VERSION << "\n";
   return absl::OkStatus();
 }

@@ -7,48 +7,79 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 )
 
-// containerdConfig is containerd 1.6's config: the CRI plugin with
-// gpulet-runtime as the default runtime exactly as docs/runtime.md shows
-// (but SystemdCgroup is false: the kubelet here uses the cgroupfs driver,
-// there being no systemd).
-func (n *Node) containerdConfig() string {
+// writeContainerdConfig writes containerd's configuration the way an
+// operator would: containerd's own default (`containerd config default`)
+// with the node's settings put in, then gpulet-runtime added as the default
+// runtime by `gpulet runtime configure` (docs/runtime.md). The new runtime
+// copies runc's options, so SystemdCgroup stays false: the kubelet here
+// uses the cgroupfs driver, there being no systemd.
+func (n *Node) writeContainerdConfig(ctx context.Context, path string) error {
+	def, err := exec.CommandContext(ctx, "containerd", "config", "default").Output()
+	if err != nil {
+		return fmt.Errorf("containerd config default: %v", err)
+	}
+	if !strings.Contains(string(def), fmt.Sprintf("address = %q", ContainerdSocket)) {
+		return fmt.Errorf("containerd's default config does not listen on %s", ContainerdSocket)
+	}
+	text, err := setTOMLValues(string(def), n.containerdSettings())
+	if err != nil {
+		return fmt.Errorf("containerd's default config: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0644); err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, n.Cfg.Gpulet, "runtime", "configure",
+		"--runtime", "containerd", "--config", path,
+		"--runtime-path", RuntimeBinary, "--set-as-default").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("gpulet runtime configure: %v: %s", err, out)
+	}
+	return nil
+}
+
+// tomlSetting replaces the value of the one line `key = ...` of a config.
+type tomlSetting struct{ key, value string }
+
+// containerdSettings are the node's own: state under the run's directory;
+// plugins the node does not use off ("opt" would create /opt/containerd);
+// the sandbox image the fixture imports; runc may not lower oom_score_adj
+// (root here lacks CAP_SYS_RESOURCE); Debian's CNI plugins and the
+// fixture's CNI config.
+func (n *Node) containerdSettings() []tomlSetting {
 	p := n.Cfg.Paths
-	return fmt.Sprintf(`version = 2
-root = %q
-state = "/run/containerd"
-# Plugins this node does not use; "opt" would create /opt/containerd.
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs",
+	return []tomlSetting{
+		{"root", fmt.Sprintf("%q", filepath.Join(p.Containerd(), "root"))},
+		{"disabled_plugins", `["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]`},
+		{"sandbox_image", fmt.Sprintf("%q", PauseImage)},
+		{"restrict_oom_score_adj", "true"},
+		{"stream_server_address", `"127.0.0.1"`},
+		{"bin_dir", `"/usr/lib/cni"`},
+		{"conf_dir", fmt.Sprintf("%q", filepath.Join(p.CNI(), "net.d"))},
+	}
+}
 
-[grpc]
-  address = %q
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %q
-  # Root here lacks CAP_SYS_RESOURCE: runc may not lower oom_score_adj.
-  restrict_oom_score_adj = true
-  stream_server_address = "127.0.0.1"
-
-[plugins."io.containerd.grpc.v1.cri".cni]
-  bin_dir = "/usr/lib/cni"
-  conf_dir = %q
-
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "gpulet"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpulet]
-  runtime_type = "io.containerd.runc.v2"
-  container_annotations = ["cdi.k8s.io/*"]
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpulet.options]
-  BinaryName = %q
-  SystemdCgroup = false
-`, filepath.Join(p.Containerd(), "root"), ContainerdSocket, PauseImage,
-		filepath.Join(p.CNI(), "net.d"), RuntimeBinary)
+// setTOMLValues gives each setting's key its value in text, keeping the
+// line's indentation. Each key must be on exactly one line of its own, so a
+// default that changes shape is an error rather than a silent miss.
+func setTOMLValues(text string, settings []tomlSetting) (string, error) {
+	for _, s := range settings {
+		re := regexp.MustCompile(`(?m)^([ \t]*)` + regexp.QuoteMeta(s.key) + ` = .*$`)
+		if n := len(re.FindAllStringIndex(text, -1)); n != 1 {
+			return "", fmt.Errorf("%d lines set %s, want exactly 1", n, s.key)
+		}
+		value := s.value
+		text = re.ReplaceAllStringFunc(text, func(line string) string {
+			return re.FindStringSubmatch(line)[1] + s.key + " = " + value
+		})
+	}
+	return text, nil
 }
 
 // cniConfig: a bridge in the node's network namespace, host-local
@@ -74,7 +105,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 		return err
 	}
 	cfgPath := filepath.Join(p.Containerd(), "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(n.containerdConfig()), 0644); err != nil {
+	if err := n.writeContainerdConfig(ctx, cfgPath); err != nil {
 		return err
 	}
 	archives, err := buildImages(p.Images(), n.Cfg.SourceDir, n.Cfg.Gpulet, n.Cfg.Runtime)
