@@ -8,7 +8,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 
 namespace gpulet::sharing {
@@ -17,6 +16,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr char kTimeFormat[] = "%Y-%m-%dT%H:%M:%E*SZ";
+// Far beyond any node, and small enough that sums of units never overflow.
+constexpr int64_t kMaxCount = 1'000'000'000;
 
 class Reader {
  public:
@@ -28,7 +29,8 @@ class Reader {
   void Fail(const std::string& path, std::string_view why) {
     if (!status_.ok()) return;
     status_ = absl::InvalidArgumentError(absl::StrCat(
-        what_, ": ", path.empty() ? "(top level)" : path, ": ", why));
+        what_, ": ", path.empty() ? "(top level)" : path, ": ",
+        std::string(why)));
   }
 
   bool Object(const Json& j, const std::string& path,
@@ -41,8 +43,12 @@ class Reader {
       bool found = false;
       for (std::string_view k : known) found = found || item.key() == k;
       if (!found) {
-        Fail(path, absl::StrCat("unknown field \"", item.key(), "\" (known: ",
-                                absl::StrJoin(known, ", "), ")"));
+        std::string names;
+        for (std::string_view k : known) {
+          absl::StrAppend(&names, names.empty() ? "" : ", ", std::string(k));
+        }
+        Fail(path, absl::StrCat("unknown field \"", item.key(),
+                                "\" (known: ", names, ")"));
         return false;
       }
     }
@@ -73,7 +79,7 @@ class Reader {
   }
 
   int64_t Int(const Json& obj, const char* key, const std::string& path,
-              int64_t min) {
+              int64_t min, int64_t max = kMaxCount) {
     const Json* j = Field(obj, key, path, /*required=*/true);
     if (j == nullptr) return 0;
     bool too_big = j->is_number_unsigned() &&
@@ -86,6 +92,8 @@ class Reader {
     int64_t v = j->get<int64_t>();
     if (v < min) {
       Fail(At(path, key), absl::StrCat("must be at least ", min, ", got ", v));
+    } else if (v > max) {
+      Fail(At(path, key), absl::StrCat("must be at most ", max, ", got ", v));
     }
     return v;
   }
@@ -104,7 +112,9 @@ class Reader {
     std::string s = String(obj, key, path, /*required=*/true);
     absl::Time t;
     std::string err;
-    if (ok() && !absl::ParseTime(absl::RFC3339_full, s, &t, &err)) {
+    // ParseTime also takes "infinite-future", which no other reader would.
+    if (ok() && (!absl::ParseTime(absl::RFC3339_full, s, &t, &err) ||
+                 t == absl::InfiniteFuture() || t == absl::InfinitePast())) {
       Fail(At(path, key), absl::StrCat("not an RFC 3339 time: \"", s, "\""));
     }
     return t;
@@ -127,7 +137,8 @@ class Reader {
   }
 
   static std::string At(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+    return path.empty() ? std::string(key)
+                        : absl::StrCat(path, ".", std::string(key));
   }
   static std::string Item(const std::string& path, const char* key,
                           size_t i) {
@@ -144,24 +155,26 @@ absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what) {
                        /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": not valid JSON"));
+        absl::StrCat(std::string(what), ": not valid JSON"));
   }
   return j;
 }
 
-std::string FormatTime(absl::Time t) {
+std::string TimeText(absl::Time t) {
   return absl::FormatTime(kTimeFormat, t, absl::UTCTimeZone());
 }
 
 std::string PodKey(std::string_view uid, std::string_view ns,
                    std::string_view name) {
-  return uid.empty() ? absl::StrCat(ns, "/", name) : std::string(uid);
+  return uid.empty() ? absl::StrCat(std::string(ns), "/", std::string(name))
+                     : std::string(uid);
 }
 
 }  // namespace
 
 absl::StatusOr<Pending> ParsePending(std::string_view text) {
-  const std::string what = absl::StrCat("annotation ", kPendingAnnotation);
+  const std::string what =
+      absl::StrCat("annotation ", std::string(kPendingAnnotation));
   auto j = ParseJson(text, what);
   if (!j.ok()) return j.status();
   Reader r(what);
@@ -206,7 +219,7 @@ std::string EncodePending(const Pending& pending) {
     if (!pod.uid.empty()) pj["uid"] = pod.uid;
     pj["namespace"] = pod.ns;
     pj["name"] = pod.name;
-    pj["time"] = FormatTime(pod.time);
+    pj["time"] = TimeText(pod.time);
     pj["containers"] = std::move(cs);
     pods.push_back(std::move(pj));
   }
@@ -217,7 +230,8 @@ std::string EncodePending(const Pending& pending) {
 }
 
 absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view text) {
-  const std::string what = absl::StrCat("annotation ", kNodeAnnotation);
+  const std::string what =
+      absl::StrCat("annotation ", std::string(kNodeAnnotation));
   auto j = ParseJson(text, what);
   if (!j.ok()) return j.status();
   Reader r(what);
@@ -228,7 +242,7 @@ absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view text) {
   }
   r.Version(*j);
   out.resource = r.String(*j, "resource", "", /*required=*/true);
-  out.unit_mib = r.Int(*j, "unitMiB", "", 1);
+  out.unit_mib = r.Int(*j, "unitMiB", "", 1, int64_t{1} << 20);
   out.observed = r.Time(*j, "observed", "");
   const Json* gpus = r.Array(*j, "gpus", "");
   for (size_t i = 0; gpus != nullptr && r.ok() && i < gpus->size(); ++i) {
@@ -237,11 +251,7 @@ absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view text) {
     if (!r.Object(gj, p, {"uuid", "index", "units", "used", "healthy"})) break;
     GpuSpace g;
     g.uuid = r.String(gj, "uuid", p, /*required=*/true);
-    int64_t index = r.Int(gj, "index", p, 0);
-    if (index > std::numeric_limits<int>::max()) {
-      r.Fail(Reader::At(p, "index"), "out of range");
-    }
-    g.index = static_cast<int>(index);
+    g.index = static_cast<int>(r.Int(gj, "index", p, 0, 1 << 20));
     g.units = r.Int(gj, "units", p, 0);
     g.used = r.Int(gj, "used", p, 0);
     g.healthy = r.Bool(gj, "healthy", p);
@@ -298,7 +308,7 @@ std::string EncodeNodeMemory(const NodeMemory& node) {
   j["v"] = 1;
   j["resource"] = node.resource;
   j["unitMiB"] = node.unit_mib;
-  j["observed"] = FormatTime(node.observed);
+  j["observed"] = TimeText(node.observed);
   j["gpus"] = std::move(gpus);
   j["pods"] = std::move(pods);
   return j.dump();

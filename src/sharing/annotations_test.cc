@@ -82,13 +82,21 @@ TEST(Pending, ErrorsNameTheField) {
        "pods[0].containers[0].units: want an integer"},
       {R"({"v":1,"pods":[{"namespace":7,"name":"p"}]})",
        "pods[0].namespace: want a string"},
+      {R"({"v":1,"pods":[{"namespace":"n","name":"p","time":)"
+       R"("infinite-future","containers":[]}]})",
+       "pods[0].time: not an RFC 3339 time"},
+      {R"({"v":1,"pods":[{"namespace":"n","name":"p","time":)"
+       R"("2026-11-24T05:00:00Z","containers":[{"name":"c","units":)"
+       R"(1000000001}]}]})",
+       "pods[0].containers[0].units: must be at most 1000000000"},
   };
   for (const Case& c : cases) {
     auto p = ParsePending(c.json);
     ASSERT_FALSE(p.ok()) << c.json;
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(p.status().message(), HasSubstr(c.want)) << c.json;
-    EXPECT_THAT(p.status().message(), HasSubstr(kPendingAnnotation));
+    EXPECT_THAT(p.status().message(),
+                HasSubstr(std::string(kPendingAnnotation)));
   }
 }
 
