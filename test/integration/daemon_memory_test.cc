@@ -194,8 +194,10 @@ class FakeApiServer {
     server_->Get("/api/v1/pods", [this](const httplib::Request& req,
                                         httplib::Response& res) {
       if (!req.has_param("watch")) {
+        // ns/x, whose uid PodResources does not tell.
         res.set_content(
-            R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})",
+            R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[)"
+            R"({"metadata":{"namespace":"ns","name":"x","uid":"u-x"}}]})",
             "application/json");
         return;
       }
@@ -306,11 +308,13 @@ TEST_F(DaemonMemoryTest, AdvertisesUnitsPublishesAndKeepsPendingPodsFitting) {
   EXPECT_THAT(names, ::testing::UnorderedElementsAre("nvidia.com/gpu",
                                                       "nvidia.com/gpu-memory"));
 
-  // The node annotation: 7 units per GPU, the kubelet's holdings as used.
+  // The node annotation: 7 units per GPU, the kubelet's holdings as used,
+  // the pod's uid from the watch of the node's pods.
   std::optional<sharing::NodeMemory> node = api_.WaitForNode(
       [](const sharing::NodeMemory& n) {
         return n.gpus.size() == 2 && n.gpus[0].used == 3 &&
-               n.gpus[1].used == 1;
+               n.gpus[1].used == 1 && n.pods.size() == 1 &&
+               n.pods[0].uid == "u-x";
       });
   ASSERT_TRUE(node.has_value()) << api_.Annotation(sharing::kNodeAnnotation)
                                 << "\n--- plugin log\n" << plugin->Log();
