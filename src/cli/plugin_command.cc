@@ -2,6 +2,8 @@
 
 #include <sys/un.h>
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -114,6 +116,18 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   d.kubelet_socket = socket;
   d.fail_on_init_error = config.flags.fail_on_init_error;
   d.health = *std::move(health);
+  // Memory shares (docs/sharing.md): the Node's name from the downward API,
+  // the API server from KUBECONFIG or the pod's service account.
+  if (std::optional<std::string> v = env("NODE_NAME"); v && !v->empty()) {
+    d.node_name = *v;
+  }
+  if (std::optional<std::string> v = env("KUBECONFIG"); v && !v->empty()) {
+    d.kubeconfig = *v;
+  }
+  if (std::optional<std::string> v = env("GPULET_POD_RESOURCES_SOCKET");
+      v && !v->empty()) {
+    d.pod_resources_socket = *v;
+  }
   return d;
 }
 

@@ -57,6 +57,23 @@ TEST_F(PluginCommandTest, DefaultsMatchNvidia) {
   EXPECT_EQ(d->health, health::MonitorOptions{});
 }
 
+TEST_F(PluginCommandTest, MemorySharesReadTheNodeAndApiFromTheEnvironment) {
+  auto d = MakeDaemonOptions(GlobalOptions{}, config::Config{}, Env({}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->node_name, "");
+  EXPECT_EQ(d->kubeconfig, "");
+  EXPECT_EQ(d->pod_resources_socket,
+            "/var/lib/kubelet/pod-resources/kubelet.sock");
+  d = MakeDaemonOptions(GlobalOptions{}, config::Config{},
+                        Env({{"NODE_NAME", "n1"},
+                             {"KUBECONFIG", "/etc/k.yaml"},
+                             {"GPULET_POD_RESOURCES_SOCKET", "/run/pr.sock"}}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->node_name, "n1");
+  EXPECT_EQ(d->kubeconfig, "/etc/k.yaml");
+  EXPECT_EQ(d->pod_resources_socket, "/run/pr.sock");
+}
+
 TEST_F(PluginCommandTest, CopiesConfigAndGlobalOptions) {
   GlobalOptions global;
   global.nvml_lib = "/x/libnvidia-ml.so.1";

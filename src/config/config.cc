@@ -52,6 +52,16 @@ const EnumNames<DeviceDiscoveryStrategy>& DeviceDiscoveryStrategyNames() {
   return names;
 }
 
+const EnumNames<MemoryPolicy>& MemoryPolicyNames() {
+  static const EnumNames<MemoryPolicy> names = {
+      {"binpack", MemoryPolicy::kBinpack}, {"spread", MemoryPolicy::kSpread}};
+  return names;
+}
+
+std::string ToString(MemoryPolicy value) {
+  return NameOf(MemoryPolicyNames(), value);
+}
+
 const EnumNames<XidAction>& XidActionNames() {
   static const EnumNames<XidAction> names = {
       {"ignore", XidAction::kIgnore},

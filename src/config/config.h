@@ -160,11 +160,42 @@ struct ReplicatedResources {
   bool operator==(const ReplicatedResources&) const = default;
 };
 
+// sharing.memory.policy: which GPU a container's memory units come from
+// when several keep the pending pods fitting (docs/sharing.md).
+enum class MemoryPolicy { kBinpack, kSpread };
+const EnumNames<MemoryPolicy>& MemoryPolicyNames();
+std::string ToString(MemoryPolicy value);
+
+// sharing.memory: GPUs advertised as memory units instead of whole GPUs
+// (docs/sharing.md). gpulet's own section; NVIDIA's file has none.
+struct MemoryShares {
+  // Fully qualified ("nvidia.com/gpu-memory", "aliyun.com/gpu-mem"); a name
+  // without a domain gets "nvidia.com/".
+  std::string resource_name = "nvidia.com/gpu-memory";
+  int64_t unit_mib = 1024;  // "GiB", "MiB", "512MiB", "2GiB"
+  // Which GPUs: all, the first `count`, or GPU indexes and GPU UUIDs.
+  ReplicaDevices devices;
+  // At most this many memory units on the node, all GPUs together.
+  int max_devices_per_node = 4096;
+  // A pending pod the kubelet has not admitted after this long is dropped
+  // from the pending annotation.
+  absl::Duration pending_timeout = absl::Minutes(5);
+  // How often the node annotation is rewritten even when nothing signalled
+  // a change.
+  absl::Duration resync_period = absl::Minutes(5);
+  MemoryPolicy policy = MemoryPolicy::kBinpack;
+
+  bool operator==(const MemoryShares&) const = default;
+};
+
 enum class SharingStrategy { kNone, kTimeSlicing, kMps };
 
 struct Sharing {
   std::optional<ReplicatedResources> time_slicing;
   std::optional<ReplicatedResources> mps;
+  // Independent of the two above: it takes whole GPUs out of nvidia.com/gpu
+  // (or its renamed resources) before they replicate the rest.
+  std::optional<MemoryShares> memory;
 
   // MPS when configured, else time-slicing when configured, else none.
   SharingStrategy Strategy() const;

@@ -5,8 +5,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "src/common/status_macros.h"
 
 namespace gpulet::config {
 namespace {
@@ -65,6 +68,60 @@ bool IsDnsSubdomain(absl::string_view s) {
     }
   }
   return true;
+}
+
+absl::StatusOr<std::string> QualifyExtendedResourceName(
+    absl::string_view name) {
+  std::string full = name.find('/') != absl::string_view::npos
+                         ? std::string(name)
+                         : absl::StrCat(kResourceNamePrefix, "/", name);
+  GPULET_RETURN_IF_ERROR(CheckExtendedResourceName(full));
+  return full;
+}
+
+absl::Status CheckExtendedResourceName(absl::string_view name) {
+  const size_t slash = name.find('/');
+  const absl::string_view domain = name.substr(0, slash);
+  const absl::string_view rest =
+      slash == absl::string_view::npos ? "" : name.substr(slash + 1);
+  if (slash == absl::string_view::npos || !IsDnsSubdomain(domain) ||
+      rest.size() > kMaxResourceNameLength || !IsDnsSubdomain(rest)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resource name ", Quote(name),
+        " is not <domain>/<name> with both lowercase DNS names (letters, "
+        "digits, '-' and '.') and a name of at most ",
+        kMaxResourceNameLength, " characters"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParseMemoryUnit(absl::string_view text) {
+  constexpr int64_t kMaxUnitMib = int64_t{1} << 20;  // 1 TiB
+  absl::string_view count = text;
+  int64_t scale = 0;
+  if (absl::ConsumeSuffix(&count, "GiB")) {
+    scale = 1024;
+  } else if (absl::ConsumeSuffix(&count, "MiB")) {
+    scale = 1;
+  }
+  int64_t n = 1;
+  if (!count.empty() && (!IsDecimal(count) || !absl::SimpleAtoi(count, &n))) {
+    scale = 0;
+  }
+  if (scale == 0 || n < 1 || n > kMaxUnitMib / scale) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Quote(text),
+        " is not a memory unit: expected MiB, GiB or a size such as 512MiB "
+        "or 2GiB, between 1MiB and 1024GiB"));
+  }
+  return n * scale;
+}
+
+std::string MemoryUnitName(int64_t unit_mib) {
+  if (unit_mib == 1) return "MiB";
+  if (unit_mib == 1024) return "GiB";
+  if (unit_mib % 1024 == 0) return absl::StrCat(unit_mib / 1024, "GiB");
+  return absl::StrCat(unit_mib, "MiB");
 }
 
 absl::StatusOr<std::string> QualifyResourceName(absl::string_view name) {

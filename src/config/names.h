@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -33,6 +34,20 @@ absl::StatusOr<std::string> QualifyResourceName(absl::string_view name);
 
 // OK when `name` is what QualifyResourceName returns for it.
 absl::Status CheckQualifiedResourceName(absl::string_view name);
+
+// An extended resource name of any domain, "<domain>/<name>", for resources
+// gpulet's own features advertise (sharing.memory.resourceName may be
+// gpushare's "aliyun.com/gpu-mem"): the domain a DNS subdomain, the name a
+// DNS subdomain of at most 63 characters. A name without '/' gets
+// "nvidia.com/" first (QualifyExtendedResourceName).
+absl::StatusOr<std::string> QualifyExtendedResourceName(absl::string_view name);
+absl::Status CheckExtendedResourceName(absl::string_view name);
+
+// sharing.memory.unit in MiB: "MiB", "GiB", or a count of them ("512MiB",
+// "2GiB"), between 1 MiB and 1 TiB.
+absl::StatusOr<int64_t> ParseMemoryUnit(absl::string_view text);
+// The canonical spelling of a unit: "GiB", "MiB", "2GiB", "512MiB".
+std::string MemoryUnitName(int64_t unit_mib);
 
 enum class DeviceRefKind { kInvalid, kGpuIndex, kMigIndex, kGpuUuid, kMigUuid };
 

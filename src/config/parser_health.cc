@@ -29,23 +29,6 @@ absl::Status ReadXids(ParseContext& ctx, const Field& f,
   return absl::OkStatus();
 }
 
-// A Go-style duration ("30s", "5m", "1h30m", "0"), as
-// GPULET_HEALTH_QUIET_PERIOD takes it.
-absl::Status ReadDuration(ParseContext& ctx, const Field& f,
-                          std::optional<absl::Duration>* out) {
-  GPULET_ASSIGN_OR_RETURN(std::string text, ctx.reader.String(f, 64));
-  absl::Duration d;
-  if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration() ||
-      d == absl::InfiniteDuration()) {
-    return ctx.reader.Error(
-        f, absl::StrCat("\"", text,
-                        "\" is not a duration (a non-negative number with a "
-                        "unit, e.g. \"30s\", \"5m\", \"1h30m\")"));
-  }
-  *out = d;
-  return absl::OkStatus();
-}
-
 absl::StatusOr<XidRule> ParseXidRule(ParseContext& ctx, const Field& f) {
   XidRule rule;
   bool has_codes = false;
@@ -75,6 +58,22 @@ absl::StatusOr<XidRule> ParseXidRule(ParseContext& ctx, const Field& f) {
 }
 
 }  // namespace
+
+// As GPULET_HEALTH_QUIET_PERIOD takes it.
+absl::Status ReadDuration(ParseContext& ctx, const Field& f,
+                          std::optional<absl::Duration>* out) {
+  GPULET_ASSIGN_OR_RETURN(std::string text, ctx.reader.String(f, 64));
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration() ||
+      d == absl::InfiniteDuration()) {
+    return ctx.reader.Error(
+        f, absl::StrCat("\"", text,
+                        "\" is not a duration (a non-negative number with a "
+                        "unit, e.g. \"30s\", \"5m\", \"1h30m\")"));
+  }
+  *out = d;
+  return absl::OkStatus();
+}
 
 absl::Status ParseHealth(ParseContext& ctx, const Field& field) {
   Health& h = ctx.config->health;

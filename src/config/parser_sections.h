@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,10 @@ Handler SetEnum(ParseContext& ctx, E* out, const EnumNames<E>& names) {
     return absl::OkStatus();
   };
 }
+
+// A Go-style duration ("30s", "5m", "1h30m", "0"), non-negative and finite.
+absl::Status ReadDuration(ParseContext& ctx, const Field& field,
+                          std::optional<absl::Duration>* out);
 
 // A resource name, qualified with "nvidia.com/" (QualifyResourceName).
 absl::StatusOr<std::string> ReadResourceName(ParseContext& ctx,

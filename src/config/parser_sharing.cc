@@ -135,6 +135,54 @@ absl::StatusOr<ReplicatedResources> ParseReplicated(ParseContext& ctx,
   return section;
 }
 
+absl::Status ReadDurationInto(ParseContext& ctx, const Field& f,
+                                  absl::Duration* out) {
+  std::optional<absl::Duration> d;
+  GPULET_RETURN_IF_ERROR(ReadDuration(ctx, f, &d));
+  *out = *d;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MemoryShares> ParseMemory(ParseContext& ctx, const Field& f) {
+  MemoryShares m;
+  GPULET_RETURN_IF_ERROR(ReadMap(
+      ctx, f,
+      {{"resourceName",
+        [&](const Field& n) -> absl::Status {
+          GPULET_ASSIGN_OR_RETURN(std::string name, ctx.reader.String(n, 320));
+          absl::StatusOr<std::string> full = QualifyExtendedResourceName(name);
+          if (!full.ok()) return ctx.reader.Error(n, full.status().message());
+          m.resource_name = *std::move(full);
+          return absl::OkStatus();
+        }},
+       {"unit",
+        [&](const Field& u) -> absl::Status {
+          GPULET_ASSIGN_OR_RETURN(std::string text, ctx.reader.String(u, 32));
+          absl::StatusOr<int64_t> mib = ParseMemoryUnit(text);
+          if (!mib.ok()) return ctx.reader.Error(u, mib.status().message());
+          m.unit_mib = *mib;
+          return absl::OkStatus();
+        }},
+       {"devices",
+        [&](const Field& d) { return ReadDevices(ctx, d, &m.devices); }},
+       {"maxDevicesPerNode",
+        [&](const Field& n) -> absl::Status {
+          GPULET_ASSIGN_OR_RETURN(int64_t max, ctx.reader.Int(n));
+          m.max_devices_per_node = static_cast<int>(max);
+          return absl::OkStatus();
+        }},
+       {"pendingTimeout",
+        [&](const Field& d) {
+          return ReadDurationInto(ctx, d, &m.pending_timeout);
+        }},
+       {"resyncPeriod",
+        [&](const Field& d) {
+          return ReadDurationInto(ctx, d, &m.resync_period);
+        }},
+       {"policy", SetEnum(ctx, &m.policy, MemoryPolicyNames())}}));
+  return m;
+}
+
 absl::Status ParseResourceList(ParseContext& ctx, const Field& f,
                                std::vector<Resource>* out) {
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
@@ -187,7 +235,11 @@ absl::Status ParseSharing(ParseContext& ctx, const Field& field) {
   };
   return ReadMap(ctx, field,
                  {{"timeSlicing", section(&s.time_slicing, false)},
-                  {"mps", section(&s.mps, true)}});
+                  {"mps", section(&s.mps, true)},
+                  {"memory", [&ctx, &s](const Field& f) -> absl::Status {
+                     GPULET_ASSIGN_OR_RETURN(s.memory, ParseMemory(ctx, f));
+                     return absl::OkStatus();
+                   }}});
 }
 
 absl::Status ParseImex(ParseContext& ctx, const Field& field) {

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/config/names.h"
 #include "src/config/validate.h"
 
 namespace gpulet::config {
@@ -212,6 +213,60 @@ TEST(ParserTest, HealthAndMetricsSections) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->health, Health{});
   EXPECT_EQ(none->metrics.address, "");
+}
+
+TEST(ParserTest, MemorySharesSection) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "sharing:\n"
+      "  memory:\n"
+      "    resourceName: aliyun.com/gpu-mem\n"
+      "    unit: 512MiB\n"
+      "    devices: [0, GPU-b1028956-cfa2-0990-bf4a-5da9abb51763]\n"
+      "    maxDevicesPerNode: 2048\n"
+      "    pendingTimeout: 90s\n"
+      "    resyncPeriod: 10m\n"
+      "    policy: spread\n",
+      "m.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->sharing.memory.has_value());
+  const MemoryShares& m = *c->sharing.memory;
+  EXPECT_EQ(m.resource_name, "aliyun.com/gpu-mem");
+  EXPECT_EQ(m.unit_mib, 512);
+  EXPECT_EQ(m.devices.kind, ReplicaDevices::Kind::kList);
+  EXPECT_EQ(m.devices.list.size(), 2u);
+  EXPECT_EQ(m.max_devices_per_node, 2048);
+  EXPECT_EQ(m.pending_timeout, absl::Seconds(90));
+  EXPECT_EQ(m.resync_period, absl::Minutes(10));
+  EXPECT_EQ(m.policy, MemoryPolicy::kSpread);
+  EXPECT_EQ(c->origins.at("sharing.memory.unit").ToString(), "m.yaml:4:11");
+  EXPECT_EQ(c->sharing.Strategy(), SharingStrategy::kNone);
+
+  absl::StatusOr<Config> defaults =
+      ParseConfig("sharing:\n  memory: {resourceName: gpu-mem}\n", "m.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  MemoryShares want;
+  want.resource_name = "nvidia.com/gpu-memory";
+  EXPECT_EQ(defaults->sharing.memory->resource_name, "nvidia.com/gpu-mem");
+  EXPECT_EQ(defaults->sharing.memory->unit_mib, 1024);
+  EXPECT_EQ(defaults->sharing.memory->devices.kind, ReplicaDevices::Kind::kAll);
+  EXPECT_EQ(defaults->sharing.memory->pending_timeout, absl::Minutes(5));
+  EXPECT_EQ(MemoryShares{}, want);
+}
+
+TEST(ParserTest, MemoryUnits) {
+  EXPECT_EQ(*ParseMemoryUnit("MiB"), 1);
+  EXPECT_EQ(*ParseMemoryUnit("GiB"), 1024);
+  EXPECT_EQ(*ParseMemoryUnit("512MiB"), 512);
+  EXPECT_EQ(*ParseMemoryUnit("2GiB"), 2048);
+  EXPECT_EQ(*ParseMemoryUnit("1024GiB"), 1 << 20);
+  for (const char* bad : {"", "KiB", "0MiB", "1025GiB", "-1GiB", "1.5GiB",
+                          "gib", "2 GiB", "99999999999MiB"}) {
+    EXPECT_FALSE(ParseMemoryUnit(bad).ok()) << bad;
+  }
+  EXPECT_EQ(MemoryUnitName(1), "MiB");
+  EXPECT_EQ(MemoryUnitName(1024), "GiB");
+  EXPECT_EQ(MemoryUnitName(2048), "2GiB");
+  EXPECT_EQ(MemoryUnitName(512), "512MiB");
 }
 
 TEST(ParserTest, EmptyTextIsAllDefaults) {

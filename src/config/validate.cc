@@ -49,6 +49,7 @@ class Checker {
                        const ReplicaDevices& devices) const;
   absl::Status Replicated(const std::string& path,
                           const ReplicatedResources& section) const;
+  absl::Status Memory(const MemoryShares& memory) const;
   absl::Status Imex() const;
   absl::Status Health() const;
   absl::Status Metrics() const;
@@ -189,6 +190,44 @@ absl::Status Checker::Replicated(const std::string& path,
   return absl::OkStatus();
 }
 
+absl::Status Checker::Memory(const MemoryShares& m) const {
+  if (absl::Status s = CheckExtendedResourceName(m.resource_name); !s.ok()) {
+    return Error("sharing.memory.resourceName", s.message());
+  }
+  if (m.unit_mib < 1 || m.unit_mib > kMaxMemoryUnitMib) {
+    return Error("sharing.memory.unit",
+                 absl::StrCat("must be between 1MiB and 1024GiB, got ",
+                              m.unit_mib, "MiB"));
+  }
+  GPULET_RETURN_IF_ERROR(Devices("sharing.memory.devices", m.devices));
+  for (size_t i = 0; i < m.devices.list.size(); ++i) {
+    DeviceRefKind kind = ClassifyDeviceRef(m.devices.list[i]);
+    if (kind != DeviceRefKind::kGpuIndex && kind != DeviceRefKind::kGpuUuid) {
+      return Error(IndexPath("sharing.memory.devices", i),
+                   absl::StrCat(Quote(m.devices.list[i]),
+                                " is not a GPU index or a GPU- UUID (memory "
+                                "shares are of whole GPUs)"));
+    }
+  }
+  if (m.max_devices_per_node < 1 ||
+      m.max_devices_per_node > kMaxMemoryDevicesPerNode) {
+    return Error("sharing.memory.maxDevicesPerNode",
+                 absl::StrCat("must be in [1, ", kMaxMemoryDevicesPerNode,
+                              "], got ", m.max_devices_per_node));
+  }
+  if (m.pending_timeout < absl::Seconds(1)) {
+    return Error("sharing.memory.pendingTimeout",
+                 absl::StrCat("must be at least 1s, got ",
+                              absl::FormatDuration(m.pending_timeout)));
+  }
+  if (m.resync_period < absl::Seconds(10)) {
+    return Error("sharing.memory.resyncPeriod",
+                 absl::StrCat("must be at least 10s, got ",
+                              absl::FormatDuration(m.resync_period)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Checker::Imex() const {
   const std::vector<int>& ids = config_.imex.channel_ids;
   if (ids.empty() || (ids.size() == 1 && ids[0] == 0)) {
@@ -277,6 +316,9 @@ absl::Status ValidateValues(const Config& config) {
   if (config.sharing.mps) {
     GPULET_RETURN_IF_ERROR(
         check.Replicated("sharing.mps", *config.sharing.mps));
+  }
+  if (config.sharing.memory) {
+    GPULET_RETURN_IF_ERROR(check.Memory(*config.sharing.memory));
   }
   GPULET_RETURN_IF_ERROR(check.Imex());
   GPULET_RETURN_IF_ERROR(check.Health());

@@ -12,6 +12,8 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "src/config/config.h"
 
@@ -20,6 +22,12 @@ namespace gpulet::config {
 // At most this many replicas per device: a GPU advertised more often would
 // make the kubelet's device list unwieldy, and nobody shares that finely.
 inline constexpr int kMaxReplicas = 1024;
+
+// sharing.memory limits. Each memory unit is one device in the kubelet's
+// list, and the list travels in one gRPC message (4 MiB by default): 32768
+// devices of about 70 bytes each stay well below it.
+inline constexpr int kMaxMemoryDevicesPerNode = 32768;
+inline constexpr int64_t kMaxMemoryUnitMib = int64_t{1} << 20;
 
 // Rules about one value at a time:
 // - version is "v1";
@@ -32,6 +40,10 @@ inline constexpr int kMaxReplicas = 1024;
 // - each sharing section lists resources, without repeating a name or an
 //   advertised name; replicas in [2, kMaxReplicas]; devices a count >= 1
 //   or GPU indexes, MIG indexes (i:j) and GPU-/MIG- UUIDs;
+// - sharing.memory: a resource name "<domain>/<name>", a unit in
+//   [1MiB, 1024GiB], devices all, a count or GPU indexes and GPU- UUIDs,
+//   maxDevicesPerNode in [1, kMaxMemoryDevicesPerNode], pendingTimeout at
+//   least 1s, resyncPeriod at least 10s;
 // - imex.channelIDs is [] or [0].
 absl::Status ValidateValues(const Config& config);
 

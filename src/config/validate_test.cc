@@ -261,6 +261,29 @@ const BadCase kBadCases[] = {
     {"MetricsAddressUnbracketedIpv6", "metrics:\n  address: \"::1:80\"\n",
      "t.yaml:2:12: metrics.address: \"::1:80\" is not host:port with a port "
      "in [0, 65535] (e.g. \":9400\", \"127.0.0.1:9400\", \"[::1]:9400\")"},
+    {"MemoryUnit", "sharing:\n  memory:\n    unit: 3KiB\n",
+     "t.yaml:3:11: sharing.memory.unit: \"3KiB\" is not a memory unit: "
+     "expected MiB, GiB or a size such as 512MiB or 2GiB, between 1MiB and "
+     "1024GiB"},
+    {"MemoryMaxDevicesPerNode",
+     "sharing:\n  memory:\n    maxDevicesPerNode: 40000\n",
+     "t.yaml:3:24: sharing.memory.maxDevicesPerNode: must be in [1, 32768], "
+     "got 40000"},
+    {"MemoryMigDevice", "sharing:\n  memory:\n    devices: [\"0:1\"]\n",
+     "t.yaml:3:15: sharing.memory.devices[0]: \"0:1\" is not a GPU index or "
+     "a GPU- UUID (memory shares are of whole GPUs)"},
+    {"MemoryResourceName",
+     "sharing:\n  memory:\n    resourceName: Example.com/x\n",
+     "t.yaml:3:19: sharing.memory.resourceName: resource name "
+     "\"Example.com/x\" is not <domain>/<name> with both lowercase DNS names "
+     "(letters, digits, '-' and '.') and a name of at most 63 characters"},
+    {"MemoryPendingTimeout", "sharing:\n  memory:\n    pendingTimeout: 0s\n",
+     "t.yaml:3:21: sharing.memory.pendingTimeout: must be at least 1s, got 0"},
+    {"MemoryResyncPeriod", "sharing:\n  memory:\n    resyncPeriod: 5s\n",
+     "t.yaml:3:19: sharing.memory.resyncPeriod: must be at least 10s, got 5s"},
+    {"MemoryPolicy", "sharing:\n  memory:\n    policy: fill\n",
+     "t.yaml:3:13: sharing.memory.policy: unknown value \"fill\" (expected "
+     "one of: binpack, spread)"},
 };
 
 INSTANTIATE_TEST_SUITE_P(

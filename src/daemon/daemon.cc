@@ -250,6 +250,11 @@ void Daemon::Impl::StopSession() {
     pending_ = registration::SocketEvent{};
   }
   runners.clear();
+  {
+    absl::MutexLock lock(&mu_);
+    publisher_.reset();
+    publisher_started_ = false;
+  }
   node_ = device::Node{};
   uint64_t ignored;
   (void)!::read(wake_.get(), &ignored, sizeof(ignored));

@@ -54,6 +54,16 @@ struct DaemonOptions {
   std::string cdi_spec_dir = "/var/run/cdi";
   absl::Duration register_timeout = absl::Seconds(10);
   BackoffPolicy backoff;
+  // Memory shares (sharing.memory, docs/sharing.md): this Node's name
+  // (NODE_NAME from the downward API), the API server (a kubeconfig path,
+  // empty: the pod's service account) and the kubelet's pod-resources
+  // socket. Without a node name or API access the memory units are still
+  // served, but no Node annotation is published and preferred allocation
+  // packs by the policy alone.
+  std::string node_name;
+  std::string kubeconfig;
+  std::string pod_resources_socket =
+      "/var/lib/kubelet/pod-resources/kubelet.sock";
 };
 
 class Daemon {

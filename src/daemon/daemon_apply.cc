@@ -138,7 +138,9 @@ absl::StatusOr<std::vector<Daemon::Impl::Prepared>> Daemon::Impl::Prepare(
     absl::StatusOr<pluginapi::AllocateHandler> allocate =
         allocation::MakeAllocateHandler(*std::move(allocate_options));
     if (!allocate.ok()) return allocate.status();
-    prepared.push_back(Prepared{std::move(spec), *std::move(allocate)});
+    Prepared p{std::move(spec), *std::move(allocate), nullptr};
+    WrapMemoryHandlers(config, p);
+    prepared.push_back(std::move(p));
   }
   if (WantsCdiSpec(config)) {
     absl::StatusOr<std::string> written =
@@ -156,6 +158,7 @@ absl::StatusOr<std::vector<Daemon::Impl::Prepared>> Daemon::Impl::Prepare(
 absl::Status Daemon::Impl::Apply(const config::Config& config,
                                  const health::MonitorOptions& health,
                                  const device::Node& node) {
+  EnsurePublisher(config);
   absl::StatusOr<std::vector<Prepared>> prepared = Prepare(config, node);
   if (!prepared.ok()) return prepared.status();
   std::vector<std::string> sockets;
@@ -230,13 +233,15 @@ void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
                                return r->resource_name() ==
                                       p.spec.resource_name;
                              });
+      pluginapi::PreferredHandler chosen =
+          p.preferred ? std::move(p.preferred) : preferred;
       if (it != runners_.end()) {
-        (*it)->Update(p.spec.devices, std::move(p.allocate), preferred);
+        (*it)->Update(p.spec.devices, std::move(p.allocate), chosen);
         continue;
       }
       runners_.push_back(std::make_unique<PluginRunner>(
           std::move(p.spec), runner_options, std::move(p.allocate),
-          preferred));
+          std::move(chosen)));
       added.push_back(runners_.back().get());
     }
     for (auto it = runners_.begin(); it != runners_.end();) {
@@ -250,6 +255,7 @@ void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
       it = runners_.erase(it);
     }
     PublishDeviceHealth();
+    PublishMemoryGpus();
   }
   for (auto& runner : removed) {
     GPULET_LOG(INFO) << "no longer serving " << runner->resource_name()
@@ -421,7 +427,10 @@ void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
       changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
     }
   }
-  if (changed > 0) PublishDeviceHealth(event.gpu_index);
+  if (changed > 0) {
+    PublishDeviceHealth(event.gpu_index);
+    PublishMemoryGpus();
+  }
   std::string gpu = absl::StrCat(
       "GPU ", event.gpu_index, " (",
       uuid == gpu_uuids_.end() ? std::string("unknown") : uuid->second, ")");

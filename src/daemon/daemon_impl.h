@@ -33,10 +33,14 @@
 #include "src/daemon/signal_channel.h"
 #include "src/device/gpu.h"
 #include "src/health/health_monitor.h"
+#include "src/kube/client.h"
+#include "src/kube/transport.h"
 #include "src/metrics/gpulet_metrics.h"
 #include "src/metrics/metrics_server.h"
 #include "src/metrics/registry.h"
+#include "src/nodeagent/memory_publisher.h"
 #include "src/nvml/library.h"
+#include "src/podresources/client.h"
 #include "src/registration/socket_watcher.h"
 #include "src/resources/resources.h"
 
@@ -88,6 +92,8 @@ class Daemon::Impl {
   struct Prepared {
     resources::ResourceSpec spec;
     pluginapi::AllocateHandler allocate;
+    // Null: the preferred handler every resource shares.
+    pluginapi::PreferredHandler preferred = nullptr;
   };
   absl::StatusOr<std::vector<Prepared>> Prepare(const config::Config& config,
                                                 const device::Node& node);
@@ -121,6 +127,16 @@ class Daemon::Impl {
   // gpu_index < 0: every device; else only that GPU's devices.
   void PublishDeviceHealth(int gpu_index = -1)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- daemon_memory.cc: memory shares' node agent ----
+  // The publisher `config` asks for, kept when its options are unchanged;
+  // null without sharing.memory, a node name or API server access.
+  void EnsurePublisher(const config::Config& config);
+  // The memory-unit resource's Allocate and preferred handlers.
+  void WrapMemoryHandlers(const config::Config& config, Prepared& prepared);
+  // The memory-unit GPUs and their health to the publisher; starts it the
+  // first time.
+  void PublishMemoryGpus() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The runners, for the loop thread to drive without holding mu_ (only the
   // loop thread adds or removes runners, so the pointers stay valid).
   std::vector<PluginRunner*> Runners() ABSL_LOCKS_EXCLUDED(mu_);
@@ -135,6 +151,17 @@ class Daemon::Impl {
   metrics::Registry registry_;
   metrics::GpuletMetrics metrics_;
   std::unique_ptr<metrics::MetricsServer> metrics_server_;
+  // Memory shares. Declared before the runners, whose handlers share the
+  // publisher, so that the clients outlive it.
+  std::unique_ptr<kube::Transport> kube_transport_;
+  std::unique_ptr<kube::Client> kube_client_;
+  std::unique_ptr<podresources::Client> pod_resources_;
+  std::shared_ptr<nodeagent::MemoryPublisher> publisher_;
+  std::string publisher_key_;  // its options, to tell whether a reload
+                               // needs a new one
+  bool publisher_started_ = false;
+  bool memory_warned_ = false;
+  std::string memory_resource_;
   std::string plugin_dir_;
   std::string kubelet_name_;
   nvml::LibraryPtr lib_;

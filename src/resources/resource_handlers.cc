@@ -85,7 +85,12 @@ absl::StatusOr<allocation::AllocateOptions> AllocateOptionsFor(
     o.imex_channel_ids = *std::move(channels);
   }
   const config::ReplicatedResources* sharing = config.sharing.Active();
-  if (sharing != nullptr && IsShared(spec)) {
+  // Memory units number their GPU's units in `replica`; they are not
+  // time-slicing or MPS replicas.
+  const bool memory_units =
+      config.sharing.memory.has_value() &&
+      spec.resource_name == config.sharing.memory->resource_name;
+  if (sharing != nullptr && IsShared(spec) && !memory_units) {
     bool mps = config.sharing.Strategy() == config::SharingStrategy::kMps;
     o.fail_requests_greater_than_one =
         mps || sharing->fail_requests_greater_than_one;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "src/resources/device_map.h"
+#include "src/resources/memory_units.h"
 
 namespace gpulet::resources {
 namespace {
@@ -208,6 +209,10 @@ absl::StatusOr<std::vector<ResourceSpec>> BuildResources(
     const ResourceOptions& options) {
   absl::StatusOr<DeviceMap> map = BaseDevices(node, config, options);
   if (!map.ok()) return map.status();
+  if (config.sharing.memory.has_value()) {
+    map = ApplyMemoryShares(*config.sharing.memory, node, *std::move(map));
+    if (!map.ok()) return map.status();
+  }
   if (const config::ReplicatedResources* shared = config.sharing.Active()) {
     map = ApplyReplicas(*shared, SharingPath(config.sharing), *std::move(map));
     if (!map.ok()) return map.status();

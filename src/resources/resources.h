@@ -9,6 +9,9 @@
 //   - resources.gpus / resources.mig map product names / MIG profiles to
 //     resource names ('*' wildcard); defaults: nvidia.com/gpu for GPUs,
 //     nvidia.com/gpu (single) or nvidia.com/mig-<profile> (mixed) for MIG.
+//   - sharing.memory takes the GPUs it selects out of the resources above
+//     and advertises them as memory units, "<uuid>::m<k>", under its own
+//     resource name (memory_units.h).
 //   - sharing (time-slicing or MPS) replaces the selected devices of a
 //     resource by `replicas` devices each, "<id>::<n>", advertised under the
 //     resource's rename (or "<name>.shared"); devices not selected stay.

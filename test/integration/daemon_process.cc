@@ -25,7 +25,8 @@ bool Inherited(const std::string& entry) {
   for (const char* name :
        {"GPULET_SIM_SOCKET=", "GPULET_NVML_LIB=", "NVIDIA_DRIVER_ROOT=",
         "GPULET_SIM_MACHINE=", "KUBELET_SOCKET=", "FAIL_ON_INIT_ERROR=",
-        "DP_DISABLE_HEALTHCHECKS=", "DP_ENABLE_HEALTHCHECKS="}) {
+        "DP_DISABLE_HEALTHCHECKS=", "DP_ENABLE_HEALTHCHECKS=", "NODE_NAME=",
+        "KUBECONFIG=", "GPULET_POD_RESOURCES_SOCKET="}) {
     if (entry.rfind(name, 0) == 0) return false;
   }
   return true;

@@ -1,0 +1,139 @@
+// MemoryPublisher: the node side of memory shares (docs/sharing.md). It
+// keeps the Node annotation gpulet.dev/gpu-memory true to the node's real
+// allocation, prunes gpulet.dev/gpu-memory-pending, and tells the plugin's
+// preferred allocation which requests are pending.
+//
+// A sync reads the kubelet's PodResources (List, GetAllocatableResources),
+// adds the plugin's own Allocate answers the kubelet does not list yet,
+// reads the Node, drops the pending entries whose pod was admitted, is
+// gone or timed out, and writes both annotations in one JSON merge patch
+// that carries the Node's resourceVersion: a concurrent writer (the
+// scheduler extender) makes the API server answer 409 Conflict, and the
+// sync reads again and retries. Syncs run after every Allocate, on every
+// change of the node's pods (a watch), and every resync period; nothing
+// wakes the thread otherwise.
+//
+// An annotation edited by hand into something unreadable is ignored with
+// a logged reason and a count in gpulet_memory_annotation_errors_total,
+// never a crash: a bad pending annotation is left alone (the plugin then
+// sees no pending requests), a bad node annotation is overwritten.
+//
+// Thread safety: every public method may be called from any thread. The
+// client objects are borrowed and must outlive the publisher.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "src/kube/client.h"
+#include "src/kube/sleeper.h"
+#include "src/metrics/registry.h"
+#include "src/podresources/client.h"
+#include "src/sharing/node_view.h"
+
+namespace gpulet::nodeagent {
+
+struct PublisherOptions {
+  std::string node_name;
+  std::string resource_name = "nvidia.com/gpu-memory";
+  int64_t unit_mib = 1024;
+  absl::Duration pending_timeout = absl::Minutes(5);
+  absl::Duration resync_period = absl::Minutes(5);
+  // Read-modify-write attempts of one sync while the Node keeps changing.
+  int max_attempts = 5;
+  // Wall-clock time: the annotations' times are compared across machines.
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+// Metric families the publisher updates; null ones are skipped.
+struct PublisherMetrics {
+  // gpulet_gpu_memory_units{gpu, state}: total, used, pending.
+  metrics::Family* memory_units = nullptr;
+  // gpulet_memory_annotation_errors_total{annotation}: "pending", "node".
+  metrics::Family* annotation_errors = nullptr;
+  // gpulet_memory_syncs_total{result}: "ok", "error".
+  metrics::Family* syncs = nullptr;
+
+  // Registers the three families (idempotent on the same registry).
+  static absl::StatusOr<PublisherMetrics> Register(metrics::Registry& registry);
+};
+
+class MemoryPublisher {
+ public:
+  MemoryPublisher(kube::Client& api, const podresources::Client& kubelet,
+                  PublisherOptions options, PublisherMetrics metrics = {});
+  // Stops the threads started by Start.
+  ~MemoryPublisher();
+
+  MemoryPublisher(const MemoryPublisher&) = delete;
+  MemoryPublisher& operator=(const MemoryPublisher&) = delete;
+
+  // The GPUs sharing memory: UUID, index, units and health (`used` is
+  // ignored). Wakes the sync thread.
+  void SetGpus(std::vector<sharing::GpuSpace> gpus);
+  // The plugin answered an Allocate with `units` units of `gpu`. Wakes the
+  // sync thread.
+  void OnAllocate(const std::string& gpu, int64_t units);
+  // The requests preferred allocation must keep fitting; `refresh` reads
+  // the Node first (the pending annotation may be newer than the last
+  // sync).
+  std::vector<sharing::Request> Pending(bool refresh);
+
+  // One sync, on the caller's thread.
+  absl::Status Sync(std::stop_token stop = {});
+
+  // Starts the sync thread and the watch of the node's pods.
+  // REQUIRES: called once.
+  void Start(kube::Sleeper& sleeper);
+  void Wake();
+  // Successful syncs so far.
+  int64_t syncs() const;
+
+ private:
+  absl::Status SyncOnce(const sharing::NodeMemory& built,
+                        std::stop_token stop, bool* conflict);
+  sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
+  void ReportBad(std::string_view annotation, const absl::Status& status);
+  void UpdateMetrics(const sharing::NodeMemory& node,
+                     const std::vector<sharing::Request>& pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Loop(std::stop_token stop);
+  // The pod watch's view: "<namespace>/<name>" -> uid.
+  void ReplacePods(const std::vector<nlohmann::json>& pods);
+  void OnPodEvent(const kube::WatchEvent& event);
+
+  kube::Client& api_;
+  const podresources::Client& kubelet_;
+  const PublisherOptions options_;
+  const PublisherMetrics metrics_;
+
+  mutable absl::Mutex mu_;
+  std::vector<sharing::GpuSpace> gpus_ ABSL_GUARDED_BY(mu_);
+  sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
+  sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
+  sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last complaint per annotation, so a bad value is logged once.
+  std::map<std::string, std::string, std::less<>> bad_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> metric_gpus_ ABSL_GUARDED_BY(mu_);
+  // The uids of the node's pods, from the watch; PodResources has none.
+  std::map<std::string, std::string> pod_uids_ ABSL_GUARDED_BY(mu_);
+
+  // Last members: stopped and joined first on destruction.
+  std::jthread pods_;
+  std::jthread loop_;
+};
+
+}  // namespace gpulet::nodeagent

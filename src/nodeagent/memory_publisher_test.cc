@@ -1,0 +1,225 @@
+// MemoryPublisher's syncs against a scripted API server (kube's
+// FakeTransport) and a fake kubelet serving PodResources on a unix socket.
+#include "src/nodeagent/memory_publisher.h"
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "src/common/clock.h"
+#include "src/kube/fake_transport.h"
+#include "src/podresources/fake_kubelet.h"
+#include "src/sharing/annotations.h"
+
+namespace gpulet::nodeagent {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Field;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+const absl::Time kNow = absl::FromUnixSeconds(1795496400);
+
+std::string NodeJson(const std::string& resource_version,
+                     const std::string& pending) {
+  Json node = {{"kind", "Node"},
+               {"metadata",
+                {{"name", "n1"}, {"resourceVersion", resource_version}}}};
+  if (!pending.empty()) {
+    node["metadata"]["annotations"][std::string(sharing::kPendingAnnotation)] =
+        pending;
+  }
+  return node.dump();
+}
+
+std::string PendingJson(
+    const std::vector<std::tuple<std::string, std::string, int64_t>>& pods) {
+  sharing::Pending p;
+  for (const auto& [uid, name, units] : pods) {
+    p.pods.push_back({.uid = uid,
+                      .ns = "ns",
+                      .name = name,
+                      .time = kNow - absl::Seconds(10),
+                      .containers = {{"c", units}}});
+  }
+  return sharing::EncodePending(p);
+}
+
+class PublisherTest : public ::testing::Test {
+ protected:
+  PublisherTest()
+      : sleeper_(clock_),
+        api_(transport_, clock_, sleeper_,
+             {.qps = 1000, .burst = 1000, .max_attempts = 1}),
+        kubelet_client_(fake_kubelet_.socket_path()) {}
+
+  void SetUp() override {
+    ASSERT_FALSE(fake_kubelet_.socket_path().empty());
+    // ns/p holds two units of GPU-a; the node has 8 on each of two GPUs.
+    v1::ListPodResourcesResponse list;
+    v1::PodResources* pod = list.add_pod_resources();
+    pod->set_namespace_("ns");
+    pod->set_name("p");
+    v1::ContainerResources* c = pod->add_containers();
+    c->set_name("c");
+    v1::ContainerDevices* d = c->add_devices();
+    d->set_resource_name("nvidia.com/gpu-memory");
+    d->add_device_ids("GPU-a::m0");
+    d->add_device_ids("GPU-a::m1");
+    v1::ContainerDevices* other = c->add_devices();
+    other->set_resource_name("nvidia.com/gpu");
+    other->add_device_ids("GPU-z");
+    v1::AllocatableResourcesResponse allocatable;
+    v1::ContainerDevices* a = allocatable.add_devices();
+    a->set_resource_name("nvidia.com/gpu-memory");
+    for (const char* gpu : {"GPU-a", "GPU-b"}) {
+      for (int k = 0; k < 8; ++k) {
+        a->add_device_ids(std::string(gpu) + "::m" + std::to_string(k));
+      }
+    }
+    fake_kubelet_.Set(list, allocatable);
+    PublisherOptions options;
+    options.node_name = "n1";
+    options.now = [] { return kNow; };
+    auto metrics = PublisherMetrics::Register(registry_);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    publisher_ = std::make_unique<MemoryPublisher>(api_, kubelet_client_,
+                                                   options, *metrics);
+    publisher_->SetGpus({{.uuid = "GPU-a", .index = 0, .units = 99},
+                         {.uuid = "GPU-b", .index = 1, .units = 99}});
+  }
+
+  // The body of the n-th request, parsed.
+  Json Body(size_t n) const {
+    return Json::parse(transport_.requests().at(n).body);
+  }
+  std::vector<std::string> Calls() const {
+    std::vector<std::string> out;
+    for (const kube::Request& r : transport_.requests()) {
+      out.push_back(r.method + " " + r.path);
+    }
+    return out;
+  }
+
+  common::FakeClock clock_;
+  kube::FakeSleeper sleeper_;
+  kube::FakeTransport transport_;
+  kube::Client api_;
+  podresources::FakeKubelet fake_kubelet_;
+  podresources::Client kubelet_client_;
+  metrics::Registry registry_;
+  std::unique_ptr<MemoryPublisher> publisher_;
+};
+
+TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
+  transport_.AddResponse(
+      200, NodeJson("7", PendingJson({{"u-p", "p", 2},
+                                      {"u-q", "q", 4},
+                                      {"u-r", "r", 1}})));
+  transport_.AddResponse(
+      200, R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
+  transport_.AddResponse(404, R"({"kind":"Status","reason":"NotFound","code":404})");
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+
+  EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/nodes/n1",
+                                   "GET /api/v1/namespaces/ns/pods/q",
+                                   "GET /api/v1/namespaces/ns/pods/r",
+                                   "PATCH /api/v1/nodes/n1"));
+  Json patch = Body(3);
+  EXPECT_EQ(patch["metadata"]["resourceVersion"], "7");
+  const Json& annotations = patch["metadata"]["annotations"];
+  auto node = sharing::ParseNodeMemory(
+      annotations[std::string(sharing::kNodeAnnotation)].get<std::string>());
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->resource, "nvidia.com/gpu-memory");
+  EXPECT_EQ(node->observed, kNow);
+  ASSERT_EQ(node->gpus.size(), 2u);
+  EXPECT_EQ(node->gpus[0].units, 8) << "the kubelet's count wins";
+  EXPECT_EQ(node->gpus[0].used, 2);
+  EXPECT_EQ(node->gpus[1].used, 0);
+  ASSERT_EQ(node->pods.size(), 1u);
+  EXPECT_EQ(node->pods[0].name, "p");
+  EXPECT_THAT(node->pods[0].containers,
+              ElementsAre(Field(&sharing::UsedContainer::units, 2)));
+  auto pending = sharing::ParsePending(
+      annotations[std::string(sharing::kPendingAnnotation)].get<std::string>());
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_THAT(pending->pods, ElementsAre(Field(&sharing::PendingPod::name, "q")));
+
+  EXPECT_EQ(publisher_->syncs(), 1);
+  EXPECT_EQ(registry_.Find("gpulet_gpu_memory_units")->Value({"GPU-a", "used"}),
+            2);
+  // Pending units are shown where the packing rule puts them.
+  EXPECT_EQ(
+      registry_.Find("gpulet_gpu_memory_units")->Value({"GPU-a", "pending"}),
+      4);
+  // q's 4 units are what the plugin must keep fitting.
+  EXPECT_THAT(publisher_->Pending(false),
+              ElementsAre(Field(&sharing::Request::units, 4)));
+}
+
+TEST_F(PublisherTest, ConflictReadsAgainAndRetries) {
+  transport_.AddResponse(200, NodeJson("7", ""));
+  transport_.AddResponse(
+      409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"x"})");
+  transport_.AddResponse(200, NodeJson("8", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/nodes/n1",
+                                   "PATCH /api/v1/nodes/n1",
+                                   "GET /api/v1/nodes/n1",
+                                   "PATCH /api/v1/nodes/n1"));
+  EXPECT_EQ(Body(3)["metadata"]["resourceVersion"], "8");
+  EXPECT_FALSE(Body(3)["metadata"]["annotations"].contains(
+      std::string(sharing::kPendingAnnotation)))
+      << "nothing pending, nothing to prune: the extender's key is not touched";
+}
+
+TEST_F(PublisherTest, GarbagePendingAnnotationIsIgnoredAndCounted) {
+  transport_.AddResponse(200, NodeJson("7", "{not json"));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  EXPECT_FALSE(Body(1)["metadata"]["annotations"].contains(
+      std::string(sharing::kPendingAnnotation)));
+  EXPECT_EQ(registry_.Find("gpulet_memory_annotation_errors_total")
+                ->Value({"pending"}),
+            1);
+  EXPECT_TRUE(publisher_->Pending(false).empty());
+}
+
+TEST_F(PublisherTest, AllocateAnswersCountUntilTheKubeletListsThem) {
+  publisher_->OnAllocate("GPU-b", 4);
+  // The pending r (4 units) is the one just allocated: the plugin keeps
+  // only s fitting.
+  transport_.AddResponse(
+      200, NodeJson("7", PendingJson({{"u-r", "r", 4}, {"u-s", "s", 3}})));
+  EXPECT_THAT(publisher_->Pending(true),
+              ElementsAre(Field(&sharing::Request::key, "u-s/c")));
+
+  transport_.AddResponse(200, NodeJson("8", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  auto node = sharing::ParseNodeMemory(
+      Body(2)["metadata"]["annotations"][std::string(sharing::kNodeAnnotation)]
+          .get<std::string>());
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->gpus[1].used, 4) << "the answer counts before it is listed";
+}
+
+TEST_F(PublisherTest, KubeletDownIsAnErrorAndWritesNothing) {
+  fake_kubelet_.Set({}, {}, grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  absl::Status s = publisher_->Sync();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("pod resources List"));
+  EXPECT_TRUE(transport_.requests().empty());
+  EXPECT_EQ(registry_.Find("gpulet_memory_syncs_total")->Value({"error"}), 1);
+}
+
+}  // namespace
+}  // namespace gpulet::nodeagent

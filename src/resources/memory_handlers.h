@@ -1,0 +1,57 @@
+// The Allocate and GetPreferredAllocation handlers of the memory-unit
+// resource (docs/sharing.md).
+//
+// Preferred allocation picks the GPU with sharing::ChooseGpu: free units
+// per GPU come from the kubelet's own `available` list, the pending
+// requests from the Node's annotations (through `pending`), so a
+// container gets the GPU that keeps every pod already bound to the node
+// fitting, without knowing which pod it is. It always answers (the kubelet
+// fails the admission when GetPreferredAllocation fails): with nothing
+// better to go on, it packs by the policy.
+//
+// Allocate refuses units spanning GPUs, naming the units and GPUs, and
+// tells the container its limit: GPULET_GPU_MEMORY_LIMIT in MiB, and
+// gpushare's ALIYUN_COM_GPU_MEM_* variables when the resource has
+// gpushare's name.
+//
+// Thread safety: the handlers are immutable and safe to call from many
+// threads; `pending` and `on_allocate` must be too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/pluginapi/handlers.h"
+#include "src/sharing/pack.h"
+
+namespace gpulet::resources {
+
+inline constexpr char kMemoryLimitEnv[] = "GPULET_GPU_MEMORY_LIMIT";
+inline constexpr char kGpushareResource[] = "aliyun.com/gpu-mem";
+inline constexpr char kGpushareIndexEnv[] = "ALIYUN_COM_GPU_MEM_IDX";
+inline constexpr char kGpusharePodEnv[] = "ALIYUN_COM_GPU_MEM_POD";
+inline constexpr char kGpushareContainerEnv[] = "ALIYUN_COM_GPU_MEM_CONTAINER";
+inline constexpr char kGpushareDeviceEnv[] = "ALIYUN_COM_GPU_MEM_DEV";
+
+struct MemoryHandlerOptions {
+  std::string resource_name;
+  int64_t unit_mib = 1024;
+  sharing::Policy policy = sharing::Policy::kBinpack;
+  // The requests pending on the node (docs/sharing.md); `refresh` asks for
+  // the Node to be read again first. Null: nothing is pending.
+  std::function<std::vector<sharing::Request>(bool refresh)> pending;
+  // Told the GPU and the number of units of every Allocate answered.
+  std::function<void(const std::string& gpu_uuid, int64_t units)> on_allocate;
+};
+
+// Wraps `base` (the device-list strategy's answer for the units' GPU).
+pluginapi::AllocateHandler MakeMemoryAllocateHandler(
+    pluginapi::AllocateHandler base, MemoryHandlerOptions options);
+
+pluginapi::PreferredHandler MakeMemoryPreferredHandler(
+    MemoryHandlerOptions options);
+
+}  // namespace gpulet::resources

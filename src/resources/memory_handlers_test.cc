@@ -1,0 +1,174 @@
+#include "src/resources/memory_handlers.h"
+
+#include <string>
+#include <vector>
+
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/allocation/allocate_response.h"
+#include "src/resources/memory_units.h"
+
+namespace gpulet::resources {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+// GPU-0 and GPU-1 with `units` memory units each.
+pluginapi::DeviceSnapshot Snapshot(int units) {
+  pluginapi::DeviceSnapshot s;
+  for (int g = 0; g < 2; ++g) {
+    for (int k = 0; k < units; ++k) {
+      pluginapi::Device d;
+      d.id = sharing::MemoryUnitId("GPU-" + std::to_string(g), k);
+      d.visible_id = "GPU-" + std::to_string(g);
+      d.gpu_index = g;
+      d.replica = k;
+      s.devices.push_back(d);
+    }
+  }
+  s.BuildIndex();
+  return s;
+}
+
+std::vector<std::string> Units(int gpu, std::vector<int> ks) {
+  std::vector<std::string> out;
+  for (int k : ks) {
+    out.push_back(sharing::MemoryUnitId("GPU-" + std::to_string(gpu), k));
+  }
+  return out;
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a,
+                                const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(MemoryAllocate, OneGpuGetsItsLimit) {
+  std::vector<std::pair<std::string, int64_t>> told;
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  o.unit_mib = 1024;
+  o.on_allocate = [&](const std::string& gpu, int64_t units) {
+    told.emplace_back(gpu, units);
+  };
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(4), Units(1, {0, 3}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->envs().at(kMemoryLimitEnv), "2048");
+  EXPECT_EQ(r->envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-1");
+  EXPECT_EQ(r->envs().count(kGpushareIndexEnv), 0u);
+  EXPECT_THAT(told, ElementsAre(Pair("GPU-1", 2)));
+}
+
+TEST(MemoryAllocate, GpushareNameAddsItsVariables) {
+  MemoryHandlerOptions o;
+  o.resource_name = kGpushareResource;
+  o.unit_mib = 1024;
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(4), Units(1, {2, 3, 1}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->envs().at(kGpushareIndexEnv), "1");
+  EXPECT_EQ(r->envs().at(kGpusharePodEnv), "3");
+  EXPECT_EQ(r->envs().at(kGpushareContainerEnv), "3");
+  EXPECT_EQ(r->envs().at(kGpushareDeviceEnv), "4");
+  EXPECT_EQ(r->envs().at(kMemoryLimitEnv), "3072");
+}
+
+TEST(MemoryAllocate, UnitsSpanningGpusAreRefused) {
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  bool told = false;
+  o.on_allocate = [&](const std::string&, int64_t) { told = true; };
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(2), Concat(Units(0, {0, 1}), Units(1, {0})));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("memory units GPU-0::m0, GPU-0::m1, GPU-1::m0 span "
+                        "GPUs GPU-0, GPU-1"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("3 units asked for, more than the largest GPU has "
+                        "(2)"));
+  EXPECT_FALSE(told);
+}
+
+TEST(MemoryAllocate, UnknownUnitsAreNamed) {
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(2), {"GPU-0::m0", "GPU-0", "GPU-7::m1"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("unknown memory units: GPU-0, GPU-7::m1"));
+}
+
+TEST(MemoryPreferred, BinpacksWithoutPendingPods) {
+  auto preferred = MakeMemoryPreferredHandler({});
+  // GPU-0 has 2 free, GPU-1 has 4 free: 2 units go to GPU-0.
+  auto available = Concat(Units(0, {1, 3}), Units(1, {0, 1, 2, 3}));
+  auto r = preferred(Snapshot(4), available, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("GPU-0::m1", "GPU-0::m3"));
+}
+
+TEST(MemoryPreferred, KeepsPendingPodsFitting) {
+  MemoryHandlerOptions o;
+  int reads = 0;
+  o.pending = [&](bool) {
+    ++reads;
+    return std::vector<sharing::Request>{
+        {"u1/c", 2}, {"u2/c", 4}, {"u3/c", 3}};
+  };
+  auto preferred = MakeMemoryPreferredHandler(o);
+  // GPU-0 has 4 free, GPU-1 5. Binpack alone would put the 2 on GPU-0 and
+  // leave no GPU for the pending 3; on GPU-1 it leaves 4 | 3 for 4 and 3.
+  auto snapshot = Snapshot(5);
+  auto available = Concat(Units(0, {0, 1, 2, 3}), Units(1, {0, 1, 2, 3, 4}));
+  auto r = preferred(snapshot, available, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("GPU-1::m0", "GPU-1::m1"));
+  EXPECT_EQ(reads, 1) << "a pending request of this size: no re-read";
+}
+
+TEST(MemoryPreferred, RereadsTheNodeWhenNoPendingPodMatches) {
+  MemoryHandlerOptions o;
+  std::vector<bool> refreshes;
+  o.pending = [&](bool refresh) {
+    refreshes.push_back(refresh);
+    return refresh ? std::vector<sharing::Request>{{"u1/c", 3}, {"u2/c", 4},
+                                                   {"u3/c", 2}}
+                   : std::vector<sharing::Request>{};
+  };
+  auto preferred = MakeMemoryPreferredHandler(o);
+  auto available = Concat(Units(0, {0, 1, 2, 3}), Units(1, {0, 1, 2, 3, 4}));
+  auto r = preferred(Snapshot(5), available, {}, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // After the re-read: 3 on GPU-1 leaves 4 | 2 for the pending 4 and 2.
+  EXPECT_THAT(*r, ElementsAre("GPU-1::m0", "GPU-1::m1", "GPU-1::m2"));
+  EXPECT_THAT(refreshes, ElementsAre(false, true));
+}
+
+TEST(MemoryPreferred, MustIncludePinsItsGpu) {
+  auto preferred = MakeMemoryPreferredHandler({});
+  auto available = Concat(Units(0, {0, 1}), Units(1, {0, 1, 2, 3}));
+  auto r = preferred(Snapshot(4), available, Units(1, {2}), 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, UnorderedElementsAre("GPU-1::m2", "GPU-1::m0"));
+}
+
+TEST(MemoryPreferred, AlwaysAnswersEvenWhenNoGpuHasRoom) {
+  auto preferred = MakeMemoryPreferredHandler({});
+  auto available = Concat(Units(0, {0, 1}), Units(1, {0, 1}));
+  auto r = preferred(Snapshot(4), available, {}, 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->size(), 3u);
+}
+
+}  // namespace
+}  // namespace gpulet::resources
