@@ -213,6 +213,7 @@ absl::StatusOr<json> Extender::Filter(const json& body) {
                                            options_.default_policy,
                                            "ExtenderArgs.Pod");
   std::vector<size_t> fit;
+  int64_t failed_count = 0, unresolvable_count = 0;
   if (pod.ok() && !pod->empty() && !pod->uid.empty()) Remember(*pod);
   if (!pod.ok()) {
     result["Error"] = std::string(pod.status().message());
@@ -227,20 +228,25 @@ absl::StatusOr<json> Extender::Filter(const json& body) {
         failed[args.names[i]] = absl::StrCat(
             "node ", args.names[i],
             " is not in the GPU-memory extender's node cache yet");
-        filtered_nodes_->Add({"failed"});
+        ++failed_count;
         continue;
       }
       const Verdict v = Evaluate(*view, *pod, options_.resource, options_.pack);
       if (v.fits) {
         fit.push_back(i);
-        filtered_nodes_->Add({"fit"});
       } else if (v.unresolvable) {
         unresolvable[args.names[i]] = v.reason;
-        filtered_nodes_->Add({"unresolvable"});
+        ++unresolvable_count;
       } else {
         failed[args.names[i]] = v.reason;
-        filtered_nodes_->Add({"failed"});
+        ++failed_count;
       }
+    }
+    if (!pod->empty()) {
+      filtered_nodes_->Add({"fit"}, static_cast<double>(fit.size()));
+      filtered_nodes_->Add({"failed"}, static_cast<double>(failed_count));
+      filtered_nodes_->Add({"unresolvable"},
+                           static_cast<double>(unresolvable_count));
     }
   }
   if (args.node_list) {
