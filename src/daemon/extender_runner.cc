@@ -45,6 +45,11 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
         "--resource-name \"", options.resource,
         "\": an extended resource name has a domain (nvidia.com/gpu-memory)"));
   }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert-file and --tls-key-file go together: give both or "
+        "neither");
+  }
   GPULET_ASSIGN_OR_RETURN(config::ApiServerConfig api, LoadApiServer(options));
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::CurlTransport> transport,
                           kube::CurlTransport::Create(api));
