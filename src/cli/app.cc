@@ -8,6 +8,7 @@
 #include "src/cli/cdi_command.h"
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
+#include "src/cli/extender_command.h"
 #include "src/cli/plugin_command.h"
 #include "src/cli/runtime_configure_command.h"
 #include "src/cli/sim_command.h"
@@ -27,12 +28,14 @@ struct Commands {
   CdiOptions cdi_options;
   PluginCommandOptions plugin_options;
   RuntimeConfigureOptions runtime_options;
+  ExtenderCommandOptions extender_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
   CLI::App* cdi = nullptr;
   CLI::App* plugin = nullptr;
   CLI::App* runtime = nullptr;
+  CLI::App* extender = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -44,6 +47,7 @@ void Register(CLI::App& app, Commands& c) {
   c.cdi = AddCdiCommand(app, c.cdi_options);
   c.plugin = AddPluginCommand(app, c.plugin_options);
   c.runtime = AddRuntimeCommand(app, c.runtime_options);
+  c.extender = AddExtenderCommand(app, c.extender_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
 }
@@ -77,6 +81,9 @@ absl::Status Dispatch(Commands& c, std::ostream& out) {
 int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   ApplyLogging(c.global);
   if (c.plugin->parsed()) return RunPlugin(c.global, c.plugin_options, err);
+  if (c.extender->parsed()) {
+    return RunExtenderCommand(c.extender_options, err);
+  }
   if (c.sim->parsed()) {
     ResolveSimVerb(*c.sim, c.sim_options);
     absl::Status usage = ValidateSimOptions(c.sim_options);

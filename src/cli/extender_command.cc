@@ -1,0 +1,76 @@
+#include "src/cli/extender_command.h"
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "src/cli/app.h"
+
+namespace gpulet::cli {
+
+CLI::App* AddExtenderCommand(CLI::App& app, ExtenderCommandOptions& options) {
+  daemon::ExtenderRunOptions& run = options.run;
+  CLI::App* cmd = app.add_subcommand(
+      "extender",
+      "Serve kube-scheduler's HTTP extender for GPU-memory shares "
+      "(filter, prioritize, bind)");
+  cmd->add_option("--address", run.address,
+                  "host:port to serve on (port 0: any free port)")
+      ->envname("GPULET_EXTENDER_ADDRESS")
+      ->capture_default_str();
+  cmd->add_option("--kubeconfig", run.kubeconfig,
+                  "kubeconfig file (default: the pod's service account)")
+      ->envname("KUBECONFIG");
+  cmd->add_option("--context", run.context,
+                  "kubeconfig context (default: current-context)");
+  cmd->add_option("--resource-name", run.resource,
+                  "extended resource of GPU-memory units")
+      ->envname("GPULET_MEMORY_RESOURCE")
+      ->capture_default_str();
+  cmd->add_option("--default-policy", run.default_policy,
+                  "node choice for pods without the gpulet.dev/"
+                  "gpu-memory-policy annotation")
+      ->check(CLI::IsMember({"binpack", "spread"}))
+      ->envname("GPULET_MEMORY_POLICY")
+      ->capture_default_str();
+  cmd->add_option("--tls-cert-file", run.tls_cert_file,
+                  "PEM certificate chain to serve HTTPS with (re-read when it "
+                  "changes)");
+  cmd->add_option("--tls-key-file", run.tls_key_file,
+                  "PEM private key of --tls-cert-file");
+  cmd->add_option("--request-timeout", options.request_timeout_seconds,
+                  "seconds a client has for one request, from its first byte "
+                  "to the end of the answer")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", run.max_body_bytes,
+                  "largest request body accepted (larger: 413)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--max-connections", run.max_connections,
+                  "connections served at once (more wait in the backlog)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--kube-api-qps", run.kube_qps,
+                  "API server requests per second")
+      ->check(CLI::Range(1.0, 10000.0))
+      ->capture_default_str();
+  cmd->add_option("--kube-api-burst", run.kube_burst,
+                  "API server request burst")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  return cmd;
+}
+
+int RunExtenderCommand(const ExtenderCommandOptions& options,
+                       std::ostream& err) {
+  daemon::ExtenderRunOptions run = options.run;
+  run.request_deadline = absl::Seconds(options.request_timeout_seconds);
+  absl::Status status = daemon::RunExtender(run);
+  if (status.ok()) return kExitOk;
+  err << "gpulet: " << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument
+             ? kExitUsage
+             : kExitRuntimeError;
+}
+
+}  // namespace gpulet::cli

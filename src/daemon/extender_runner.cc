@@ -1,0 +1,124 @@
+#include "src/daemon/extender_runner.h"
+
+#include <memory>
+#include <stop_token>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "src/common/clock.h"
+#include "src/common/logging.h"
+#include "src/common/status_macros.h"
+#include "src/config/kubeconfig.h"
+#include "src/daemon/signal_channel.h"
+#include "src/extender/binder.h"
+#include "src/extender/extender.h"
+#include "src/extender/gone_pods.h"
+#include "src/extender/node_cache.h"
+#include "src/http/server.h"
+#include "src/kube/client.h"
+#include "src/kube/curl_transport.h"
+#include "src/kube/list_watcher.h"
+#include "src/metrics/registry.h"
+
+namespace gpulet::daemon {
+namespace {
+
+absl::StatusOr<config::ApiServerConfig> LoadApiServer(
+    const ExtenderRunOptions& options) {
+  if (!options.kubeconfig.empty()) {
+    return config::LoadKubeconfig(options.kubeconfig, options.context);
+  }
+  return config::LoadInClusterConfig();
+}
+
+}  // namespace
+
+absl::Status RunExtender(const ExtenderRunOptions& options) {
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<SignalChannel> signals,
+                          SignalChannel::Create());
+  GPULET_ASSIGN_OR_RETURN(
+      extender::Policy policy,
+      extender::ParsePolicy(options.default_policy, "--default-policy"));
+  if (options.resource.find('/') == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--resource-name \"", options.resource,
+        "\": an extended resource name has a domain (nvidia.com/gpu-memory)"));
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert-file and --tls-key-file go together: give both or "
+        "neither");
+  }
+  GPULET_ASSIGN_OR_RETURN(config::ApiServerConfig api, LoadApiServer(options));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::CurlTransport> transport,
+                          kube::CurlTransport::Create(api));
+  kube::ClientOptions client_options;
+  client_options.qps = options.kube_qps;
+  client_options.burst = options.kube_burst;
+  kube::Client client(*transport, common::RealClock::Get(),
+                      kube::RealSleeper::Get(), client_options);
+  extender::NodeCache cache;
+  extender::GonePods gone;
+  extender::BinderOptions binder_options;
+  binder_options.gone_pods = &gone;
+  binder_options.resource = options.resource;
+  binder_options.default_policy = policy;
+  extender::Binder binder(client, cache, binder_options);
+  metrics::Registry registry;
+  extender::ExtenderOptions extender_options;
+  extender_options.resource = options.resource;
+  extender_options.default_policy = policy;
+  extender_options.gone_pods = &gone;
+  extender::Extender ext(cache, binder, registry, extender_options);
+  kube::ListWatcher nodes(
+      client, kube::RealSleeper::Get(), "/api/v1/nodes", {},
+      {.on_replace =
+           [&cache](std::vector<nlohmann::json> items, const std::string&) {
+             cache.Replace(items);
+             GPULET_LOG(INFO) << "extender: node cache holds " << cache.size()
+                              << " nodes";
+           },
+       .on_event = [&cache](const kube::WatchEvent& e) { cache.Apply(e); }});
+  // Scheduled pods, to notice placed pods that were deleted or finished
+  // before the kubelet admitted them.
+  kube::ListWatcher pods(
+      client, kube::RealSleeper::Get(), "/api/v1/pods",
+      {.label_selector = "", .field_selector = "spec.nodeName!=",
+       .resource_version = ""},
+      {.on_replace =
+           [&gone](std::vector<nlohmann::json> items, const std::string&) {
+             gone.Replace(items);
+           },
+       .on_event = [&gone](const kube::WatchEvent& e) { gone.Apply(e); }});
+  std::jthread watch_nodes(
+      [&nodes](std::stop_token stop) { (void)nodes.Run(stop); });
+  std::jthread watch_pods(
+      [&pods](std::stop_token stop) { (void)pods.Run(stop); });
+  GPULET_LOG(INFO) << "extender: API server " << api.server << " ("
+                   << api.source << "), resource " << options.resource
+                   << ", default policy " << options.default_policy;
+  http::ServerOptions server_options;
+  server_options.address = options.address;
+  server_options.tls_cert_file = options.tls_cert_file;
+  server_options.tls_key_file = options.tls_key_file;
+  server_options.request_deadline = options.request_deadline;
+  server_options.max_body_bytes = options.max_body_bytes;
+  server_options.max_connections = options.max_connections;
+  server_options.name = "extender";
+  absl::StatusOr<std::unique_ptr<http::Server>> server = http::Server::Start(
+      server_options, [&ext](const http::Request& r) { return ext.Handle(r); });
+  if (!server.ok()) return server.status();
+  if (options.on_serving) options.on_serving((*server)->port());
+  const int signo = signals->Wait();
+  GPULET_LOG(INFO) << "extender: "
+                   << (signo < 0 ? "signal wait failed" : SignalName(signo))
+                   << ", stopping";
+  server->reset();
+  watch_nodes.request_stop();
+  watch_pods.request_stop();
+  return signo < 0 ? absl::InternalError("waiting for signals failed")
+                   : absl::OkStatus();
+}
+
+}  // namespace gpulet::daemon

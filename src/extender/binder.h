@@ -1,0 +1,92 @@
+// Binder: kube-scheduler's bind verb for pods requesting GPU-memory units.
+// It first records the pod in the node's `gpulet.dev/gpu-memory-pending`
+// annotation, then creates the pod's Binding; the node agent removes the
+// entry once the kubelet has admitted the pod.
+//
+// The record is a read-modify-write of the Node: read it (first from the
+// node cache, after a conflict from the API server), check that the pod
+// still fits beside what is used and pending, then a JSON merge patch that
+// carries the resourceVersion that was read. The API server answers 409
+// Conflict when anyone (another extender replica, the node agent) wrote
+// the Node in between; the Binder reads again and retries. That
+// compare-and-swap is the only serialisation, so any number of replicas,
+// and a replica that just restarted, never book the same units twice.
+// When creating the Binding fails, the entry is removed again the same way.
+//
+// Thread safety: Bind() may be called from many threads at once; the
+// client and the cache are borrowed and must outlive the binder.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "src/extender/gone_pods.h"
+#include "src/extender/node_cache.h"
+#include "src/extender/placement.h"
+#include "src/kube/client.h"
+
+namespace gpulet::extender {
+
+struct BindRequest {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;  // checked against the pod when given
+  std::string node;
+  // The pod as filter saw it (its containers cannot change): saves reading
+  // it again. Used only when its uid equals pod_uid.
+  std::shared_ptr<const PodRequest> pod{};
+};
+
+struct BinderOptions {
+  std::string resource = "nvidia.com/gpu-memory";
+  Policy default_policy = Policy::kBinpack;
+  // Read-modify-write rounds before giving up on a busy Node.
+  int max_conflicts = 20;
+  sharing::PackOptions pack{};
+  // Wall time for the pending entries' "time".
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Pods known to be gone: their pending entries do not count against the
+  // pod (they stay in the annotation for the node agent to prune).
+  const GonePods* gone_pods = nullptr;
+};
+
+struct BindOutcome {
+  bool reserved = false;  // a pending entry was written (or already there)
+  int conflicts = 0;      // 409 answers retried
+};
+
+class Binder {
+ public:
+  Binder(kube::Client& client, NodeCache& cache, BinderOptions options);
+
+  // Binds the pod to the node. Errors name the pod and node: NotFound for
+  // a pod that is gone, FailedPrecondition when its uid differs (it was
+  // created again) or it no longer fits (the reason says why), Aborted
+  // after max_conflicts conflicting writes, else the API server's error.
+  absl::Status Bind(const BindRequest& request, BindOutcome* outcome,
+                    std::stop_token stop = {});
+
+ private:
+  // Adds the pod to the node's pending annotation (CAS loop).
+  absl::Status Reserve(const std::string& node, const PodRequest& pod,
+                       BindOutcome* outcome, std::stop_token stop);
+  // Removes it again (CAS loop); OK when it is not there.
+  absl::Status Release(const std::string& node, const PodRequest& pod,
+                       std::stop_token stop);
+  // Writes `pending` to the node read as `view`; Aborted on a conflict.
+  absl::Status WritePending(const NodeView& view,
+                            const sharing::Pending& pending,
+                            std::stop_token stop);
+
+  kube::Client& client_;
+  NodeCache& cache_;
+  const BinderOptions options_;
+};
+
+}  // namespace gpulet::extender

@@ -1,0 +1,328 @@
+#include "src/http/server.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <list>
+#include <stop_token>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "src/common/logging.h"
+#include "src/http/connection.h"
+#include "src/http/tls_context.h"
+#include "src/metrics/metrics_server.h"
+
+namespace gpulet::http {
+namespace {
+
+constexpr size_t kReadChunk = 16 << 10;
+
+Deadline After(absl::Duration d) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             absl::ToChronoNanoseconds(d));
+}
+
+// A listening socket on host:port (port 0: any free one); -1 on failure.
+int Listen(const std::string& host, int port, int backlog) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = absl::StrCat(port);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                  a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
+        ::listen(fd, backlog) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  return fd;
+}
+
+int BoundPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
+  }
+  if (addr.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+void Signal(int event_fd) {
+  const uint64_t one = 1;
+  (void)!::write(event_fd, &one, sizeof(one));
+}
+
+}  // namespace
+
+class Server::Impl {
+ public:
+  Impl(const ServerOptions& options, Handler handler,
+       std::unique_ptr<TlsContext> tls, int listen_fd, int wake_fd,
+       int reap_fd)
+      : options_(options),
+        handler_(std::move(handler)),
+        tls_(std::move(tls)),
+        listen_fd_(listen_fd),
+        wake_fd_(wake_fd),
+        reap_fd_(reap_fd) {
+    thread_ = std::jthread([this](std::stop_token stop) { AcceptLoop(stop); });
+  }
+
+  ~Impl() {
+    thread_.request_stop();
+    Signal(wake_fd_);
+    if (thread_.joinable()) thread_.join();
+    ::close(listen_fd_);
+    ::close(reap_fd_);
+    ::close(wake_fd_);
+  }
+
+ private:
+  struct Worker {
+    std::atomic<bool> done{false};
+    std::jthread thread;
+  };
+
+  void AcceptLoop(std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      Reap();
+      const bool room =
+          workers_.size() < static_cast<size_t>(options_.max_connections);
+      // At the limit the backlog holds new clients until a slot frees.
+      pollfd fds[3] = {{wake_fd_, POLLIN, 0},
+                       {reap_fd_, POLLIN, 0},
+                       {room ? listen_fd_ : -1, POLLIN, 0}};
+      if (::poll(fds, 3, -1) < 0) {
+        if (errno == EINTR) continue;
+        GPULET_LOG(ERROR) << options_.name
+                          << " server: poll: " << std::strerror(errno);
+        break;
+      }
+      if (fds[0].revents != 0) break;
+      if (fds[1].revents != 0) {
+        uint64_t count = 0;
+        (void)!::read(reap_fd_, &count, sizeof(count));
+      }
+      if (fds[2].revents != 0) Accept();
+    }
+    // Connection threads see the wake-up eventfd and end; join them all.
+    workers_.clear();
+  }
+
+  void Accept() {
+    while (workers_.size() < static_cast<size_t>(options_.max_connections)) {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr,
+                               SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      auto worker = std::make_unique<Worker>();
+      Worker* w = worker.get();
+      SslCtxPtr ctx;
+      if (tls_ != nullptr) ctx = tls_->Get();
+      w->thread = std::jthread(
+          [this, w, fd, ctx = std::move(ctx)]() mutable {
+            Serve(Connection(fd, wake_fd_, std::move(ctx)));
+            w->done.store(true);
+            Signal(reap_fd_);
+          });
+      workers_.push_back(std::move(worker));
+    }
+  }
+
+  void Reap() {
+    std::erase_if(workers_, [](const std::unique_ptr<Worker>& w) {
+      return w->done.load();  // the jthread joins as it is destroyed
+    });
+  }
+
+  // Serves requests on one connection until the client closes it, asks to
+  // close it, breaks a bound, or the server stops.
+  void Serve(Connection&& conn) {
+    Deadline deadline = After(options_.request_deadline);
+    if (!conn.Handshake(deadline)) return;
+    std::string buf;
+    char chunk[kReadChunk];
+    bool first = true;
+    while (true) {
+      if (!first) {
+        if (buf.empty()) {
+          const long n = conn.Read(chunk, sizeof(chunk),
+                                   After(options_.idle_timeout));
+          if (n <= 0) return;
+          buf.append(chunk, static_cast<size_t>(n));
+        }
+        deadline = After(options_.request_deadline);
+      }
+      first = false;
+      size_t end;
+      while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
+        if (buf.size() > options_.max_head_bytes) {
+          Refuse(conn, TextResponse(431, "request head too large"), deadline);
+          return;
+        }
+        const long n = conn.Read(chunk, sizeof(chunk), deadline);
+        if (n <= 0) return;
+        buf.append(chunk, static_cast<size_t>(n));
+      }
+      if (end > options_.max_head_bytes) {
+        Refuse(conn, TextResponse(431, "request head too large"), deadline);
+        return;
+      }
+      absl::StatusOr<Head> head =
+          ParseHead(absl::string_view(buf).substr(0, end),
+                    options_.max_body_bytes);
+      buf.erase(0, end + 4);
+      if (!head.ok()) {
+        Refuse(conn,
+               TextResponse(StatusCodeFor(head.status()),
+                            head.status().message()),
+               deadline);
+        return;
+      }
+      if (!ReadBody(conn, *head, buf, deadline)) return;
+      const bool keep = head->keep_alive;
+      if (!Reply(conn, Call(head->request), keep, deadline) || !keep) return;
+    }
+  }
+
+  bool ReadBody(Connection& conn, Head& head, std::string& buf,
+                Deadline deadline) {
+    if (head.expect_continue && buf.size() < head.content_length &&
+        !conn.WriteAll("HTTP/1.1 100 Continue\r\n\r\n", deadline)) {
+      return false;
+    }
+    char chunk[kReadChunk];
+    while (buf.size() < head.content_length) {
+      const long n = conn.Read(chunk, sizeof(chunk), deadline);
+      if (n <= 0) return false;
+      buf.append(chunk, static_cast<size_t>(n));
+    }
+    head.request.body = buf.substr(0, head.content_length);
+    buf.erase(0, head.content_length);
+    return true;
+  }
+
+  Response Call(const Request& request) {
+    try {
+      return handler_(request);
+    } catch (const std::exception& e) {
+      GPULET_LOG(ERROR) << options_.name << " server: " << request.method
+                        << " " << request.path << ": " << e.what();
+    } catch (...) {
+      GPULET_LOG(ERROR) << options_.name << " server: " << request.method
+                        << " " << request.path << ": unknown exception";
+    }
+    return TextResponse(500, "internal error");
+  }
+
+  // Answers and closes without reading the rest of the request.
+  void Refuse(Connection& conn, const Response& response, Deadline deadline) {
+    if (Reply(conn, response, false, deadline)) conn.Linger(deadline);
+  }
+
+  bool Reply(Connection& conn, const Response& response, bool keep_alive,
+             Deadline deadline) {
+    return conn.WriteAll(FormatResponse(response, keep_alive), deadline);
+  }
+
+  const ServerOptions options_;
+  const Handler handler_;
+  const std::unique_ptr<TlsContext> tls_;
+  const int listen_fd_;
+  const int wake_fd_;  // written once at shutdown, never read: stays ready
+  const int reap_fd_;  // a connection thread finished
+  std::list<std::unique_ptr<Worker>> workers_;  // the accept thread's only
+  std::jthread thread_;  // last: started after, joined before the fds close
+};
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    const ServerOptions& options, Handler handler) {
+  absl::StatusOr<metrics::ListenAddress> address =
+      metrics::ParseListenAddress(options.address);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.name, " address \"", options.address,
+                     "\": expected host:port, e.g. \":12346\" or "
+                     "\"127.0.0.1:12346\""));
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert-file and --tls-key-file go together: give both or "
+        "neither");
+  }
+  if (options.max_connections < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.name, ": max connections must be at least 1"));
+  }
+  // OpenSSL writes to the socket without MSG_NOSIGNAL: a client that hangs
+  // up mid-answer must not kill the process with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<TlsContext> tls;
+  if (!options.tls_cert_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TlsContext>> loaded =
+        TlsContext::Load(options.tls_cert_file, options.tls_key_file);
+    if (!loaded.ok()) return loaded.status();
+    tls = *std::move(loaded);
+  }
+  const int fd = Listen(address->host.empty() ? "0.0.0.0" : address->host,
+                        address->port, options.max_connections);
+  const int port = fd < 0 ? -1 : BoundPort(fd);
+  if (port <= 0) {
+    if (fd >= 0) ::close(fd);
+    return absl::UnavailableError(absl::StrCat(
+        options.name, " address \"", options.address,
+        "\": cannot listen (address in use, unknown host or no permission)"));
+  }
+  const int wake = ::eventfd(0, EFD_CLOEXEC);
+  const int reap = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0 || reap < 0) {
+    const std::string error = std::strerror(errno);
+    ::close(fd);
+    if (wake >= 0) ::close(wake);
+    if (reap >= 0) ::close(reap);
+    return absl::UnavailableError(
+        absl::StrCat(options.name, " server: eventfd: ", error));
+  }
+  const bool with_tls = tls != nullptr;
+  auto impl = std::make_unique<Impl>(options, std::move(handler),
+                                     std::move(tls), fd, wake, reap);
+  GPULET_LOG(INFO) << "serving " << options.name << " on "
+                   << (with_tls ? "https" : "http") << "://"
+                   << (address->host.empty() ? "0.0.0.0" : address->host)
+                   << ":" << port;
+  return std::make_unique<Server>(std::move(impl), port, with_tls);
+}
+
+Server::Server(std::unique_ptr<Impl> impl, int port, bool tls)
+    : impl_(std::move(impl)), port_(port), tls_(tls) {}
+
+Server::~Server() = default;
+
+}  // namespace gpulet::http

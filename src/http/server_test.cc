@@ -1,0 +1,231 @@
+#include "src/http/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gpulet::http {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A blocking TCP client to 127.0.0.1:port.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr),
+                           sizeof(addr)) == 0;
+  }
+  ~RawClient() { ::close(fd_); }
+  bool connected() const { return connected_; }
+
+  bool Send(const std::string& data) {
+    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(data.size());
+  }
+  // One whole response (head and Content-Length body), or what arrived
+  // before the server closed the connection.
+  std::string ReadResponse() {
+    while (true) {
+      const size_t end = buf_.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        size_t length = 0;
+        const size_t at = buf_.find("Content-Length: ");
+        if (at != std::string::npos && at < end) {
+          (void)absl::SimpleAtoi(
+              buf_.substr(at + 16, buf_.find("\r\n", at) - at - 16), &length);
+        }
+        if (buf_.size() >= end + 4 + length) {
+          std::string out = buf_.substr(0, end + 4 + length);
+          buf_.erase(0, end + 4 + length);
+          return out;
+        }
+      }
+      if (!ReadMore()) {
+        std::string out = std::move(buf_);
+        buf_.clear();
+        return out;
+      }
+    }
+  }
+  // True when the server closed the connection (reads until EOF).
+  bool ClosedByServer() {
+    while (ReadMore()) {
+    }
+    return true;
+  }
+
+ private:
+  bool ReadMore() {
+    char chunk[4096];
+    const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+    if (n <= 0) return false;
+    buf_.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buf_;
+};
+
+Response Echo(const Request& r) {
+  return Response{.status = 200,
+                  .content_type = "text/plain",
+                  .body = absl::StrCat(r.method, " ", r.path, " ", r.body)};
+}
+
+std::unique_ptr<Server> StartServer(ServerOptions options,
+                                    Handler handler = Echo) {
+  options.address = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<Server>> s =
+      Server::Start(options, std::move(handler));
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+TEST(Server, AnswersRequestsOnAKeptAliveConnection) {
+  auto server = StartServer({});
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.connected());
+  // Two requests in one write, then a third: pipelining and keep-alive.
+  ASSERT_TRUE(c.Send(
+      "POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+      "GET /healthz HTTP/1.1\r\n\r\n"));
+  std::string first = c.ReadResponse();
+  EXPECT_THAT(first, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(first, HasSubstr("Connection: keep-alive"));
+  EXPECT_THAT(first, HasSubstr("\r\n\r\nPOST /filter {}"));
+  EXPECT_THAT(c.ReadResponse(), HasSubstr("\r\n\r\nGET /healthz "));
+  ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  EXPECT_THAT(c.ReadResponse(), HasSubstr("Connection: close"));
+  EXPECT_TRUE(c.ClosedByServer());
+}
+
+TEST(Server, BodyAboveTheLimitIs413BeforeItIsRead) {
+  ServerOptions options;
+  options.max_body_bytes = 1024;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.Send("POST /filter HTTP/1.1\r\nContent-Length: 1025\r\n\r\n"));
+  std::string answer = c.ReadResponse();
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 413 Content Too Large\r\n"));
+  EXPECT_THAT(answer, HasSubstr("larger than the limit of 1024"));
+  EXPECT_TRUE(c.ClosedByServer());
+}
+
+TEST(Server, ExpectContinueGetsAnInterimAnswer) {
+  auto server = StartServer({});
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.Send(
+      "POST /bind HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"));
+  EXPECT_EQ(c.ReadResponse(), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(c.Send("abc"));
+  EXPECT_THAT(c.ReadResponse(), HasSubstr("POST /bind abc"));
+}
+
+TEST(Server, MalformedAndOversizedHeads) {
+  ServerOptions options;
+  options.max_head_bytes = 256;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  {
+    RawClient c(server->port());
+    ASSERT_TRUE(c.Send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    EXPECT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 411 "));
+  }
+  {
+    RawClient c(server->port());
+    ASSERT_TRUE(c.Send("garbage\r\n\r\n"));
+    EXPECT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 400 "));
+  }
+  {
+    RawClient c(server->port());
+    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nX: " + std::string(300, 'a')));
+    EXPECT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 431 "));
+  }
+}
+
+TEST(Server, ASlowClientIsDisconnectedAtTheDeadline) {
+  ServerOptions options;
+  options.request_deadline = absl::Milliseconds(200);
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.Send("POST /filter HTTP/1.1\r\nContent-Le"));
+  // No answer: the server closes the connection once the deadline passed.
+  EXPECT_EQ(c.ReadResponse(), "");
+}
+
+TEST(Server, ConnectionsBeyondTheCapWaitForASlot) {
+  ServerOptions options;
+  options.max_connections = 1;
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto first = std::make_unique<RawClient>(server->port());
+  ASSERT_TRUE(first->Send("GET /a HTTP/1.1\r\n\r\n"));
+  EXPECT_THAT(first->ReadResponse(), HasSubstr("GET /a"));
+  // The first connection stays open and holds the only slot; the second
+  // is connected by the kernel's backlog but served only once it frees.
+  RawClient second(server->port());
+  ASSERT_TRUE(second.Send("GET /b HTTP/1.1\r\n\r\n"));
+  first.reset();
+  EXPECT_THAT(second.ReadResponse(), HasSubstr("GET /b"));
+}
+
+TEST(Server, HandlerExceptionsBecome500) {
+  auto server = StartServer({}, [](const Request&) -> Response {
+    throw std::runtime_error("boom");
+  });
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  EXPECT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 500 "));
+}
+
+TEST(Server, StoppingEndsOpenConnections) {
+  auto server = StartServer({});
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));
+  EXPECT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 200 "));
+  server.reset();  // joins the connection thread waiting in keep-alive
+  EXPECT_TRUE(c.ClosedByServer());
+}
+
+TEST(Server, StartErrorsNameTheOption) {
+  ServerOptions options;
+  options.address = "nonsense";
+  EXPECT_THAT(Server::Start(options, Echo).status().message(),
+              HasSubstr("http address \"nonsense\""));
+  options.address = "127.0.0.1:0";
+  options.tls_cert_file = "/x.pem";
+  EXPECT_THAT(Server::Start(options, Echo).status().message(),
+              HasSubstr("--tls-cert-file and --tls-key-file go together"));
+  options.tls_key_file = "/nonexistent/key.pem";
+  options.tls_cert_file = "/nonexistent/cert.pem";
+  EXPECT_THAT(Server::Start(options, Echo).status().message(),
+              HasSubstr("--tls-cert-file /nonexistent/cert.pem"));
+}
+
+}  // namespace
+}  // namespace gpulet::http
