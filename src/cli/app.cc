@@ -8,6 +8,7 @@
 #include "src/cli/cdi_command.h"
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
+#include "src/cli/labels_command.h"
 #include "src/cli/plugin_command.h"
 #include "src/cli/sim_command.h"
 
@@ -25,11 +26,13 @@ struct Commands {
   SimOptions sim_options;
   CdiOptions cdi_options;
   PluginCommandOptions plugin_options;
+  LabelsOptions labels_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
   CLI::App* cdi = nullptr;
   CLI::App* plugin = nullptr;
+  CLI::App* labels = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -40,6 +43,7 @@ void Register(CLI::App& app, Commands& c) {
   c.sim = AddSimCommand(app, c.sim_options);
   c.cdi = AddCdiCommand(app, c.cdi_options);
   c.plugin = AddPluginCommand(app, c.plugin_options);
+  c.labels = AddLabelsCommand(app, c.labels_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
 }
@@ -72,6 +76,9 @@ absl::Status Dispatch(Commands& c, std::ostream& out) {
 int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   ApplyLogging(c.global);
   if (c.plugin->parsed()) return RunPlugin(c.global, c.plugin_options, err);
+  if (c.labels->parsed()) {
+    return RunLabels(c.global, c.labels_options, out, err);
+  }
   if (c.sim->parsed()) {
     ResolveSimVerb(*c.sim, c.sim_options);
     absl::Status usage = ValidateSimOptions(c.sim_options);
