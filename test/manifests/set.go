@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/rbac"
 	"sigs.k8s.io/yaml"
 )
 
@@ -64,6 +65,8 @@ type Set struct {
 	ConfigMaps      map[string]*core.ConfigMap      // "<namespace>/<name>"
 	ServiceAccounts map[string]*core.ServiceAccount // "<namespace>/<name>"
 	Namespaces      map[string]*core.Namespace
+	ClusterRoles    map[string]*rbac.ClusterRole
+	Bindings        []*rbac.ClusterRoleBinding
 }
 
 // NewSet indexes validated objects; two objects of one kind with one name are
@@ -73,6 +76,7 @@ func NewSet(objs []Object) (*Set, error) {
 		ConfigMaps:      map[string]*core.ConfigMap{},
 		ServiceAccounts: map[string]*core.ServiceAccount{},
 		Namespaces:      map[string]*core.Namespace{},
+		ClusterRoles:    map[string]*rbac.ClusterRole{},
 	}
 	seen := map[string]string{}
 	for _, o := range objs {
@@ -89,6 +93,10 @@ func NewSet(objs []Object) (*Set, error) {
 			s.ServiceAccounts[v.Namespace+"/"+v.Name] = v
 		case *core.Namespace:
 			s.Namespaces[v.Name] = v
+		case *rbac.ClusterRole:
+			s.ClusterRoles[v.Name] = v
+		case *rbac.ClusterRoleBinding:
+			s.Bindings = append(s.Bindings, v)
 		default:
 			return nil, fmt.Errorf("%s: no cross-checks for %T", o.Source, o.Internal)
 		}
@@ -120,6 +128,28 @@ func (s *Set) Check(documented map[string]bool) error {
 	for key := range s.ServiceAccounts {
 		if err := s.checkNamespace(strings.SplitN(key, "/", 2)[0]); err != nil {
 			return fmt.Errorf("ServiceAccount %s: %w", key, err)
+		}
+	}
+	for _, b := range s.Bindings {
+		if err := s.checkBinding(b); err != nil {
+			return fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkBinding: the role it binds and the service accounts it binds it to
+// are in the set.
+func (s *Set) checkBinding(b *rbac.ClusterRoleBinding) error {
+	if b.RoleRef.Kind != "ClusterRole" || s.ClusterRoles[b.RoleRef.Name] == nil {
+		return fmt.Errorf("roleRef: %s %s is not in the manifests", b.RoleRef.Kind, b.RoleRef.Name)
+	}
+	for i, sub := range b.Subjects {
+		if sub.Kind != rbac.ServiceAccountKind {
+			return fmt.Errorf("subjects[%d]: only service accounts of the manifests may be bound, not %s %s", i, sub.Kind, sub.Name)
+		}
+		if s.ServiceAccounts[sub.Namespace+"/"+sub.Name] == nil {
+			return fmt.Errorf("subjects[%d]: ServiceAccount %s/%s is not in the manifests", i, sub.Namespace, sub.Name)
 		}
 	}
 	return nil
