@@ -9,6 +9,7 @@
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
 #include "src/cli/extender_command.h"
+#include "src/cli/labels_command.h"
 #include "src/cli/plugin_command.h"
 #include "src/cli/runtime_configure_command.h"
 #include "src/cli/sim_command.h"
@@ -29,6 +30,7 @@ struct Commands {
   PluginCommandOptions plugin_options;
   RuntimeConfigureOptions runtime_options;
   ExtenderCommandOptions extender_options;
+  LabelsOptions labels_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
@@ -36,6 +38,7 @@ struct Commands {
   CLI::App* plugin = nullptr;
   CLI::App* runtime = nullptr;
   CLI::App* extender = nullptr;
+  CLI::App* labels = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -48,6 +51,7 @@ void Register(CLI::App& app, Commands& c) {
   c.plugin = AddPluginCommand(app, c.plugin_options);
   c.runtime = AddRuntimeCommand(app, c.runtime_options);
   c.extender = AddExtenderCommand(app, c.extender_options);
+  c.labels = AddLabelsCommand(app, c.labels_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
 }
@@ -83,6 +87,9 @@ int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   if (c.plugin->parsed()) return RunPlugin(c.global, c.plugin_options, err);
   if (c.extender->parsed()) {
     return RunExtenderCommand(c.extender_options, err);
+  }
+  if (c.labels->parsed()) {
+    return RunLabels(c.global, c.labels_options, out, err);
   }
   if (c.sim->parsed()) {
     ResolveSimVerb(*c.sim, c.sim_options);

@@ -18,7 +18,8 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& options) {
                  "Explicit NVML library file (skips the search)")
       ->envname("GPULET_NVML_LIB");
   app.add_option("--sysfs-root", options.sysfs_root,
-                 "sysfs mount used when NVML cannot report a GPU's NUMA node")
+                 "sysfs mount used when NVML cannot report a GPU's NUMA node, "
+                 "and for the GPUs' PCI class (node labels)")
       ->capture_default_str();
   app.add_option("-v,--v", options.verbosity, "Log verbosity level")
       ->check(CLI::NonNegativeNumber)

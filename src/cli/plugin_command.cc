@@ -75,6 +75,19 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
                   "cdi-cri strategy is configured")
       ->envname("GPULET_CDI_SPEC_DIR")
       ->capture_default_str();
+  cmd->add_option("--labels-output-file", options.labels_output_file,
+                  "Write gpu-feature-discovery's node labels to this "
+                  "node-feature-discovery feature file (e.g. " +
+                      std::string(daemon::kFeatureFile) + ")")
+      ->envname("GPULET_LABELS_OUTPUT_FILE");
+  cmd->add_option("--labels-patch-node", options.labels_patch_node,
+                  "Merge-patch the node labels onto this Node (the node "
+                  "gpulet runs on) through the API server")
+      ->envname("GPULET_LABELS_PATCH_NODE");
+  cmd->add_option("--kubeconfig", options.kubeconfig,
+                  "kubeconfig for --labels-patch-node (default: the pod's "
+                  "service account)")
+      ->envname("KUBECONFIG");
   return cmd;
 }
 
@@ -136,7 +149,12 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
     const config::Config& config, const config::EnvLookup& env) {
   absl::StatusOr<daemon::DaemonOptions> d =
       MakeDaemonOptions(global, config, env);
-  if (d.ok()) d->cdi_spec_dir = options.cdi_spec_dir;
+  if (!d.ok()) return d;
+  d->cdi_spec_dir = options.cdi_spec_dir;
+  d->labels.output_file = options.labels_output_file;
+  d->labels.node_name = options.labels_patch_node;
+  d->labels.kubeconfig = options.kubeconfig;
+  d->labels.sysfs_root = global.sysfs_root;
   return d;
 }
 

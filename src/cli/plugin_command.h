@@ -5,6 +5,7 @@
 // precedence (config::Resolve). Besides those:
 //   DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS (health::ParseHealthEnv)
 //   GPULET_HEALTH_QUIET_PERIOD (health::ParseQuietPeriod)
+// gpulet's own --cdi-spec-dir and the node label options below,
 // and the global --driver-root (alias --nvidia-driver-root), --nvml-lib,
 // --sysfs-root, -v, --log-format, which may also follow the subcommand.
 //
@@ -34,6 +35,14 @@ struct PluginCommandOptions {
   // --cdi-spec-dir (GPULET_CDI_SPEC_DIR): where the CDI spec is written when
   // a CDI strategy is configured.
   std::string cdi_spec_dir = "/var/run/cdi";
+  // Node labels (docs/labels.md), off unless one of the first two is set:
+  // --labels-output-file (GPULET_LABELS_OUTPUT_FILE), the feature file;
+  // --labels-patch-node (GPULET_LABELS_PATCH_NODE), the Node to patch;
+  // --kubeconfig (KUBECONFIG), how to reach the API server (default: the
+  // pod's service account).
+  std::string labels_output_file;
+  std::string labels_patch_node;
+  std::string kubeconfig;
 };
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options);

@@ -39,7 +39,9 @@ class PluginCommandTest : public ::testing::Test {
     for (const char* name :
          {"KUBELET_SOCKET", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS",
           "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD",
-          "CONFIG_FILE", "MIG_STRATEGY", "NVIDIA_DRIVER_ROOT"}) {
+          "CONFIG_FILE", "MIG_STRATEGY", "NVIDIA_DRIVER_ROOT",
+          "GPULET_LABELS_OUTPUT_FILE", "GPULET_LABELS_PATCH_NODE",
+          "KUBECONFIG"}) {
       unsetenv(name);
     }
   }
@@ -192,6 +194,33 @@ TEST_F(PluginCommandTest, DriverRootFromTheEnvironmentIsNotAFlag) {
   EXPECT_TRUE(
       GivenFlags(options, global, Env({{"NVIDIA_DRIVER_ROOT", "/from/env"}}))
           .empty());
+}
+
+TEST_F(PluginCommandTest, NodeLabelOptionsReachTheDaemon) {
+  CLI::App app;
+  GlobalOptions global;
+  AddGlobalOptions(app, global);
+  PluginCommandOptions options;
+  AddPluginCommand(app, options);
+  const char* args[] = {"gpulet",
+                        "plugin",
+                        "--labels-output-file=/nfd/gfd",
+                        "--labels-patch-node=node-1",
+                        "--kubeconfig=/k/config",
+                        "--sysfs-root=/fake/sys"};
+  app.parse(static_cast<int>(std::size(args)), args);
+  auto d = MakeDaemonOptions(global, options, config::Config{}, Env({}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->labels.output_file, "/nfd/gfd");
+  EXPECT_EQ(d->labels.node_name, "node-1");
+  EXPECT_EQ(d->labels.kubeconfig, "/k/config");
+  EXPECT_EQ(d->labels.sysfs_root, "/fake/sys");
+  EXPECT_TRUE(d->labels.enabled());
+  // Off unless asked for.
+  auto off = MakeDaemonOptions(GlobalOptions{}, PluginCommandOptions{},
+                               config::Config{}, Env({}));
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->labels.enabled());
 }
 
 TEST_F(PluginCommandTest, HelpListsNvidiaFlagsAndEnv) {

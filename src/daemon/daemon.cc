@@ -71,6 +71,15 @@ int Daemon::Impl::Run() {
     GPULET_LOG(ERROR) << s.message();
     return 1;
   }
+  if (options_.labels.enabled()) {
+    absl::StatusOr<std::unique_ptr<LabelPublisher>> labels =
+        LabelPublisher::Create(options_.labels);
+    if (!labels.ok()) {
+      GPULET_LOG(ERROR) << labels.status().message();
+      return 1;
+    }
+    labels_ = *std::move(labels);
+  }
   while (true) {
     SessionEnd end = RunSession(**signals);
     if (end.end == End::kExit) return end.exit_code;

@@ -15,6 +15,9 @@
 //     registered again;
 //   - a node the configuration does not fit (see BuildResources) ends Run()
 //     with 1, whatever failOnInitError says, as NVIDIA's plugin does;
+//   - with labels enabled, every start and reload that serves publishes the
+//     node's labels (label_publisher.h); a failure to publish is logged and
+//     serving goes on;
 //   - SIGTERM / SIGINT stop cleanly (health monitor, socket watcher,
 //     servers with their streams and sockets, NVML) and Run() returns 0.
 //
@@ -31,6 +34,7 @@
 #include "absl/time/time.h"
 #include "src/config/config.h"
 #include "src/daemon/backoff.h"
+#include "src/daemon/label_publisher.h"
 #include "src/health/xid_policy.h"
 #include "src/nvml/library_search.h"
 
@@ -64,6 +68,11 @@ struct DaemonOptions {
   std::string kubeconfig;
   std::string pod_resources_socket =
       "/var/lib/kubelet/pod-resources/kubelet.sock";
+  // Node labels (docs/labels.md): published after every start and reload
+  // that serves, when a feature file or a node name is set. A node name
+  // that is not usable, or an API server that cannot be found, ends Run()
+  // with 1 before anything is served.
+  LabelOptions labels;
 };
 
 class Daemon {

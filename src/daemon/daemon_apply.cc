@@ -178,7 +178,19 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
   ServeResources(*std::move(prepared),
                  ScoreTopologyMeanwhile(node, preferred_options));
   node_ = node;
+  PublishLabels(config, node);
   return absl::OkStatus();
+}
+
+void Daemon::Impl::PublishLabels(const config::Config& config,
+                                 const device::Node& node) {
+  if (labels_ == nullptr) return;
+  absl::StatusOr<labels::Labels> published = labels_->Publish(node, config);
+  if (!published.ok()) {
+    GPULET_LOG(ERROR) << published.status().message();
+    return;
+  }
+  GPULET_VLOG(1) << "node labels computed: " << published->size();
 }
 
 // The node's GPUs into the book: UUIDs by index, GPUs gone from the node

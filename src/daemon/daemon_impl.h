@@ -29,6 +29,7 @@
 #include "src/config/config.h"
 #include "src/daemon/daemon.h"
 #include "src/daemon/health_book.h"
+#include "src/daemon/label_publisher.h"
 #include "src/daemon/plugin_runner.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/gpu.h"
@@ -111,6 +112,8 @@ class Daemon::Impl {
   // A rejected file, a failed discovery or a node that does not fit the new
   // configuration change nothing.
   void Reload();
+  // The node's labels out to the feature file and the Node, when enabled.
+  void PublishLabels(const config::Config& config, const device::Node& node);
   void EnsureMonitor(const health::MonitorOptions& health,
                      const device::Node& node);
   absl::Status EnsureWatcher(const std::vector<std::string>& sockets);
@@ -162,6 +165,8 @@ class Daemon::Impl {
   bool publisher_started_ = false;
   bool memory_warned_ = false;
   std::string memory_resource_;
+  // Null when labels are off.
+  std::unique_ptr<LabelPublisher> labels_;
   std::string plugin_dir_;
   std::string kubelet_name_;
   nvml::LibraryPtr lib_;

@@ -94,6 +94,11 @@ absl::StatusOr<MigDevice> DiscoverMigDevice(nvml::Library& lib,
   mig.gi_slice_count = attr.gpuInstanceSliceCount;
   mig.ci_slice_count = attr.computeInstanceSliceCount;
   mig.multiprocessor_count = attr.multiprocessorCount;
+  mig.copy_engine_count = attr.sharedCopyEngineCount;
+  mig.decoder_count = attr.sharedDecoderCount;
+  mig.encoder_count = attr.sharedEncoderCount;
+  mig.jpeg_count = attr.sharedJpegCount;
+  mig.ofa_count = attr.sharedOfaCount;
   mig.memory_bytes = attr.memorySizeMB * kMiB;
   mig.profile =
       MigProfileName(attr.gpuInstanceSliceCount, attr.computeInstanceSliceCount,
@@ -249,6 +254,18 @@ std::optional<int> ReadSysfsNumaNode(const std::string& sysfs_root,
     return std::nullopt;
   }
   return node;
+}
+
+std::optional<std::string> ReadSysfsPciClass(const std::string& sysfs_root,
+                                             const std::string& bus_id) {
+  std::optional<PciAddress> address = ParsePciAddress(bus_id);
+  if (!address) return std::nullopt;
+  absl::StatusOr<std::string> text = common::ReadFile(absl::StrCat(
+      sysfs_root, "/bus/pci/devices/", SysfsBusId(*address), "/class"));
+  if (!text.ok()) return std::nullopt;
+  std::string pci_class(absl::StripAsciiWhitespace(*text));
+  if (pci_class.empty()) return std::nullopt;
+  return pci_class;
 }
 
 absl::StatusOr<Node> Discover(nvml::Library& lib,

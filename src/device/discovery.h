@@ -48,4 +48,11 @@ absl::StatusOr<Node> Discover(nvml::Library& lib,
 std::optional<int> ReadSysfsNumaNode(const std::string& sysfs_root,
                                      const std::string& bus_id);
 
+// PCI class of the device `bus_id` (any spelling) as sysfs spells it
+// ("0x030200" for a 3D controller, "0x030000" for a VGA controller), from
+// <sysfs_root>/bus/pci/devices/<domain:bus:dev.fn>/class. nullopt when the
+// file is missing or empty.
+std::optional<std::string> ReadSysfsPciClass(const std::string& sysfs_root,
+                                             const std::string& bus_id);
+
 }  // namespace gpulet::device

@@ -24,9 +24,13 @@ class SysfsNumaTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(root_); }
 
   void WriteNuma(const std::string& device, const std::string& contents) {
+    Write(device, "numa_node", contents);
+  }
+  void Write(const std::string& device, const std::string& file,
+             const std::string& contents) {
     const std::string dir = root_ + "/bus/pci/devices/" + device;
     std::filesystem::create_directories(dir);
-    ASSERT_TRUE(common::WriteFileAtomic(dir + "/numa_node", contents).ok());
+    ASSERT_TRUE(common::WriteFileAtomic(dir + "/" + file, contents).ok());
   }
 
   std::string root_;
@@ -45,6 +49,15 @@ TEST_F(SysfsNumaTest, MinusOneMissingOrGarbageMeansNone) {
   EXPECT_EQ(ReadSysfsNumaNode(root_, "00000000:19:00.0"), std::nullopt);
   EXPECT_EQ(ReadSysfsNumaNode(root_, "00000000:1A:00.0"), std::nullopt);
   EXPECT_EQ(ReadSysfsNumaNode(root_, "garbage"), std::nullopt);
+}
+
+TEST_F(SysfsNumaTest, ReadsThePciClass) {
+  Write("0000:b7:00.0", "class", "0x030200\n");
+  Write("0000:18:00.0", "class", "\n");
+  EXPECT_EQ(ReadSysfsPciClass(root_, "00000000:B7:00.0"), "0x030200");
+  EXPECT_EQ(ReadSysfsPciClass(root_, "00000000:18:00.0"), std::nullopt);
+  EXPECT_EQ(ReadSysfsPciClass(root_, "00000000:1A:00.0"), std::nullopt);
+  EXPECT_EQ(ReadSysfsPciClass(root_, "garbage"), std::nullopt);
 }
 
 }  // namespace

@@ -25,6 +25,12 @@ struct MigDevice {
   unsigned gi_slice_count = 0;
   unsigned ci_slice_count = 0;
   unsigned multiprocessor_count = 0;
+  // Engines of the GPU instance (nvmlDeviceAttributes_t's shared* counts).
+  unsigned copy_engine_count = 0;
+  unsigned decoder_count = 0;
+  unsigned encoder_count = 0;
+  unsigned jpeg_count = 0;
+  unsigned ofa_count = 0;
 
   bool operator==(const MigDevice&) const = default;
 };

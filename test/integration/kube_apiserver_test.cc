@@ -29,12 +29,14 @@
 #include "httplib.h"
 #include "src/common/file_util.h"
 #include "src/config/kubeconfig.h"
+#include "src/daemon/label_publisher.h"
 #include "src/kube/api_path.h"
 #include "src/kube/api_status.h"
 #include "src/kube/client.h"
 #include "src/kube/curl_transport.h"
 #include "src/kube/list_watcher.h"
 #include "src/kube/test_tls.h"
+#include "src/labels/node_patch.h"
 
 namespace gpulet::kube {
 namespace {
@@ -293,6 +295,58 @@ TEST_F(KubeApiServerTest, NodeCreatePatchAndErrors) {
       path, {{"metadata", {{"labels", {{"bad label!", "x"}}}}}});
   EXPECT_EQ(invalid.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Reason(invalid.status()), "Invalid");
+}
+
+// The node labels' merge patches (daemon/label_publisher.h) as the API
+// server applies them: gpulet's labels set and listed, a stale one removed,
+// labels gpulet does not own (nvidia.com/ or not) untouched.
+TEST_F(KubeApiServerTest, NodeLabelsReplaceOnlyTheirOwn) {
+  const std::string path = *NodePath("gpu-node-labels");
+  ASSERT_TRUE(client_
+                  ->Create("/api/v1/nodes",
+                           {{"apiVersion", "v1"},
+                            {"kind", "Node"},
+                            {"metadata",
+                             {{"name", "gpu-node-labels"},
+                              {"labels",
+                               {{"team", "a"},
+                                {"nvidia.com/gpu.present", "true"}}}}}})
+                  .ok());
+  daemon::LabelOptions options;
+  options.node_name = "gpu-node-labels";
+  options.background_patch = false;
+  daemon::LabelPublisher publisher(options, client_.get());
+  ASSERT_TRUE(publisher
+                  .PatchNode({{"nvidia.com/gpu.count", "8"},
+                              {"nvidia.com/mig.strategy", "mixed"},
+                              {"nvidia.com/gfd.timestamp", "1700000000"}})
+                  .ok());
+  absl::StatusOr<Json> node = client_->Get(path);
+  ASSERT_TRUE(node.ok()) << node.status();
+  Json labels = (*node)["metadata"]["labels"];
+  EXPECT_EQ(labels["nvidia.com/gpu.count"], "8");
+  EXPECT_EQ(labels["nvidia.com/mig.strategy"], "mixed");
+  EXPECT_FALSE(labels.contains("nvidia.com/gfd.timestamp"));
+  EXPECT_EQ((*node)["metadata"]["annotations"][labels::kOwnedLabelsAnnotation],
+            "nvidia.com/gpu.count,nvidia.com/mig.strategy");
+
+  ASSERT_TRUE(publisher.PatchNode({{"nvidia.com/gpu.count", "4"}}).ok());
+  node = client_->Get(path);
+  ASSERT_TRUE(node.ok()) << node.status();
+  labels = (*node)["metadata"]["labels"];
+  EXPECT_EQ(labels["nvidia.com/gpu.count"], "4");
+  EXPECT_FALSE(labels.contains("nvidia.com/mig.strategy"));
+  EXPECT_EQ(labels["team"], "a");
+  EXPECT_EQ(labels["nvidia.com/gpu.present"], "true");
+  EXPECT_EQ((*node)["metadata"]["annotations"][labels::kOwnedLabelsAnnotation],
+            "nvidia.com/gpu.count");
+  const std::string version =
+      (*node)["metadata"]["resourceVersion"].get<std::string>();
+  // Nothing to change: no write.
+  ASSERT_TRUE(publisher.PatchNode({{"nvidia.com/gpu.count", "4"}}).ok());
+  node = client_->Get(path);
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ((*node)["metadata"]["resourceVersion"], version);
 }
 
 TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {

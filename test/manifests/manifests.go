@@ -3,7 +3,7 @@
 // document is decoded strictly (an unknown or duplicated field is an error,
 // as with kubectl's default --validate=strict), defaulted, converted to the
 // internal API types and validated by the API server's own validation for its
-// kind (k8s.io/kubernetes/pkg/apis/{apps,core}/validation), called with the
+// kind (k8s.io/kubernetes/pkg/apis/{apps,core,rbac}/validation), called with the
 // options and preparation the API server's registry strategy for that kind
 // uses on create (k8s.io/kubernetes/pkg/registry/...; those packages are not
 // imported because they pull in the etcd client). Warnings the API server
@@ -47,6 +47,9 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/kubernetes/pkg/apis/rbac"
+	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
+	rbacvalidation "k8s.io/kubernetes/pkg/apis/rbac/validation"
 	"k8s.io/kubernetes/pkg/capabilities"
 )
 
@@ -148,6 +151,19 @@ var kinds = map[schema.GroupVersionKind]kind{
 		},
 		warnings: func(obj runtime.Object) []string {
 			return serviceapi.GetWarningsForService(obj.(*core.Service), nil)
+		},
+	},
+	// pkg/registry/rbac/clusterrole: nothing to prepare, no warnings.
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}: {
+		validate: func(obj runtime.Object) field.ErrorList {
+			return rbacvalidation.ValidateClusterRole(obj.(*rbac.ClusterRole),
+				rbacvalidation.ClusterRoleValidationOptions{AllowInvalidLabelValueInSelector: false})
+		},
+	},
+	// pkg/registry/rbac/clusterrolebinding: nothing to prepare, no warnings.
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}: {
+		validate: func(obj runtime.Object) field.ErrorList {
+			return rbacvalidation.ValidateClusterRoleBinding(obj.(*rbac.ClusterRoleBinding))
 		},
 	},
 	// pkg/registry/core/namespace: status Active, the kubernetes finalizer.

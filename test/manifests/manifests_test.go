@@ -55,6 +55,75 @@ func TestDeployManifestsAreValid(t *testing.T) {
 	}
 }
 
+// The node agent may read and patch Nodes (to label its own) and nothing
+// else: no other resource, no other verb, and no role bound to anyone but
+// gpulet's service account.
+func TestRBACGrantsOnlyGetAndPatchOnNodes(t *testing.T) {
+	deploy, _ := dirs(t)
+	objs, err := LoadDir(deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.ClusterRoles) != 1 || len(set.Bindings) != 1 {
+		t.Fatalf("want one ClusterRole and one binding, got %d and %d", len(set.ClusterRoles), len(set.Bindings))
+	}
+	for name, role := range set.ClusterRoles {
+		if len(role.Rules) != 1 {
+			t.Fatalf("ClusterRole %s: want one rule, got %+v", name, role.Rules)
+		}
+		r := role.Rules[0]
+		if fmt.Sprint(r.APIGroups) != "[]" || fmt.Sprint(r.Resources) != "[nodes]" ||
+			fmt.Sprint(r.Verbs) != "[get patch]" || len(r.ResourceNames) != 0 || len(r.NonResourceURLs) != 0 {
+			t.Errorf("ClusterRole %s: want get and patch on nodes only, got %+v", name, r)
+		}
+	}
+	b := set.Bindings[0]
+	if len(b.Subjects) != 1 || b.Subjects[0].Name != "gpulet" || b.Subjects[0].Namespace != "kube-system" {
+		t.Errorf("binding %s: want gpulet's service account only, got %+v", b.Name, b.Subjects)
+	}
+}
+
+func TestBindingsMustNameObjectsOfTheManifests(t *testing.T) {
+	_, others := daemonSetDoc(t)
+	doc := []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: stray
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: cluster-admin
+subjects:
+- kind: ServiceAccount
+  name: gpulet
+  namespace: kube-system
+`)
+	obj, err := Decode(doc, "stray.yaml#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []Object
+	for _, o := range others {
+		if o.GVK.Kind != "ClusterRoleBinding" {
+			objs = append(objs, o)
+		}
+	}
+	set, err := NewSet(append(objs, obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Bindings) != 1 {
+		t.Fatalf("bindings: %+v", set.Bindings)
+	}
+	if err := set.checkBinding(set.Bindings[0]); err == nil || !strings.Contains(err.Error(), "cluster-admin is not in the manifests") {
+		t.Errorf("got %v", err)
+	}
+}
+
 // daemonSetDoc returns the DaemonSet document of deploy/daemonset.yaml and
 // every other document of the deploy directory, so a test can mutate the
 // DaemonSet and check the whole set again.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/rbac"
 	"sigs.k8s.io/yaml"
 )
 
@@ -68,6 +69,8 @@ type Set struct {
 	Namespaces      map[string]*core.Namespace
 	Services        []*core.Service
 	ServiceMonitors []*ServiceMonitor
+	ClusterRoles    map[string]*rbac.ClusterRole
+	Bindings        []*rbac.ClusterRoleBinding
 }
 
 // NewSet indexes validated objects; two objects of one kind with one name are
@@ -77,6 +80,7 @@ func NewSet(objs []Object) (*Set, error) {
 		ConfigMaps:      map[string]*core.ConfigMap{},
 		ServiceAccounts: map[string]*core.ServiceAccount{},
 		Namespaces:      map[string]*core.Namespace{},
+		ClusterRoles:    map[string]*rbac.ClusterRole{},
 	}
 	seen := map[string]string{}
 	for _, o := range objs {
@@ -97,6 +101,10 @@ func NewSet(objs []Object) (*Set, error) {
 			s.Services = append(s.Services, v)
 		case *ServiceMonitor:
 			s.ServiceMonitors = append(s.ServiceMonitors, v)
+		case *rbac.ClusterRole:
+			s.ClusterRoles[v.Name] = v
+		case *rbac.ClusterRoleBinding:
+			s.Bindings = append(s.Bindings, v)
 		default:
 			return nil, fmt.Errorf("%s: no cross-checks for %T", o.Source, o.Internal)
 		}
@@ -140,6 +148,28 @@ func (s *Set) Check(documented map[string]bool) error {
 	for _, sm := range s.ServiceMonitors {
 		if err := s.checkServiceMonitor(sm); err != nil {
 			return fmt.Errorf("ServiceMonitor %s/%s: %w", sm.Namespace, sm.Name, err)
+		}
+	}
+	for _, b := range s.Bindings {
+		if err := s.checkBinding(b); err != nil {
+			return fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkBinding: the role it binds and the service accounts it binds it to
+// are in the set.
+func (s *Set) checkBinding(b *rbac.ClusterRoleBinding) error {
+	if b.RoleRef.Kind != "ClusterRole" || s.ClusterRoles[b.RoleRef.Name] == nil {
+		return fmt.Errorf("roleRef: %s %s is not in the manifests", b.RoleRef.Kind, b.RoleRef.Name)
+	}
+	for i, sub := range b.Subjects {
+		if sub.Kind != rbac.ServiceAccountKind {
+			return fmt.Errorf("subjects[%d]: only service accounts of the manifests may be bound, not %s %s", i, sub.Kind, sub.Name)
+		}
+		if s.ServiceAccounts[sub.Namespace+"/"+sub.Name] == nil {
+			return fmt.Errorf("subjects[%d]: ServiceAccount %s/%s is not in the manifests", i, sub.Namespace, sub.Name)
 		}
 	}
 	return nil

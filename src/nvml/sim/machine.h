@@ -114,6 +114,9 @@ struct Gpu {
 struct Machine {
   std::string source;         // file path or "profile:<name>", for messages
   std::string description;    // one line for listings, may be empty
+  // The machine's product name as DMI reports it
+  // (/sys/class/dmi/id/product_name: "DGX H100"); empty: none rendered.
+  std::string product_name;
   // false: nvmlInit fails with init_error as on a node without the driver.
   bool driver_loaded = true;
   nvmlReturn_t init_error = NVML_ERROR_DRIVER_NOT_LOADED;

@@ -207,13 +207,17 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
   }
   GPULET_ASSIGN_OR_RETURN(
       MapView map, MapView::Read(ctx, root_field,
-                                 {"description", "driver", "imexChannels",
-                                  "gpuDefaults", "gpus", "topology"}));
+                                 {"description", "productName", "driver",
+                                  "imexChannels", "gpuDefaults", "gpus",
+                                  "topology"}));
   Machine m;
   m.source = ctx.source;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "description", &m.description,
       [&](const Field& f) { return yaml::ReadString(ctx, f, 200); }));
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
+      map, "productName", &m.product_name,
+      [&](const Field& f) { return yaml::ReadString(ctx, f, 100); }));
   GPULET_RETURN_IF_ERROR(ParseDriver(ctx, map.Find("driver"), &m));
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "imexChannels", &m.imex_channels, [&](const Field& f) {

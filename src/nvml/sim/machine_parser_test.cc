@@ -152,6 +152,13 @@ TEST(ParseMachineTest, DriverSection) {
   EXPECT_EQ(m.init_error, NVML_ERROR_NO_PERMISSION);
 }
 
+TEST(ParseMachineTest, ProductName) {
+  EXPECT_EQ(MustParse("productName: \"DGX H100\"\ngpus: []\n").product_name,
+            "DGX H100");
+  EXPECT_EQ(MustParse("gpus: []\n").product_name, "");
+  EXPECT_FALSE(ParseMachine("productName: [a]\ngpus: []\n", "m.yaml").ok());
+}
+
 TEST(ParseMachineTest, MemoryUnits) {
   Machine m = MustParse(
       absl::StrCat("gpus:\n  - {uuid: ", kUuid0,

@@ -174,6 +174,17 @@ absl::Status RenderProc(const Machine& machine, const std::string& root) {
 // tree can be moved and never points outside the root.
 absl::Status RenderSys(const Machine& machine, const std::string& root) {
   const std::string sys = root + "/sys";
+  // What GPU feature discovery reads as the machine type; a machine without
+  // one leaves no earlier machine's behind.
+  const std::string dmi = sys + "/class/dmi/id";
+  if (machine.product_name.empty()) {
+    GPULET_RETURN_IF_ERROR(render::RemoveStale(
+        dmi, [](const std::string& n) { return n == "product_name"; }));
+  } else {
+    GPULET_RETURN_IF_ERROR(render::EnsureDir(dmi));
+    GPULET_RETURN_IF_ERROR(render::WriteFile(dmi + "/product_name",
+                                             machine.product_name + "\n"));
+  }
   GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/devices"));
   GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/drivers/nvidia"));
   GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/kernel/iommu_groups"));

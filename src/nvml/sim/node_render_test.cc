@@ -180,6 +180,22 @@ TEST(RenderNodeTest, RenderingAgainReplacesAnotherMachine) {
   EXPECT_EQ(bdfs, other.gpus.size());
 }
 
+TEST(RenderNodeTest, ProductNameAsDmiReportsIt) {
+  TempDir dir;
+  RenderOptions o;
+  o.root = dir.path();
+  o.dev_nodes = HowForThisUser();
+  absl::StatusOr<Machine> dgx = LoadMachine("dgx-h100");
+  absl::StatusOr<Machine> nvl = LoadMachine("gb200-nvl");
+  ASSERT_TRUE(dgx.ok() && nvl.ok());
+  ASSERT_TRUE(RenderNode(*dgx, o).ok());
+  const std::string product = dir.path() + "/sys/class/dmi/id/product_name";
+  EXPECT_EQ(Read(product), "DGX H100\n");
+  ASSERT_TRUE(nvl->product_name.empty());
+  ASSERT_TRUE(RenderNode(*nvl, o).ok());
+  EXPECT_FALSE(Exists(product));
+}
+
 TEST(RenderNodeTest, ImexChannelZeroOnFabricNodesOnly) {
   TempDir dir;
   RenderOptions o;

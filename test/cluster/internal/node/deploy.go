@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +22,8 @@ import (
 )
 
 // gpulet is deployed from deploy/ as users deploy it: the ServiceAccount,
-// DaemonSet and ConfigMap of deploy/daemonset.yaml and
+// ClusterRole and binding (node labels), DaemonSet and ConfigMap of
+// deploy/daemonset.yaml and
 // deploy/configmap-example.yaml, applied through the API server. The
 // fixture substitutes only
 //   - the image: the one built from this checkout (GpuletImage);
@@ -30,6 +32,8 @@ import (
 //   - the simulator's settings: GPULET_SIM_MACHINE and GPULET_SIM_SOCKET in
 //     the environment, and a hostPath volume for the simulator's control
 //     socket (so the fixture can inject faults into the NVML gpulet loads);
+//   - KUBERNETES_SERVICE_HOST/PORT: the node has no kube-proxy, so the
+//     in-cluster address of the API server is given as its own;
 //   - the config file's text, where a scenario configures gpulet.
 
 // Configs a scenario can put into the ConfigMap's config.yaml.
@@ -150,7 +154,11 @@ func (n *Node) gpuletObjects() ([]runtime.Object, error) {
 		}
 		c.Env = append(c.Env,
 			corev1.EnvVar{Name: "GPULET_SIM_MACHINE", Value: n.Cfg.Machine},
-			corev1.EnvVar{Name: "GPULET_SIM_SOCKET", Value: SimSocket})
+			corev1.EnvVar{Name: "GPULET_SIM_SOCKET", Value: SimSocket},
+			// No kube-proxy here: the kubernetes Service's address is the
+			// API server's own (what kube-proxy would translate it to).
+			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: NodeIP},
+			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiServerPort)})
 		for i := range spec.Volumes {
 			if spec.Volumes[i].Name == "driver-root" && spec.Volumes[i].HostPath != nil {
 				spec.Volumes[i].HostPath.Path = root
@@ -185,6 +193,10 @@ func (n *Node) DeployGpulet(ctx context.Context, config string) error {
 		switch x := o.(type) {
 		case *corev1.ServiceAccount:
 			_, err = n.Client.CoreV1().ServiceAccounts(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = n.Client.RbacV1().ClusterRoles().Create(ctx, x, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = n.Client.RbacV1().ClusterRoleBindings().Create(ctx, x, metav1.CreateOptions{})
 		case *appsv1.DaemonSet:
 			_, err = n.Client.AppsV1().DaemonSets(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 		default:

@@ -73,8 +73,11 @@ func TestDaemonSetSubstitutionsAreOnlyImageDriverRootAndSimulator(t *testing.T) 
 	if env["NVIDIA_DRIVER_ROOT"] != "/tmp/s/gpu-root" || env["GPULET_SIM_SOCKET"] != SimSocket || env["GPULET_SIM_MACHINE"] != "dgx-h100" {
 		t.Errorf("env %v", env)
 	}
-	if len(c.Env) != len(want.Spec.Template.Spec.Containers[0].Env)+2 {
-		t.Errorf("env: %d entries, want the original's %d + 2", len(c.Env), len(want.Spec.Template.Spec.Containers[0].Env))
+	if env["KUBERNETES_SERVICE_HOST"] != NodeIP || env["KUBERNETES_SERVICE_PORT"] != "6443" {
+		t.Errorf("API server address: env %v", env)
+	}
+	if len(c.Env) != len(want.Spec.Template.Spec.Containers[0].Env)+4 {
+		t.Errorf("env: %d entries, want the original's %d + 4", len(c.Env), len(want.Spec.Template.Spec.Containers[0].Env))
 	}
 	if len(got.Spec.Template.Spec.Volumes) != len(want.Spec.Template.Spec.Volumes)+1 {
 		t.Errorf("volumes: want the original's + 1")

@@ -83,17 +83,20 @@ func setTOMLValues(text string, settings []tomlSetting) (string, error) {
 }
 
 // cniConfig: a bridge in the node's network namespace, host-local
-// addresses from PodCIDR, no masquerading (nothing is routed out).
+// addresses from PodCIDR, no masquerading (nothing is routed out). Pods
+// reach the node's own address through the bridge (a host route to it, no
+// default route), as gpulet's pod reaches the API server there.
 func (n *Node) cniConfig() string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "gpulet",
   "plugins": [{
     "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
-    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]],
+             "routes": [{"dst": %q}], "dataDir": %q}
   }]
 }
-`, PodCIDR, filepath.Join(n.Cfg.Paths.CNI(), "ipam"))
+`, PodCIDR, NodeIP+"/32", filepath.Join(n.Cfg.Paths.CNI(), "ipam"))
 }
 
 func (n *Node) startContainerd(ctx context.Context) error {

@@ -1,0 +1,145 @@
+#include "src/cli/labels_command.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "src/cli/app.h"
+#include "src/common/status_macros.h"
+#include "src/config/resolve.h"
+#include "src/daemon/label_publisher.h"
+#include "src/device/discovery.h"
+#include "src/labels/node_patch.h"
+
+namespace gpulet::cli {
+namespace {
+
+// One round: discover, compute, write or print, patch.
+absl::Status LabelOnce(const GlobalOptions& global, const config::Config& config,
+                       daemon::LabelPublisher& publisher, bool to_stdout,
+                       bool patch, std::ostream& out) {
+  GPULET_ASSIGN_OR_RETURN(NvmlSession nvml, OpenNvml(global));
+  device::Node node;  // stays empty on a node without GPUs
+  if (nvml.lib != nullptr) {
+    GPULET_ASSIGN_OR_RETURN(
+        node, device::Discover(*nvml.lib,
+                               device::DiscoveryOptions{global.sysfs_root}));
+    GPULET_RETURN_IF_ERROR(nvml.lib->Shutdown());
+  }
+  labels::Labels labels = publisher.Compute(node, config);
+  if (to_stdout) {
+    out << labels::FeatureFileText(labels);
+    out.flush();
+  } else {
+    GPULET_RETURN_IF_ERROR(publisher.WriteFeatureFile(labels));
+  }
+  if (patch) GPULET_RETURN_IF_ERROR(publisher.PatchNode(labels));
+  return absl::OkStatus();
+}
+
+int Fail(std::ostream& err, int code, absl::string_view message) {
+  err << "gpulet: " << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
+  options.output_file = daemon::kFeatureFile;
+  options.machine_type_file = daemon::kMachineTypeFile;
+  CLI::App* cmd = app.add_subcommand(
+      "labels",
+      "Compute gpu-feature-discovery's node labels; write them as "
+      "node-feature-discovery's feature file and/or patch them onto the Node");
+  cmd->fallthrough();
+  cmd->add_option("-o,--output-file,--output", options.output_file,
+                  "Feature file to write atomically (\"-\" or \"\": standard "
+                  "output)")
+      ->envname("GFD_OUTPUT_FILE")
+      ->capture_default_str();
+  cmd->add_option("--patch-node", options.patch_node,
+                  "Also merge-patch the labels onto this Node through the API "
+                  "server (its own node: see docs/labels.md)")
+      ->envname("GPULET_LABELS_PATCH_NODE");
+  cmd->add_option("--kubeconfig", options.kubeconfig,
+                  "kubeconfig for --patch-node (default: the pod's service "
+                  "account)")
+      ->envname("KUBECONFIG");
+  cmd->add_option("--machine-type-file", options.machine_type_file,
+                  "File holding the machine's product name")
+      ->envname("GFD_MACHINE_TYPE_FILE")
+      ->capture_default_str();
+  cmd->add_option("--sleep-interval", options.sleep_interval,
+                  "Time between labelling rounds (e.g. 60s, 1m30s)")
+      ->envname("GFD_SLEEP_INTERVAL")
+      ->capture_default_str();
+  cmd->add_flag("--oneshot", options.oneshot, "Label once and exit")
+      ->envname("GFD_ONESHOT");
+  cmd->add_flag("--no-timestamp", options.no_timestamp,
+                "Leave out nvidia.com/gfd.timestamp")
+      ->envname("GFD_NO_TIMESTAMP");
+  options.mig_strategy_option =
+      cmd->add_option("--mig-strategy", options.mig_strategy,
+                      "MIG strategy: none, single or mixed [env: "
+                      "GFD_MIG_STRATEGY, MIG_STRATEGY] [default: the config "
+                      "file's, else none]")
+          ->envname("GFD_MIG_STRATEGY");
+  options.config_file_option =
+      cmd->add_option("--config-file", options.config_file,
+                      "NVIDIA's `version: v1` config file (MIG strategy, "
+                      "sharing) [env: CONFIG_FILE]");
+  return cmd;
+}
+
+int RunLabels(const GlobalOptions& global, const LabelsOptions& options,
+              std::ostream& out, std::ostream& err) {
+  absl::Duration interval;
+  if (!absl::ParseDuration(options.sleep_interval, &interval) ||
+      interval <= absl::ZeroDuration()) {
+    return Fail(err, kExitUsage,
+                absl::StrCat("--sleep-interval: \"", options.sleep_interval,
+                             "\" is not a positive duration (e.g. 60s, "
+                             "1m30s)"));
+  }
+  config::FlagValues given;
+  if (options.mig_strategy_option->count() > 0) {
+    given["mig-strategy"] = {options.mig_strategy};
+  }
+  if (options.config_file_option->count() > 0) {
+    given["config-file"] = {options.config_file};
+  }
+  absl::StatusOr<config::Config> config =
+      config::LoadAndResolve(given, config::ProcessEnvironment());
+  if (!config.ok()) return Fail(err, kExitUsage, config.status().message());
+
+  const bool to_stdout =
+      options.output_file.empty() || options.output_file == "-";
+  daemon::LabelOptions label_options;
+  label_options.output_file = to_stdout ? "" : options.output_file;
+  label_options.node_name = options.patch_node;
+  label_options.kubeconfig = options.kubeconfig;
+  label_options.machine_type_file = options.machine_type_file;
+  label_options.sysfs_root = global.sysfs_root;
+  label_options.timestamp = !options.no_timestamp;
+  label_options.background_patch = false;
+  absl::StatusOr<std::unique_ptr<daemon::LabelPublisher>> publisher =
+      daemon::LabelPublisher::Create(label_options);
+  if (!publisher.ok()) {
+    return Fail(err,
+                publisher.status().code() == absl::StatusCode::kInvalidArgument
+                    ? kExitUsage
+                    : kExitRuntimeError,
+                publisher.status().message());
+  }
+  while (true) {
+    absl::Status s = LabelOnce(global, *config, **publisher, to_stdout,
+                               !options.patch_node.empty(), out);
+    if (!s.ok()) return Fail(err, kExitRuntimeError, s.message());
+    if (options.oneshot) return kExitOk;
+    absl::SleepFor(interval);
+  }
+}
+
+}  // namespace gpulet::cli

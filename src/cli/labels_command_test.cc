@@ -1,0 +1,454 @@
+// `gpulet labels` against the NVML simulator, loaded through the production
+// dlopen path, on every built-in machine profile: the labels docs/labels.md
+// promises, per profile and MIG strategy, with and without sharing. One
+// process per test (gtest_discover_tests), so each picks its own
+// GPULET_SIM_MACHINE. The node is rendered by the simulator: sysfs PCI
+// classes, and the DMI product name read as the machine type.
+#include "src/cli/labels_command.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/cli/app.h"
+#include "src/common/file_util.h"
+#include "src/nvml/sim/node_render.h"
+#include "src/nvml/sim/profiles.h"
+
+namespace gpulet::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using Labels = std::map<std::string, std::string>;
+
+const char kSimLib[] = GPULET_SIM_LIB_DIR "/libnvidia-ml.so.1";
+
+class LabelsCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name :
+         {"CONFIG_FILE", "MIG_STRATEGY", "GFD_MIG_STRATEGY", "GFD_OUTPUT_FILE",
+          "GFD_ONESHOT", "GFD_SLEEP_INTERVAL", "GFD_NO_TIMESTAMP",
+          "GFD_MACHINE_TYPE_FILE", "GPULET_LABELS_PATCH_NODE", "KUBECONFIG",
+          "NVIDIA_DRIVER_ROOT"}) {
+      ::unsetenv(name);
+    }
+    char dir[] = "/tmp/gpulet-lbl-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr);
+    root_ = dir;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+  // Renders `profile`'s node (sysfs, with the DMI product name when the
+  // profile has one) and points the simulator at it.
+  void Machine(const std::string& profile) {
+    ::setenv("GPULET_SIM_MACHINE", profile.c_str(), 1);
+    absl::StatusOr<sim::Machine> m = sim::LoadMachine(profile);
+    ASSERT_TRUE(m.ok()) << m.status();
+    sim::RenderOptions o;
+    o.root = root_ + "/node";
+    o.dev_nodes = sim::DevNodes::kFiles;
+    ASSERT_TRUE(sim::RenderNode(*m, o).ok());
+  }
+
+  // Writes a config file `name` with `text`; returns its path.
+  std::string Config(const std::string& name, const std::string& text) {
+    const std::string path = root_ + "/" + name;
+    EXPECT_TRUE(common::WriteFileAtomic(path, text).ok());
+    return path;
+  }
+
+  int Run(std::vector<std::string> extra, std::string* out_text,
+          std::string* err_text) {
+    std::vector<std::string> args = {
+        "gpulet",      "--nvml-lib",         kSimLib,
+        "--sysfs-root", root_ + "/node/sys", "labels",
+        "--oneshot",   "--no-timestamp",     "--machine-type-file",
+        root_ + "/node/sys/class/dmi/id/product_name"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    std::ostringstream out;
+    std::ostringstream err;
+    int code =
+        cli::Run(static_cast<int>(argv.size()), argv.data(), out, err);
+    *out_text = out.str();
+    *err_text = err.str();
+    return code;
+  }
+
+  // The labels printed on standard output.
+  Labels Label(std::vector<std::string> extra = {}) {
+    extra.insert(extra.begin(), {"-o", "-"});
+    std::string out, err;
+    EXPECT_EQ(Run(extra, &out, &err), kExitOk) << err;
+    Labels labels;
+    for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+      std::vector<std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+      EXPECT_EQ(kv.size(), 2u) << line;
+      if (kv.size() == 2) labels[kv[0]] = kv[1];
+    }
+    return labels;
+  }
+
+  std::string root_;
+};
+
+// Every key of `want` has its value in `got`; every key of `absent` is
+// missing.
+void ExpectLabels(const Labels& got, const Labels& want,
+                  const std::vector<std::string>& absent = {}) {
+  for (const auto& [key, value] : want) {
+    auto it = got.find(key);
+    if (it == got.end()) {
+      ADD_FAILURE() << "missing label " << key;
+    } else {
+      EXPECT_EQ(it->second, value) << key;
+    }
+  }
+  for (const std::string& key : absent) {
+    EXPECT_EQ(got.count(key), 0u) << "unexpected label " << key;
+  }
+}
+
+// The labels every GPU node gets, for one driver.
+Labels Common(const std::string& driver, const std::string& major,
+              const std::string& minor, const std::string& rev,
+              const std::string& cuda_major, const std::string& cuda_minor) {
+  return {{"nvidia.com/gpu.mode", "compute"},
+          {"nvidia.com/cuda.driver.major", major},
+          {"nvidia.com/cuda.driver.minor", minor},
+          {"nvidia.com/cuda.driver.rev", rev},
+          {"nvidia.com/cuda.driver-version.full", driver},
+          {"nvidia.com/cuda.driver-version.major", major},
+          {"nvidia.com/cuda.driver-version.minor", minor},
+          {"nvidia.com/cuda.driver-version.revision", rev},
+          {"nvidia.com/cuda.runtime.major", cuda_major},
+          {"nvidia.com/cuda.runtime.minor", cuda_minor},
+          {"nvidia.com/cuda.runtime-version.major", cuda_major},
+          {"nvidia.com/cuda.runtime-version.minor", cuda_minor},
+          {"nvidia.com/cuda.runtime-version.full",
+           cuda_major + "." + cuda_minor},
+          {"nvidia.com/mps.capable", "false"}};
+}
+
+Labels Driver550() { return Common("550.54.15", "550", "54", "15", "12", "4"); }
+Labels Driver580() { return Common("580.82.07", "580", "82", "07", "13", "0"); }
+
+Labels Gpus(const std::string& product, const std::string& count,
+            const std::string& memory, const std::string& family,
+            const std::string& cc_major, const std::string& cc_minor,
+            const std::string& mig_capable) {
+  return {{"nvidia.com/gpu.product", product},
+          {"nvidia.com/gpu.count", count},
+          {"nvidia.com/gpu.memory", memory},
+          {"nvidia.com/gpu.family", family},
+          {"nvidia.com/gpu.compute.major", cc_major},
+          {"nvidia.com/gpu.compute.minor", cc_minor},
+          {"nvidia.com/gpu.replicas", "1"},
+          {"nvidia.com/gpu.sharing-strategy", "none"},
+          {"nvidia.com/mig.capable", mig_capable}};
+}
+
+Labels MachineType(const std::string& type) {
+  return {{"nvidia.com/gpu.machine", type}};
+}
+
+Labels Merge(Labels a, const Labels& b) {
+  for (const auto& [k, v] : b) a[k] = v;
+  return a;
+}
+
+// MIG labels of one profile under `prefix` ("nvidia.com/mig-1g.5gb").
+Labels MigLabels(const std::string& prefix, const std::string& product,
+                 const std::string& count, const std::string& memory,
+                 const std::string& sms, const std::string& gi,
+                 const std::string& ci) {
+  return {{prefix + ".product", product},      {prefix + ".count", count},
+          {prefix + ".memory", memory},        {prefix + ".multiprocessors", sms},
+          {prefix + ".slices.gi", gi},         {prefix + ".slices.ci", ci},
+          {prefix + ".replicas", "1"},         {prefix + ".sharing-strategy", "none"}};
+}
+
+const std::vector<std::string> kNoMig = {"nvidia.com/mig.strategy",
+                                         "nvidia.com/gpu.clique",
+                                         "nvidia.com/gfd.timestamp"};
+
+TEST_F(LabelsCommandTest, DgxH100) {
+  Machine("dgx-h100");
+  ExpectLabels(Label(),
+               Merge(Merge(Driver550(), Gpus("NVIDIA-H100-80GB-HBM3", "8",
+                                             "81559", "hopper", "9", "0",
+                                             "true")),
+                     MachineType("DGX-H100")),
+               kNoMig);
+}
+
+TEST_F(LabelsCommandTest, DgxA100) {
+  Machine("dgx-a100");
+  ExpectLabels(Label(),
+               Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-40GB", "8",
+                                             "40960", "ampere", "8", "0",
+                                             "true")),
+                     MachineType("DGX-A100")),
+               kNoMig);
+}
+
+TEST_F(LabelsCommandTest, HgxH200) {
+  Machine("hgx-h200");
+  ExpectLabels(Label(),
+               Merge(Merge(Common("570.172.08", "570", "172", "08", "12", "8"),
+                           Gpus("NVIDIA-H200", "8", "143771", "hopper", "9",
+                                "0", "true")),
+                     MachineType("PowerEdge-XE9680")),
+               kNoMig);
+}
+
+TEST_F(LabelsCommandTest, DgxB200) {
+  Machine("dgx-b200");
+  ExpectLabels(Label(),
+               Merge(Merge(Driver580(), Gpus("NVIDIA-B200", "8", "183359",
+                                             "blackwell", "10", "0", "true")),
+                     MachineType("DGX-B200")),
+               kNoMig);
+}
+
+TEST_F(LabelsCommandTest, Islands16) {
+  Machine("islands-16");
+  ExpectLabels(Label(),
+               Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-80GB", "16",
+                                             "81920", "ampere", "8", "0",
+                                             "true")),
+                     MachineType("unknown")),
+               kNoMig);
+}
+
+TEST_F(LabelsCommandTest, PcieT4) {
+  Machine("pcie-t4");
+  Labels want = Merge(Common("535.161.08", "535", "161", "08", "12", "2"),
+                      Gpus("Tesla-T4", "4", "15360", "turing", "7", "5",
+                           "false"));
+  want["nvidia.com/gpu.machine"] = "PowerEdge-R740";
+  ExpectLabels(Label(), want, kNoMig);
+}
+
+TEST_F(LabelsCommandTest, Gb200NvlHasTheClique) {
+  Machine("gb200-nvl");
+  Labels want = Merge(Driver580(), Gpus("NVIDIA-GB200", "4", "189471",
+                                        "blackwell", "10", "0", "true"));
+  want["nvidia.com/gpu.machine"] = "unknown";
+  want["nvidia.com/gpu.clique"] = "190abd46-89ce-5965-bb4c-944992ac3cd5.32766";
+  ExpectLabels(Label(), want, {"nvidia.com/mig.strategy"});
+}
+
+TEST_F(LabelsCommandTest, A100MigUnderEachStrategy) {
+  Machine("a100-mig");
+  const Labels gpus =
+      Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-40GB", "4", "40960",
+                                    "ampere", "8", "0", "true")),
+            MachineType("PowerEdge-XE8545"));
+  ExpectLabels(Label(), gpus,
+               {"nvidia.com/mig.strategy", "nvidia.com/mig-1g.5gb.count"});
+
+  Labels mixed = Label({"--mig-strategy", "mixed"});
+  ExpectLabels(mixed, gpus);
+  const std::string p = "NVIDIA-A100-SXM4-40GB-MIG-";
+  ExpectLabels(mixed,
+               Merge(Merge(MigLabels("nvidia.com/mig-1g.5gb", p + "1g.5gb",
+                                     "8", "4864", "14", "1", "1"),
+                           MigLabels("nvidia.com/mig-2g.10gb", p + "2g.10gb",
+                                     "1", "9984", "28", "2", "2")),
+                     MigLabels("nvidia.com/mig-3g.20gb", p + "3g.20gb", "3",
+                               "20096", "42", "3", "3")));
+  EXPECT_EQ(mixed["nvidia.com/mig.strategy"], "mixed");
+  EXPECT_EQ(mixed["nvidia.com/mig-1g.5gb.engines.copy"], "1");
+
+  // Mixed layouts and a whole GPU do not fit single: GFD's INVALID labels.
+  Labels single = Label({"--mig-strategy", "single"});
+  EXPECT_EQ(single["nvidia.com/mig.strategy"], "single");
+  EXPECT_EQ(single["nvidia.com/gpu.product"],
+            "NVIDIA-A100-SXM4-40GB-MIG-INVALID");
+  EXPECT_EQ(single["nvidia.com/gpu.count"], "0");
+  EXPECT_EQ(single["nvidia.com/gpu.replicas"], "0");
+  EXPECT_EQ(single["nvidia.com/gpu.memory"], "0");
+}
+
+TEST_F(LabelsCommandTest, A100MigSingle) {
+  Machine("a100-mig-single");
+  Labels got = Label({"--mig-strategy", "single"});
+  ExpectLabels(got, Driver550());
+  ExpectLabels(got, {{"nvidia.com/mig.strategy", "single"},
+                     {"nvidia.com/gpu.product",
+                      "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
+                     {"nvidia.com/gpu.count", "14"},
+                     {"nvidia.com/gpu.memory", "4864"},
+                     {"nvidia.com/gpu.multiprocessors", "14"},
+                     {"nvidia.com/gpu.slices.gi", "1"},
+                     {"nvidia.com/gpu.slices.ci", "1"},
+                     {"nvidia.com/gpu.replicas", "1"},
+                     {"nvidia.com/gpu.family", "ampere"}});
+}
+
+TEST_F(LabelsCommandTest, B200MigMixed) {
+  Machine("b200-mig");
+  Labels got = Label({"--mig-strategy", "mixed"});
+  ExpectLabels(got, Merge(Merge(Driver580(),
+                                Gpus("NVIDIA-B200", "8", "183359",
+                                     "blackwell", "10", "0", "true")),
+                          MachineType("DGX-B200")));
+  EXPECT_EQ(got["nvidia.com/mig-1g.23gb.count"], "8");
+  EXPECT_EQ(got["nvidia.com/mig-1g.45gb.count"], "3");
+  EXPECT_EQ(got["nvidia.com/mig-2g.45gb.count"], "1");
+  EXPECT_EQ(got["nvidia.com/mig-3g.90gb.count"], "1");
+  EXPECT_EQ(got["nvidia.com/mig-7g.180gb.count"], "1");
+  EXPECT_EQ(got["nvidia.com/mig-1g.23gb.me.count"], "1");
+  EXPECT_EQ(got["nvidia.com/mig-1g.23gb.me.product"],
+            "NVIDIA-B200-MIG-1g.23gbme");
+  EXPECT_EQ(got["nvidia.com/mig-1g.23gb.product"], "NVIDIA-B200-MIG-1g.23gb");
+}
+
+TEST_F(LabelsCommandTest, RtxPro6000MigMixed) {
+  Machine("rtx-pro-6000-mig");
+  Labels got = Label({"--mig-strategy", "mixed"});
+  ExpectLabels(got, Driver580());
+  // Every GPU is in MIG mode: nvidia.com/gpu.* without sharing.
+  ExpectLabels(got, {{"nvidia.com/gpu.product",
+                      "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"},
+                     {"nvidia.com/gpu.count", "4"},
+                     {"nvidia.com/gpu.memory", "97887"},
+                     {"nvidia.com/gpu.family", "blackwell"},
+                     {"nvidia.com/gpu.compute.major", "12"},
+                     {"nvidia.com/gpu.replicas", "0"},
+                     {"nvidia.com/mig.capable", "true"}});
+  EXPECT_EQ(got["nvidia.com/mig-1g.24gb-me.count"], "2");
+  EXPECT_EQ(got["nvidia.com/mig-2g.48gb.me.all.product"],
+            "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition-MIG-2g.48gbme.all");
+  EXPECT_EQ(got["nvidia.com/mig-4g.96gb.gfx.count"], "1");
+}
+
+TEST_F(LabelsCommandTest, TimeSlicingConfigs) {
+  Machine("dgx-h100");
+  const std::string shared = Config("shared.yaml", R"(version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+)");
+  ExpectLabels(Label({"--config-file", shared}),
+               {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED"},
+                {"nvidia.com/gpu.replicas", "4"},
+                {"nvidia.com/gpu.sharing-strategy", "time-slicing"},
+                {"nvidia.com/gpu.count", "8"}});
+  const std::string renamed = Config("renamed.yaml", R"(version: v1
+sharing:
+  timeSlicing:
+    renameByDefault: true
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 2
+)");
+  ExpectLabels(Label({"--config-file", renamed}),
+               {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                {"nvidia.com/gpu.replicas", "2"},
+                {"nvidia.com/gpu.sharing-strategy", "time-slicing"}});
+  // CONFIG_FILE as the plugin reads it.
+  ::setenv("CONFIG_FILE", shared.c_str(), 1);
+  ExpectLabels(Label(), {{"nvidia.com/gpu.replicas", "4"}});
+}
+
+TEST_F(LabelsCommandTest, MpsConfig) {
+  Machine("pcie-t4");
+  const std::string mps = Config("mps.yaml", R"(version: v1
+flags:
+  mpsRoot: /run/nvidia/mps
+sharing:
+  mps:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 3
+)");
+  ExpectLabels(Label({"--config-file", mps}),
+               {{"nvidia.com/gpu.product", "Tesla-T4-SHARED"},
+                {"nvidia.com/gpu.replicas", "3"},
+                {"nvidia.com/gpu.sharing-strategy", "mps"},
+                {"nvidia.com/mps.capable", "true"}});
+}
+
+TEST_F(LabelsCommandTest, MigMixedTimeSlicedProfile) {
+  Machine("a100-mig");
+  const std::string config = Config("mixed.yaml", R"(version: v1
+flags:
+  migStrategy: mixed
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/mig-1g.5gb
+      replicas: 2
+)");
+  Labels got = Label({"--config-file", config});
+  ExpectLabels(got, {{"nvidia.com/mig-1g.5gb.product",
+                      "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED"},
+                     {"nvidia.com/mig-1g.5gb.replicas", "2"},
+                     {"nvidia.com/mig-1g.5gb.sharing-strategy", "time-slicing"},
+                     {"nvidia.com/mig-3g.20gb.replicas", "1"},
+                     {"nvidia.com/gpu.replicas", "1"}});
+}
+
+TEST_F(LabelsCommandTest, NoGpusGivesTheMachineOnly) {
+  Machine("none");
+  EXPECT_EQ(Label(), (Labels{{"nvidia.com/gpu.machine", "unknown"}}));
+}
+
+TEST_F(LabelsCommandTest, WritesTheFeatureFileAtomically) {
+  Machine("pcie-t4");
+  std::string out, err;
+  const std::string file = root_ + "/gfd";
+  ASSERT_EQ(Run({"--output-file", file}, &out, &err), kExitOk) << err;
+  EXPECT_EQ(out, "");
+  absl::StatusOr<std::string> text = common::ReadFile(file);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("nvidia.com/gpu.product=Tesla-T4\n"));
+  // No temporary file left behind.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(root_)) {
+    files += e.path().filename().string().rfind("gfd", 0) == 0;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(LabelsCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
+  Machine("pcie-t4");
+  std::string out, err;
+  EXPECT_EQ(Run({"-o", root_ + "/missing/gfd"}, &out, &err),
+            kExitRuntimeError);
+  EXPECT_THAT(err, HasSubstr(root_ + "/missing/gfd"));
+  EXPECT_EQ(Run({"--mig-strategy", "half"}, &out, &err), kExitUsage);
+  EXPECT_THAT(err, HasSubstr("--mig-strategy"));
+  EXPECT_EQ(Run({"--sleep-interval", "soon"}, &out, &err), kExitUsage);
+  EXPECT_THAT(err, HasSubstr("--sleep-interval"));
+  EXPECT_EQ(Run({"--patch-node", "Bad_Name"}, &out, &err), kExitUsage);
+  EXPECT_THAT(err, HasSubstr("Bad_Name"));
+  EXPECT_EQ(Run({"--patch-node", "n1", "--kubeconfig", root_ + "/nope"}, &out,
+                &err),
+            kExitRuntimeError);
+  EXPECT_THAT(err, HasSubstr(root_ + "/nope"));
+  EXPECT_EQ(Run({"--config-file", root_ + "/nope.yaml"}, &out, &err),
+            kExitUsage);
+  EXPECT_THAT(err, HasSubstr(root_ + "/nope.yaml"));
+}
+
+}  // namespace
+}  // namespace gpulet::cli
