@@ -87,6 +87,25 @@ func Cases() []Case {
 			},
 		},
 		{
+			Name: "no node labels",
+			Values: `
+nodeLabels:
+  enabled: false
+`,
+			Expect: func(r *Rendered) error {
+				if _, ok := r.Env("GPULET_LABELS_PATCH_NODE"); ok {
+					return fmt.Errorf("GPULET_LABELS_PATCH_NODE is set with nodeLabels.enabled=false")
+				}
+				if _, ok := r.Env("NODE_NAME"); !ok {
+					return fmt.Errorf("NODE_NAME is missing")
+				}
+				if t := r.DaemonSet.Spec.Template.Spec.AutomountServiceAccountToken; t == nil || *t {
+					return fmt.Errorf("the token is mounted with nodeLabels.enabled=false")
+				}
+				return nil
+			},
+		},
+		{
 			Name: "NVIDIA flags",
 			Values: `
 migStrategy: mixed
@@ -304,6 +323,13 @@ imagePullSecrets:
 			Extra:  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n",
 			Expect: func(r *Rendered) error {
 				for _, o := range r.Objects {
+					if name := o.Name(); strings.HasPrefix(name, "Cluster") {
+						// Cluster-scoped: no namespace.
+						if !strings.Contains(name, " nvidia-device-plugin") {
+							return fmt.Errorf("%s, want it named nvidia-device-plugin*", name)
+						}
+						continue
+					}
 					if name := o.Name(); !strings.Contains(name, " gpu-operator/nvidia-device-plugin") {
 						return fmt.Errorf("%s, want it named nvidia-device-plugin* in gpu-operator", name)
 					}

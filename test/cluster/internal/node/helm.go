@@ -80,9 +80,14 @@ func (n *Node) HelmReleases(ctx context.Context) (int, error) {
 	return len(s.Items), nil
 }
 
+// nodeLabelsRBAC names the ClusterRole and ClusterRoleBinding for node
+// labels, in deploy/ and in the chart's defaults alike.
+const nodeLabelsRBAC = "gpulet-node-labels"
+
 // DeleteGpulet deletes deploy/'s objects (DaemonSet, ServiceAccount,
-// ConfigMap), as `kubectl delete -f deploy/...` does, and waits until they
-// and gpulet's pods are gone.
+// ConfigMap, the node-label ClusterRole and ClusterRoleBinding), as
+// `kubectl delete -f deploy/...` does, and waits until they and gpulet's
+// pods are gone.
 func (n *Node) DeleteGpulet(ctx context.Context) error {
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
@@ -90,6 +95,8 @@ func (n *Node) DeleteGpulet(ctx context.Context) error {
 		func() error { return n.Client.AppsV1().DaemonSets(gpuletNamespace).Delete(ctx, "gpulet", opts) },
 		func() error { return n.Client.CoreV1().ServiceAccounts(gpuletNamespace).Delete(ctx, "gpulet", opts) },
 		func() error { return n.Client.CoreV1().ConfigMaps(gpuletNamespace).Delete(ctx, "gpulet-config", opts) },
+		func() error { return n.Client.RbacV1().ClusterRoleBindings().Delete(ctx, nodeLabelsRBAC, opts) },
+		func() error { return n.Client.RbacV1().ClusterRoles().Delete(ctx, nodeLabelsRBAC, opts) },
 	} {
 		if err := del(); err != nil && !apierrors.IsNotFound(err) {
 			return err
@@ -101,7 +108,7 @@ func (n *Node) DeleteGpulet(ctx context.Context) error {
 // WaitGpuletGone waits until the gpulet DaemonSet, ServiceAccount and
 // ConfigMap do not exist and no gpulet pod is left, terminating or not.
 func (n *Node) WaitGpuletGone(ctx context.Context) error {
-	return n.waitFor(ctx, "gpulet's DaemonSet, ServiceAccount, ConfigMap and pods to be gone", 120*time.Second,
+	return n.waitFor(ctx, "gpulet's DaemonSet, ServiceAccount, ConfigMap, node-label RBAC and pods to be gone", 120*time.Second,
 		func(ctx context.Context) (bool, error) {
 			gets := []func() error{
 				func() error {
@@ -114,6 +121,14 @@ func (n *Node) WaitGpuletGone(ctx context.Context) error {
 				},
 				func() error {
 					_, err := n.Client.CoreV1().ConfigMaps(gpuletNamespace).Get(ctx, "gpulet-config", metav1.GetOptions{})
+					return err
+				},
+				func() error {
+					_, err := n.Client.RbacV1().ClusterRoleBindings().Get(ctx, nodeLabelsRBAC, metav1.GetOptions{})
+					return err
+				},
+				func() error {
+					_, err := n.Client.RbacV1().ClusterRoles().Get(ctx, nodeLabelsRBAC, metav1.GetOptions{})
 					return err
 				},
 			}
