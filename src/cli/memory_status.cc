@@ -33,6 +33,24 @@ void AddShare(std::vector<PodShare>& pods, const std::string& ns,
   pods.push_back({ns, name, units});
 }
 
+// The pending pods the node does not list yet, with their units.
+std::vector<PodShare> NotAdmitted(const sharing::Pending& pending,
+                                  const sharing::NodeMemory& memory) {
+  std::vector<PodShare> out;
+  for (const sharing::PendingPod& pod : pending.pods) {
+    bool admitted = false;
+    for (const sharing::UsedPod& used : memory.pods) {
+      admitted = admitted || sharing::SamePod(pod.uid, pod.ns, pod.name,
+                                              used.uid, used.ns, used.name);
+    }
+    if (admitted) continue;
+    for (const sharing::PendingContainer& c : pod.containers) {
+      AddShare(out, pod.ns, pod.name, c.units);
+    }
+  }
+  return out;
+}
+
 std::string ShortUuid(const std::string& uuid) {
   // "GPU-" and 8 hex digits tell GPUs apart; the full UUID is in -o json.
   return uuid.size() > 12 ? uuid.substr(0, 12) : uuid;
@@ -128,17 +146,7 @@ NodeStatus BuildNodeStatus(const NodeAnnotations& annotations) {
       AddShare(out.gpus[it->second].pods, pod.ns, pod.name, c.units);
     }
   }
-  for (const sharing::PendingPod& pod : pending.pods) {
-    bool admitted = false;
-    for (const sharing::UsedPod& used : memory->pods) {
-      admitted = admitted || sharing::SamePod(pod.uid, pod.ns, pod.name,
-                                              used.uid, used.ns, used.name);
-    }
-    if (admitted) continue;
-    for (const sharing::PendingContainer& c : pod.containers) {
-      AddShare(out.pending, pod.ns, pod.name, c.units);
-    }
-  }
+  out.pending = NotAdmitted(pending, *memory);
   return out;
 }
 
