@@ -3,7 +3,8 @@
 // 127.0.0.1 in a temporary directory, with a CA and certificates made by
 // the test. Covers what a fake server can only assume: the API server's
 // Status bodies and codes, merge patches of a Node, pod bindings, paged
-// lists, field-selected watches and a kubeconfig loaded by config/.
+// lists, field-selected watches, a kubeconfig loaded by config/ and the
+// kubectl plugin reading memory-share annotations.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "src/cli/kubectl_command.h"
 #include "src/common/file_util.h"
 #include "src/config/kubeconfig.h"
 #include "src/daemon/label_publisher.h"
@@ -509,6 +512,95 @@ TEST_F(KubeApiServerTest, WatchFromAnExpiredVersionIsGone) {
       *PodsPath(), {.resource_version = "1", .timeout = absl::Seconds(20)},
       [](const WatchEvent&) { return true; });
   EXPECT_TRUE(IsGone(status)) << status;
+}
+
+// `kubectl gpulet status` (src/cli/kubectl_command.h) reading Nodes that
+// carry memory-share annotations, through a kubeconfig named by
+// $KUBECONFIG with an explicit --context.
+TEST_F(KubeApiServerTest, KubectlPluginShowsMemoryShares) {
+  const std::string memory =
+      R"({"v":1,"resource":"gpulet.dev/gpu-memory","unitMiB":1024,)"
+      R"("observed":"2026-11-24T05:01:02Z","gpus":[{"uuid":)"
+      R"("GPU-0aaaaaaa-1111","index":0,"units":80,"used":12,"healthy":true},)"
+      R"({"uuid":"GPU-1bbbbbbb-2222","index":1,"units":24,"used":0,)"
+      R"("healthy":true}],"pods":[{"namespace":"ml","name":"train",)"
+      R"("uid":"u1","containers":[{"name":"c","gpu":"GPU-0aaaaaaa-1111",)"
+      R"("units":12}]}]})";
+  const std::string pending =
+      R"({"v":1,"pods":[{"uid":"u2","namespace":"ml","name":"eval",)"
+      R"("time":"2026-11-24T05:00:00Z","containers":[{"name":"c","units":4}]}]})";
+  auto create = [&](const std::string& name, const Json& annotations) {
+    Json metadata = {{"name", name}};
+    if (!annotations.empty()) metadata["annotations"] = annotations;
+    absl::StatusOr<Json> node = client_->Create(
+        "/api/v1/nodes",
+        {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", metadata}});
+    ASSERT_TRUE(node.ok()) << node.status();
+  };
+  create("share-1", {{"gpulet.dev/gpu-memory", memory},
+                     {"gpulet.dev/gpu-memory-pending", pending}});
+  create("share-none", Json::object());
+  create("share-bad", {{"gpulet.dev/gpu-memory", "{garbage"}});
+
+  const std::string path = *dir_ + "/plugin-kubeconfig";
+  ASSERT_TRUE(common::WriteFileAtomic(
+                  path,
+                  absl::StrCat(
+                      "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
+                      "clusters:\n- name: c\n  cluster:\n    server: https://"
+                      "127.0.0.1:",
+                      port_, "\n    certificate-authority: ca.crt\n",
+                      "users:\n- name: u\n  user:\n    token: ", kAdminToken,
+                      "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
+                      "u}\n"),
+                  {.mode = 0600, .durable = false})
+                  .ok());
+  auto run = [&](std::vector<std::string> args, std::string& out,
+                 std::string& err) {
+    args.insert(args.end(), {"--context", "t"});
+    std::ostringstream o, e;
+    const int rc = cli::RunKubectlGpulet(
+        args, o, e, [&](const std::string& name) -> std::optional<std::string> {
+          if (name == "KUBECONFIG") return path + ":/nonexistent/second";
+          return std::nullopt;
+        });
+    out = o.str();
+    err = e.str();
+    return rc;
+  };
+  std::string out, err;
+  ASSERT_EQ(run({"status", "share-1"}, out, err), 0) << err;
+  EXPECT_EQ(out,
+            "NODE     GPU             MEMORY  USED   PENDING  FREE   PODS\n"
+            "share-1  0 GPU-0aaaaaaa  80GiB   12GiB  -        68GiB  "
+            "ml/train:12GiB\n"
+            "share-1  1 GPU-1bbbbbbb  24GiB   0GiB   -        24GiB  -\n"
+            "share-1  pending         -       -      4GiB     -      "
+            "ml/eval:4GiB\n");
+
+  // Every node: the bad annotation is reported by node name, the others
+  // are still shown and the exit code is 0.
+  ASSERT_EQ(run({"status"}, out, err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("share-1  0 GPU-0aaaaaaa"));
+  EXPECT_THAT(out, HasSubstr("node share-none: no memory shares\n"));
+  EXPECT_THAT(err, HasSubstr("node share-bad: annotation gpulet.dev/gpu-memory"));
+
+  ASSERT_EQ(run({"status", "-o", "json"}, out, err), 0) << err;
+  const Json json = Json::parse(out);
+  bool found = false;
+  for (const Json& node : json["nodes"]) {
+    if (node["name"] != "share-1") continue;
+    found = true;
+    EXPECT_EQ(node["gpus"][0]["uuid"], "GPU-0aaaaaaa-1111");
+    EXPECT_EQ(node["gpus"][0]["freeMiB"], 68 * 1024);
+    EXPECT_EQ(node["pending"]["memoryMiB"], 4 * 1024);
+  }
+  EXPECT_TRUE(found) << out;
+
+  EXPECT_EQ(run({"status", "share-bad"}, out, err), 1);
+  EXPECT_THAT(err, HasSubstr("node share-bad: annotation"));
+  EXPECT_EQ(run({"status", "no-such-node"}, out, err), 1);
+  EXPECT_THAT(err, HasSubstr("nodes \"no-such-node\" not found"));
 }
 
 }  // namespace
