@@ -35,46 +35,6 @@ Deadline After(absl::Duration d) {
              absl::ToChronoNanoseconds(d));
 }
 
-// A listening socket on host:port (port 0: any free one); -1 on failure.
-int Listen(const std::string& host, int port, int backlog) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = absl::StrCat(port);
-  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                  a->ai_protocol);
-    if (fd < 0) continue;
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
-        ::listen(fd, backlog) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  return fd;
-}
-
-int BoundPort(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return -1;
-  }
-  if (addr.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-  }
-  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-}
-
 void Signal(int event_fd) {
   const uint64_t one = 1;
   (void)!::write(event_fd, &one, sizeof(one));
@@ -291,9 +251,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     if (!loaded.ok()) return loaded.status();
     tls = *std::move(loaded);
   }
-  const int fd = Listen(address->host.empty() ? "0.0.0.0" : address->host,
-                        address->port, options.max_connections);
-  const int port = fd < 0 ? -1 : BoundPort(fd);
+  const int fd =
+      metrics::ListenTcp(address->host.empty() ? "0.0.0.0" : address->host,
+                         address->port, options.max_connections);
+  const int port = fd < 0 ? -1 : metrics::BoundPort(fd);
   if (port <= 0) {
     if (fd >= 0) ::close(fd);
     return absl::UnavailableError(absl::StrCat(

@@ -236,10 +236,7 @@ class MetricsServer::Impl {
   std::jthread thread_;  // last: started after, joined before the fds close
 };
 
-namespace {
-
-// A listening socket on host:port (port 0: any free one); -1 on failure.
-int Listen(const std::string& host, int port) {
+int ListenTcp(const std::string& host, int port, int backlog) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -257,7 +254,7 @@ int Listen(const std::string& host, int port) {
     if (fd < 0) continue;
     int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 16) != 0) {
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
       ::close(fd);
       fd = -1;
     }
@@ -278,14 +275,13 @@ int BoundPort(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& address, const Registry& registry) {
   absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
   if (!parsed.ok()) return parsed.status();
   std::string host = parsed->host.empty() ? "0.0.0.0" : parsed->host;
-  const int fd = Listen(host, parsed->port);
+  const int fd = ListenTcp(host, parsed->port, /*backlog=*/16);
   const int port = fd < 0 ? -1 : BoundPort(fd);
   if (port <= 0) {
     if (fd >= 0) ::close(fd);

@@ -39,6 +39,14 @@ struct ListenAddress {
 // a port that is not a decimal number in [0, 65535], an unclosed "[".
 absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address);
 
+// A non-blocking, close-on-exec listening TCP socket on host:port (port 0:
+// any free one) with the given backlog; -1 on failure. For every HTTP
+// endpoint gpulet serves (this one and src/http's).
+int ListenTcp(const std::string& host, int port, int backlog);
+
+// The port a listening socket is bound to; -1 on failure.
+int BoundPort(int fd);
+
 class MetricsServer {
  public:
   // Binds `address` and starts serving `registry`. Errors name the address:
