@@ -36,16 +36,21 @@ type service struct {
 }
 
 func newService(cfg Config) *service {
-	s := &service{cfg: cfg, changed: make(chan struct{})}
+	return &service{cfg: cfg, changed: make(chan struct{}), devices: allDevices(cfg)}
+}
+
+// allDevices is every device of cfg, healthy.
+func allDevices(cfg Config) []*pluginapi.Device {
+	var devs []*pluginapi.Device
 	for i := 0; i < cfg.Devices; i++ {
 		dev := &pluginapi.Device{ID: DeviceID(i), Health: pluginapi.Healthy}
 		if cfg.NUMANodes > 0 {
 			node := int64(i * cfg.NUMANodes / cfg.Devices)
 			dev.Topology = &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: node}}}
 		}
-		s.devices = append(s.devices, dev)
+		devs = append(devs, dev)
 	}
-	return s
+	return devs
 }
 
 // DeviceID is the ID the fake plugin gives its i-th device.
@@ -85,7 +90,7 @@ func (s *service) breakOne() {
 // healAll makes every device healthy and lists again any device Allocate
 // took out (-drop-on-allocate-until).
 func (s *service) healAll() {
-	full := newService(s.cfg).devices
+	full := allDevices(s.cfg)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.devices = full
