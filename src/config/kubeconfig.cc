@@ -280,4 +280,10 @@ absl::StatusOr<ApiServerConfig> LoadInClusterConfig(
   return config;
 }
 
+absl::StatusOr<ApiServerConfig> LoadApiServerConfig(
+    const std::string& kubeconfig, const std::string& context) {
+  if (!kubeconfig.empty()) return LoadKubeconfig(kubeconfig, context);
+  return LoadInClusterConfig();
+}
+
 }  // namespace gpulet::config

@@ -81,4 +81,10 @@ struct InClusterOptions {
 absl::StatusOr<ApiServerConfig> LoadInClusterConfig(
     const InClusterOptions& options = {});
 
+// How each gpulet component finds its API server: the kubeconfig at
+// `kubeconfig` (and `context`) when one is given, the pod's service account
+// otherwise.
+absl::StatusOr<ApiServerConfig> LoadApiServerConfig(
+    const std::string& kubeconfig, const std::string& context = "");
+
 }  // namespace gpulet::config

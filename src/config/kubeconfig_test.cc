@@ -157,6 +157,24 @@ TEST(KubeconfigTest, LoadReadsFilesRelativeToTheKubeconfig) {
   EXPECT_EQ(config->token_file, dir.path() + "/tok");
 }
 
+// A kubeconfig given is the one read (its errors, not the service
+// account's, come back).
+TEST(KubeconfigTest, ApiServerConfigReadsTheKubeconfigGiven) {
+  TempDir dir;
+  dir.Write("ca.pem", "CA");
+  std::string path = dir.Write(
+      "config",
+      Kubeconfig("    server: https://a:1\n    certificate-authority: ca.pem",
+                 "    {}"));
+  absl::StatusOr<ApiServerConfig> config = LoadApiServerConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->ca_pem, "CA");
+  absl::StatusOr<ApiServerConfig> missing =
+      LoadApiServerConfig(dir.path() + "/nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("/nope"));
+}
+
 TEST(KubeconfigTest, LoadNamesAMissingFile) {
   TempDir dir;
   std::string path = dir.Write(

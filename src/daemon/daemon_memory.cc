@@ -83,9 +83,7 @@ void Daemon::Impl::EnsurePublisher(const config::Config& config) {
   }
   if (kube_client_ == nullptr) {
     absl::StatusOr<config::ApiServerConfig> api =
-        options_.kubeconfig.empty()
-            ? config::LoadInClusterConfig()
-            : config::LoadKubeconfig(options_.kubeconfig);
+        config::LoadApiServerConfig(options_.kubeconfig);
     if (!api.ok()) {
       return without(absl::StrCat("no API server access: ",
                                   api.status().message()));

@@ -22,18 +22,6 @@
 #include "src/metrics/registry.h"
 
 namespace gpulet::daemon {
-namespace {
-
-absl::StatusOr<config::ApiServerConfig> LoadApiServer(
-    const ExtenderRunOptions& options) {
-  if (!options.kubeconfig.empty()) {
-    return config::LoadKubeconfig(options.kubeconfig, options.context);
-  }
-  return config::LoadInClusterConfig();
-}
-
-}  // namespace
-
 absl::Status RunExtender(const ExtenderRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<SignalChannel> signals,
                           SignalChannel::Create());
@@ -50,7 +38,9 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
         "--tls-cert-file and --tls-key-file go together: give both or "
         "neither");
   }
-  GPULET_ASSIGN_OR_RETURN(config::ApiServerConfig api, LoadApiServer(options));
+  GPULET_ASSIGN_OR_RETURN(
+      config::ApiServerConfig api,
+      config::LoadApiServerConfig(options.kubeconfig, options.context));
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::CurlTransport> transport,
                           kube::CurlTransport::Create(api));
   kube::ClientOptions client_options;

@@ -23,12 +23,6 @@ namespace {
 
 constexpr char kTimestampLabel[] = "nvidia.com/gfd.timestamp";
 
-absl::StatusOr<config::ApiServerConfig> LoadApiServer(
-    const std::string& kubeconfig) {
-  if (!kubeconfig.empty()) return config::LoadKubeconfig(kubeconfig);
-  return config::LoadInClusterConfig();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
@@ -43,7 +37,7 @@ absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
     return common::Annotate(s, context);
   }
   absl::StatusOr<config::ApiServerConfig> api =
-      LoadApiServer(options.kubeconfig);
+      config::LoadApiServerConfig(options.kubeconfig);
   if (!api.ok()) return common::Annotate(api.status(), context);
   absl::StatusOr<std::unique_ptr<kube::CurlTransport>> transport =
       kube::CurlTransport::Create(*api);
