@@ -85,8 +85,8 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
                   "gpulet runs on) through the API server")
       ->envname("GPULET_LABELS_PATCH_NODE");
   cmd->add_option("--kubeconfig", options.kubeconfig,
-                  "kubeconfig for --labels-patch-node (default: the pod's "
-                  "service account)")
+                  "kubeconfig for the API server, for --labels-patch-node "
+                  "and memory shares (default: the pod's service account)")
       ->envname("KUBECONFIG");
   return cmd;
 }
@@ -154,6 +154,7 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   d->labels.output_file = options.labels_output_file;
   d->labels.node_name = options.labels_patch_node;
   d->labels.kubeconfig = options.kubeconfig;
+  if (!options.kubeconfig.empty()) d->kubeconfig = options.kubeconfig;
   d->labels.sysfs_root = global.sysfs_root;
   return d;
 }

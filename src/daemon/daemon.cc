@@ -72,8 +72,19 @@ int Daemon::Impl::Run() {
     return 1;
   }
   if (options_.labels.enabled()) {
+    kube::Client* api = nullptr;
+    if (!options_.labels.node_name.empty()) {
+      absl::StatusOr<kube::Client*> client = ApiClient();
+      if (!client.ok()) {
+        GPULET_LOG(ERROR) << "cannot patch the labels of node "
+                          << options_.labels.node_name << ": "
+                          << client.status().message();
+        return 1;
+      }
+      api = *client;
+    }
     absl::StatusOr<std::unique_ptr<LabelPublisher>> labels =
-        LabelPublisher::Create(options_.labels);
+        LabelPublisher::Create(options_.labels, api);
     if (!labels.ok()) {
       GPULET_LOG(ERROR) << labels.status().message();
       return 1;

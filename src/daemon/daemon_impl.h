@@ -137,6 +137,10 @@ class Daemon::Impl {
   void EnsurePublisher(const config::Config& config);
   // The memory-unit resource's Allocate and preferred handlers.
   void WrapMemoryHandlers(const config::Config& config, Prepared& prepared);
+  // The process's one API server client (labels and memory shares share
+  // it), built on first use from options_.kubeconfig, else the pod's
+  // service account. Main thread only.
+  absl::StatusOr<kube::Client*> ApiClient();
   // The memory-unit GPUs and their health to the publisher; starts it the
   // first time.
   void PublishMemoryGpus() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -154,8 +158,9 @@ class Daemon::Impl {
   metrics::Registry registry_;
   metrics::GpuletMetrics metrics_;
   std::unique_ptr<metrics::MetricsServer> metrics_server_;
-  // Memory shares. Declared before the runners, whose handlers share the
-  // publisher, so that the clients outlive it.
+  // The API client (labels, memory shares) and memory shares. Declared
+  // before the runners, whose handlers share the publisher, and before the
+  // label publisher, so that the clients outlive them.
   std::unique_ptr<kube::Transport> kube_transport_;
   std::unique_ptr<kube::Client> kube_client_;
   std::unique_ptr<podresources::Client> pod_resources_;

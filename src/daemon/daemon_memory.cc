@@ -48,6 +48,20 @@ std::vector<sharing::GpuSpace> MemoryGpus(
 
 }  // namespace
 
+absl::StatusOr<kube::Client*> Daemon::Impl::ApiClient() {
+  if (kube_client_ != nullptr) return kube_client_.get();
+  absl::StatusOr<config::ApiServerConfig> api =
+      config::LoadApiServerConfig(options_.kubeconfig);
+  if (!api.ok()) return api.status();
+  absl::StatusOr<std::unique_ptr<kube::CurlTransport>> transport =
+      kube::CurlTransport::Create(*api);
+  if (!transport.ok()) return transport.status();
+  kube_transport_ = *std::move(transport);
+  kube_client_ = std::make_unique<kube::Client>(
+      *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get());
+  return kube_client_.get();
+}
+
 void Daemon::Impl::EnsurePublisher(const config::Config& config) {
   if (!config.sharing.memory.has_value()) {
     absl::MutexLock lock(&mu_);
@@ -81,22 +95,10 @@ void Daemon::Impl::EnsurePublisher(const config::Config& config) {
   if (options_.node_name.empty()) {
     return without("NODE_NAME is not set (pass it from the downward API)");
   }
-  if (kube_client_ == nullptr) {
-    absl::StatusOr<config::ApiServerConfig> api =
-        config::LoadApiServerConfig(options_.kubeconfig);
-    if (!api.ok()) {
-      return without(absl::StrCat("no API server access: ",
-                                  api.status().message()));
-    }
-    absl::StatusOr<std::unique_ptr<kube::CurlTransport>> transport =
-        kube::CurlTransport::Create(*api);
-    if (!transport.ok()) {
-      return without(absl::StrCat("no API server access: ",
-                                  transport.status().message()));
-    }
-    kube_transport_ = *std::move(transport);
-    kube_client_ = std::make_unique<kube::Client>(
-        *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get());
+  absl::StatusOr<kube::Client*> api = ApiClient();
+  if (!api.ok()) {
+    return without(
+        absl::StrCat("no API server access: ", api.status().message()));
   }
   if (pod_resources_ == nullptr) {
     pod_resources_ =
@@ -115,7 +117,7 @@ void Daemon::Impl::EnsurePublisher(const config::Config& config) {
                       << metrics.status().message();
   }
   auto publisher = std::make_shared<nodeagent::MemoryPublisher>(
-      *kube_client_, *pod_resources_, std::move(o),
+      **api, *pod_resources_, std::move(o),
       metrics.ok() ? *metrics : nodeagent::PublisherMetrics{});
   absl::MutexLock lock(&mu_);
   publisher_ = std::move(publisher);

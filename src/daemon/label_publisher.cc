@@ -26,7 +26,7 @@ constexpr char kTimestampLabel[] = "nvidia.com/gfd.timestamp";
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
-    LabelOptions options) {
+    LabelOptions options, kube::Client* shared) {
   if (options.node_name.empty()) {
     return std::make_unique<LabelPublisher>(std::move(options), nullptr);
   }
@@ -35,6 +35,9 @@ absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
   if (absl::Status s = kube::ValidateName("node name", options.node_name);
       !s.ok()) {
     return common::Annotate(s, context);
+  }
+  if (shared != nullptr) {
+    return std::make_unique<LabelPublisher>(std::move(options), shared);
   }
   absl::StatusOr<config::ApiServerConfig> api =
       config::LoadApiServerConfig(options.kubeconfig);

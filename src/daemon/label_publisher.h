@@ -70,9 +70,10 @@ class LabelPublisher {
   // With a node name: checks it, loads the API server's address and
   // credentials (options.kubeconfig, else in-cluster) and builds the client.
   // Errors name the node name, the kubeconfig or the missing in-cluster
-  // setting.
+  // setting. `shared`, when given, is used instead of a client of its own
+  // (a daemon's one API client); it must outlive the publisher.
   static absl::StatusOr<std::unique_ptr<LabelPublisher>> Create(
-      LabelOptions options);
+      LabelOptions options, kube::Client* shared = nullptr);
   // Over a client the caller owns (tests); null: no Node patch.
   LabelPublisher(LabelOptions options, kube::Client* client);
   ~LabelPublisher();
