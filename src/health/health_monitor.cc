@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/common/clock.h"
 #include "src/common/logging.h"
-#include "src/device/nvml_error_kind.h"
+#include "src/health/gpu_watch.h"
 #include "src/health/health_metrics.h"
 #include "src/health/recovery_policy.h"
 
@@ -51,67 +51,6 @@ constexpr std::chrono::milliseconds kProbeInterval{1000};
 // Distinct harmless event kinds logged at INFO before falling back to
 // verbosity 1, so a flood of odd Xid values cannot grow memory.
 constexpr size_t kMaxLoggedKinds = 1024;
-
-using GpuOfHandle = absl::flat_hash_map<nvml::Device, int>;
-
-struct Registration {
-  GpuOfHandle gpus;                   // registered handle -> NVML index
-  std::vector<HealthEvent> failures;  // GPUs to report unhealthy at start
-  std::vector<device::Gpu> failed;    // their GPUs, registered again later
-};
-
-// Registers `gpu`. Returns its handle, or nullptr when the GPU cannot
-// produce the events at all (left unmonitored, as NVIDIA does since it
-// stopped marking such GPUs unhealthy); other failures are errors.
-absl::StatusOr<nvml::Device> RegisterGpu(nvml::Library& lib,
-                                         nvml::EventSet& events,
-                                         const device::Gpu& gpu) {
-  absl::StatusOr<nvml::Device> handle =
-      gpu.uuid.empty() ? lib.DeviceGetHandleByIndex(gpu.index)
-                       : lib.DeviceGetHandleByUuid(gpu.uuid);
-  if (!handle.ok()) return handle.status();
-  absl::StatusOr<uint64_t> supported =
-      lib.DeviceGetSupportedEventTypes(*handle);
-  absl::Status status = supported.status();
-  if (supported.ok()) {
-    const uint64_t mask = kHealthEventMask & *supported;
-    if (mask == 0) {
-      GPULET_LOG(WARNING) << "GPU " << gpu.index
-                          << " supports none of the Xid and ECC events; its "
-                             "health is not monitored";
-      return nvml::Device{nullptr};
-    }
-    status = events.Register(*handle, mask);
-  }
-  if (device::IsNvmlUnsupported(status)) {
-    GPULET_LOG(WARNING) << "GPU " << gpu.index
-                        << " does not support health events (" << status
-                        << "); its health is not monitored";
-    return nvml::Device{nullptr};
-  }
-  if (!status.ok()) return status;
-  return *handle;
-}
-
-Registration RegisterAll(nvml::Library& lib, nvml::EventSet& events,
-                         const std::vector<device::Gpu>& gpus) {
-  Registration registration;
-  for (const device::Gpu& gpu : gpus) {
-    absl::StatusOr<nvml::Device> handle = RegisterGpu(lib, events, gpu);
-    if (!handle.ok()) {
-      HealthEvent failure;
-      failure.gpu_index = static_cast<int>(gpu.index);
-      failure.reason = absl::StrCat("cannot watch it for health events: ",
-                                    handle.status().message());
-      failure.cause = HealthCause::kWatchFailed;
-      registration.failures.push_back(std::move(failure));
-      registration.failed.push_back(gpu);
-    } else if (*handle != nullptr) {
-      registration.gpus.emplace(*handle, static_cast<int>(gpu.index));
-    }
-  }
-  return registration;
-}
 
 std::string Subject(const HealthEvent& event) {
   std::string subject = absl::StrCat("GPU ", event.gpu_index);
@@ -142,38 +81,6 @@ std::string WhyIgnored(const MonitorOptions& options, uint64_t xid) {
          "section";
 }
 
-// The signal that interrupts the monitor thread's NVML wait. A real-time
-// signal nobody else sends; its handler does nothing and is installed
-// without SA_RESTART, so the wait's poll() fails with EINTR.
-int WakeSignal() { return SIGRTMIN + 4; }
-
-void IgnoreWakeSignal(int /*signo*/) {}
-
-void InstallWakeSignalHandler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action {};
-    action.sa_handler = IgnoreWakeSignal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;
-    if (sigaction(WakeSignal(), &action, nullptr) != 0) {
-      GPULET_LOG(WARNING) << "cannot install the health monitor's wake-up "
-                             "signal handler; a stop may wait for the NVML "
-                             "wait to time out";
-    }
-  });
-}
-
-// Lets the wake-up signal reach the calling thread (the daemon blocks its
-// own signals before it starts threads; this one is not among them, but a
-// caller may have blocked every signal).
-void UnblockWakeSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, WakeSignal());
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
-}
-
 // Keeps the GPUs' health gauges (all healthy) while nothing is watched.
 class IdleMonitor final : public HealthMonitor {
  public:
@@ -186,25 +93,6 @@ class IdleMonitor final : public HealthMonitor {
  private:
   HealthMetrics metrics_;
 };
-
-// Probes one GPU: NVML must answer on its handle. NVML_ERROR_GPU_IS_LOST and
-// the other "device gone" codes map to Unavailable (nvml_status.h). A memory
-// query refused as unsupported or not permitted still proves the GPU
-// answers.
-ProbeResult ProbeGpu(nvml::Library& lib, nvml::Device handle, int gpu) {
-  absl::Status status = lib.DeviceGetUuid(handle).status();
-  if (status.ok()) {
-    status = lib.DeviceGetMemoryInfo(handle).status();
-    if (device::IsNvmlUnsupported(status) ||
-        device::IsNvmlNoPermission(status)) {
-      status = absl::OkStatus();
-    }
-  }
-  if (status.ok()) return ProbeResult::kOk;
-  GPULET_VLOG(1) << "probing unhealthy GPU " << gpu << ": " << status;
-  return absl::IsUnavailable(status) ? ProbeResult::kLost
-                                     : ProbeResult::kFailed;
-}
 
 class EventMonitor final : public HealthMonitor {
  public:
