@@ -184,6 +184,10 @@ struct MemoryShares {
   // a change.
   absl::Duration resync_period = absl::Minutes(5);
   MemoryPolicy policy = MemoryPolicy::kBinpack;
+  // sharing.memory.mps.enabled: gpulet runs one MPS control daemon per GPU
+  // sharing memory (under flags.mpsRoot) and limits each container's pinned
+  // device memory to its share through it.
+  bool mps = false;
 
   bool operator==(const MemoryShares&) const = default;
 };
