@@ -161,6 +161,7 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
   EnsurePublisher(config);
   absl::StatusOr<std::vector<Prepared>> prepared = Prepare(config, node);
   if (!prepared.ok()) return prepared.status();
+  EnsureMps(config, *prepared);
   std::vector<std::string> sockets;
   for (const Prepared& p : *prepared) sockets.push_back(p.spec.socket_name);
   // Watch before the first registration so no kubelet restart is missed.
@@ -240,6 +241,7 @@ void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
     for (Prepared& p : prepared) {
       wanted.insert(p.spec.resource_name);
       book_.Apply(gpu_uuids_, p.spec.devices);
+      if (p.spec.resource_name == memory_resource_) MarkMpsDown(p.spec.devices);
       auto it = std::find_if(runners_.begin(), runners_.end(),
                              [&](const auto& r) {
                                return r->resource_name() ==
@@ -439,7 +441,11 @@ void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
       changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
     }
   }
-  if (changed > 0) {
+  // A recovered GPU's memory units stay down while its MPS daemon is.
+  const int mps_changed =
+      uuid != gpu_uuids_.end() && event.healthy ? ApplyMpsHealth(uuid->second)
+                                                : 0;
+  if (changed > 0 || mps_changed > 0) {
     PublishDeviceHealth(event.gpu_index);
     PublishMemoryGpus();
   }
