@@ -437,15 +437,16 @@ void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
               ? static_cast<int>(*event.compute_instance_id)
               : -1,
           event.healthy);
+    } else if (mps_enabled_ && uuid != gpu_uuids_.end() &&
+               runner->resource_name() == memory_resource_) {
+      // The book's health, then MPS's: a recovered GPU's memory units stay
+      // down while its MPS daemon is.
+      changed += ApplyMpsHealth(uuid->second);
     } else {
       changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
     }
   }
-  // A recovered GPU's memory units stay down while its MPS daemon is.
-  const int mps_changed =
-      uuid != gpu_uuids_.end() && event.healthy ? ApplyMpsHealth(uuid->second)
-                                                : 0;
-  if (changed > 0 || mps_changed > 0) {
+  if (changed > 0) {
     PublishDeviceHealth(event.gpu_index);
     PublishMemoryGpus();
   }
