@@ -226,5 +226,40 @@ TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {
   }
 }
 
+TEST_F(DaemonMpsTest, ReloadStopsTheDaemonOfAGpuThatNoLongerShares) {
+  ASSERT_TRUE(kubelet_.Start());
+  DaemonProcess plugin(
+      "pcie-t4",
+      {"--config-file", config_, "--kubelet-socket", kubelet_.socket_path()},
+      log_);
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(2, kTimeout)) << plugin.Log();
+  ASSERT_TRUE(Eventually([&] {
+    const std::string log = plugin.Log();
+    const std::string up = ": MPS control daemon up";
+    return absl::StrContains(log, absl::StrCat("GPU ", kGpu0, up)) &&
+           absl::StrContains(log, absl::StrCat("GPU ", kGpu1, up));
+  })) << plugin.Log();
+  const pid_t gpu1 = LastPid(kGpu1);
+
+  std::ofstream(config_) << "version: v1\nflags:\n  nvidiaDriverRoot: "
+                         << driver_ << "\n  mpsRoot: " << mps_
+                         << "\nsharing:\n  memory:\n    unit: 2GiB\n"
+                            "    devices: [0]\n"
+                            "    mps: {enabled: true}\n";
+  plugin.Signal(SIGHUP);
+  ASSERT_TRUE(plugin.WaitForLog("configuration reloaded", kTimeout))
+      << plugin.Log();
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(Log(kGpu1), "command quit\n");
+  })) << plugin.Log();
+  EXPECT_TRUE(Eventually(
+      [&] { return ::kill(gpu1, 0) != 0 && errno == ESRCH; }));
+  EXPECT_THAT(Log(kGpu0), ::testing::Not(HasSubstr("command quit")));
+
+  plugin.Signal(SIGTERM);
+  EXPECT_EQ(plugin.WaitExit(kTimeout), 0) << plugin.Log();
+  EXPECT_THAT(Log(kGpu0), HasSubstr("command quit\n"));
+}
+
 }  // namespace
 }  // namespace gpulet::testing
