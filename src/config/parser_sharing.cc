@@ -182,7 +182,10 @@ absl::StatusOr<MemoryShares> ParseMemory(ParseContext& ctx, const Field& f) {
        {"policy", SetEnum(ctx, &m.policy, MemoryPolicyNames())},
        {"mps",
         [&](const Field& mps) {
-          return ReadMap(ctx, mps, {{"enabled", SetBool(ctx, &m.mps)}});
+          return ReadMap(
+              ctx, mps,
+              {{"enabled", SetBool(ctx, &m.mps)},
+               {"computeByShare", SetBool(ctx, &m.mps_compute_by_share)}});
         }}}));
   return m;
 }

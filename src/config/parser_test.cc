@@ -226,7 +226,7 @@ TEST(ParserTest, MemorySharesSection) {
       "    pendingTimeout: 90s\n"
       "    resyncPeriod: 10m\n"
       "    policy: spread\n"
-      "    mps: {enabled: true}\n",
+      "    mps: {enabled: true, computeByShare: true}\n",
       "m.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE(c->sharing.memory.has_value());
@@ -240,6 +240,7 @@ TEST(ParserTest, MemorySharesSection) {
   EXPECT_EQ(m.resync_period, absl::Minutes(10));
   EXPECT_EQ(m.policy, MemoryPolicy::kSpread);
   EXPECT_TRUE(m.mps);
+  EXPECT_TRUE(m.mps_compute_by_share);
   EXPECT_EQ(c->origins.at("sharing.memory.unit").ToString(), "m.yaml:4:11");
   EXPECT_EQ(c->sharing.Strategy(), SharingStrategy::kNone);
 

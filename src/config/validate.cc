@@ -220,6 +220,10 @@ absl::Status Checker::Memory(const MemoryShares& m) const {
                  absl::StrCat("must be at least 1s, got ",
                               absl::FormatDuration(m.pending_timeout)));
   }
+  if (m.mps_compute_by_share && !m.mps) {
+    return Error("sharing.memory.mps.computeByShare",
+                 "needs sharing.memory.mps.enabled: true");
+  }
   if (m.resync_period < absl::Seconds(10)) {
     return Error("sharing.memory.resyncPeriod",
                  absl::StrCat("must be at least 10s, got ",

@@ -285,6 +285,10 @@ const BadCase kBadCases[] = {
      "sharing:\n  memory:\n    mps: {enabled: true}\n",
      "t.yaml:3:20: sharing.memory.mps.enabled: MPS for memory shares needs "
      "an MPS root directory (--mps-root, MPS_ROOT or flags.mpsRoot)"},
+    {"MemoryMpsComputeWithoutMps",
+     "sharing:\n  memory:\n    mps: {computeByShare: true}\n",
+     "t.yaml:3:27: sharing.memory.mps.computeByShare: needs "
+     "sharing.memory.mps.enabled: true"},
     {"MemoryMpsUnknownKey",
      "sharing:\n  memory:\n    mps: {enable: true}\n",
      "t.yaml:3:11: sharing.memory.mps.enable: unknown key \"enable\" (did you "

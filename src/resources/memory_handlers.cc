@@ -132,9 +132,16 @@ void AddMount(const std::string& container_path, const std::string& host_path,
 
 // The GPU's own control daemon (mps/ supervises it), the client's limit,
 // and the /dev/shm the daemon shares with its clients.
-void AddMps(const std::string& mps_root, const std::string& gpu,
-            int64_t limit_mib, v1beta1::ContainerAllocateResponse& response) {
+void AddMps(const MemoryHandlerOptions& o, const std::string& gpu,
+            int64_t units, int64_t gpu_units,
+            v1beta1::ContainerAllocateResponse& response) {
+  const std::string& mps_root = o.mps_root;
+  const int64_t limit_mib = units * o.unit_mib;
   auto& envs = *response.mutable_envs();
+  if (o.mps_compute_by_share) {
+    envs[sharing::kMpsActiveThreadPercentageEnv] =
+        absl::StrCat(sharing::MpsActiveThreadPercentage(units, gpu_units));
+  }
   const std::string pipe = sharing::MpsContainerPipeDir(gpu);
   envs[sharing::kMpsPipeDirectoryEnv] = pipe;
   envs[sharing::kMpsPinnedMemLimitEnv] = sharing::MpsPinnedMemLimit(limit_mib);
@@ -206,7 +213,7 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
     envs[kGpushareDeviceEnv] = absl::StrCat(space.units);
   }
   if (!o.mps_root.empty()) {
-    AddMps(o.mps_root, gpu, units * o.unit_mib, *response);
+    AddMps(o, gpu, units, space.units, *response);
   }
   if (o.on_allocate) o.on_allocate(gpu, units);
   return response;

@@ -48,6 +48,9 @@ struct MemoryHandlerOptions {
   // flags.mpsRoot (host path) when sharing.memory.mps is enabled; empty:
   // no MPS.
   std::string mps_root;
+  // With MPS: also CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the share of the
+  // GPU's units the container has.
+  bool mps_compute_by_share = false;
   // Told the GPU and the number of units of every Allocate answered.
   std::function<void(const std::string& gpu_uuid, int64_t units)> on_allocate;
 };

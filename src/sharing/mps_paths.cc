@@ -32,4 +32,10 @@ std::string MpsPinnedMemLimit(int64_t mib) {
   return absl::StrCat("0=", mib, "M");
 }
 
+int MpsActiveThreadPercentage(int64_t units, int64_t gpu_units) {
+  if (gpu_units <= 0 || units >= gpu_units) return 100;
+  if (units <= 0) return 1;
+  return static_cast<int>((100 * units + gpu_units - 1) / gpu_units);
+}
+
 }  // namespace gpulet::sharing

@@ -15,6 +15,8 @@ inline constexpr char kMpsPipeDirectoryEnv[] = "CUDA_MPS_PIPE_DIRECTORY";
 inline constexpr char kMpsLogDirectoryEnv[] = "CUDA_MPS_LOG_DIRECTORY";
 inline constexpr char kMpsPinnedMemLimitEnv[] =
     "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT";
+inline constexpr char kMpsActiveThreadPercentageEnv[] =
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
 // The file the control daemon listens on in its pipe directory; its
 // appearance is how gpulet knows the daemon is up.
 inline constexpr char kMpsControlSocket[] = "control";
@@ -28,5 +30,8 @@ std::string MpsContainerPipeDir(std::string_view uuid);
 std::string MpsHostShmDir(std::string_view mps_root);
 // "0=<mib>M": the container sees its one GPU as device 0.
 std::string MpsPinnedMemLimit(int64_t mib);
+// A container's share of the GPU's threads in percent: `units` of
+// `gpu_units`, rounded up, 1 to 100.
+int MpsActiveThreadPercentage(int64_t units, int64_t gpu_units);
 
 }  // namespace gpulet::sharing

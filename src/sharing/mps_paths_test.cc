@@ -19,5 +19,14 @@ TEST(MpsPaths, PinnedLimitNamesDeviceZero) {
   EXPECT_EQ(MpsPinnedMemLimit(4096), "0=4096M");
 }
 
+TEST(MpsPaths, ThreadShareRoundsUp) {
+  EXPECT_EQ(MpsActiveThreadPercentage(1, 7), 15);
+  EXPECT_EQ(MpsActiveThreadPercentage(2, 4), 50);
+  EXPECT_EQ(MpsActiveThreadPercentage(7, 7), 100);
+  EXPECT_EQ(MpsActiveThreadPercentage(1, 640), 1);
+  EXPECT_EQ(MpsActiveThreadPercentage(0, 7), 1);
+  EXPECT_EQ(MpsActiveThreadPercentage(3, 0), 100);
+}
+
 }  // namespace
 }  // namespace gpulet::sharing

@@ -79,7 +79,8 @@ class DaemonMpsTest : public ::testing::Test {
                            << driver_ << "\n  mpsRoot: " << mps_
                            << "\nsharing:\n  memory:\n    unit: 2GiB\n"
                               "    devices: [0, 1]\n"
-                              "    mps: {enabled: true}\n";
+                              "    mps:\n      enabled: true\n"
+                              "      computeByShare: true\n";
   }
 
   std::string Log(const std::string& gpu) const {
@@ -182,6 +183,7 @@ TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {
   const auto& answer = allocated.container_responses(0);
   EXPECT_EQ(answer.envs().at("GPULET_GPU_MEMORY_LIMIT"), "4096");
   EXPECT_EQ(answer.envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=4096M");
+  EXPECT_EQ(answer.envs().at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "29");
   const std::string pipe = absl::StrCat("/mps/", kGpu1, "/pipe");
   EXPECT_EQ(answer.envs().at("CUDA_MPS_PIPE_DIRECTORY"), pipe);
   ASSERT_EQ(answer.mounts_size(), 2);
