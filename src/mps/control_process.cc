@@ -182,7 +182,10 @@ absl::StatusOr<std::string> ControlProcess::Stop(absl::Duration grace) {
   if (Exited(&how)) return how;
   int fds[2];
   std::optional<Child> client;
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
+  if (!Ready()) {
+    // Not listening yet, so the control program could not reach it.
+    ::kill(pid_, SIGTERM);
+  } else if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
     common::UniqueFd ours(fds[0]);
     common::UniqueFd theirs(fds[1]);
     absl::StatusOr<Child> c =

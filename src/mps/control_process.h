@@ -53,9 +53,10 @@ class ControlProcess {
   // Reaps the daemon when it has exited: true, with how it ended ("exit
   // status 1", "killed by signal 9") in `how`. False while it runs.
   bool Exited(std::string* how);
-  // Sends `quit` through the control program, waits up to `grace` for the
-  // daemon to exit, then kills it (and the control program). Returns how it
-  // ended; an error when it had to be killed.
+  // Sends `quit` through the control program (SIGTERM instead before the
+  // daemon is Ready), waits up to `grace` for the daemon to exit, then
+  // kills it (and the control program). Returns how it ended; an error
+  // when it had to be killed.
   absl::StatusOr<std::string> Stop(absl::Duration grace);
 
  private:

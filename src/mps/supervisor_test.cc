@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -188,6 +189,25 @@ TEST_F(SupervisorTest, GpuDroppedFromTheListIsToldToQuit) {
   EXPECT_TRUE(Gone(b));
   EXPECT_TRUE(supervisor_->Up("GPU-a"));
   EXPECT_THAT(Log("GPU-a"), ::testing::Not(HasSubstr("command quit")));
+}
+
+TEST_F(SupervisorTest, DaemonStoppedBeforeItIsReadyIsTerminated) {
+  // A control program that never opens its control socket.
+  std::ofstream(binary_) << "#!/bin/sh\n"
+                            "echo \"start $$\" >> \"$CUDA_MPS_LOG_DIRECTORY/x\"\n"
+                            "exec sleep 600\n";
+  Start();
+  supervisor_->SetGpus({"GPU-a"});
+  pid_t pid = -1;
+  ASSERT_TRUE(Eventually([&] {
+    const std::string log = ReadAll(root_ + "/GPU-a/log/x");
+    return log.size() > 6 &&
+           absl::SimpleAtoi(absl::StripSuffix(log.substr(6), "\n"), &pid);
+  }));
+  supervisor_.reset();
+  EXPECT_TRUE(Gone(pid));
+  absl::MutexLock lock(&mu_);
+  EXPECT_TRUE(events_.empty());
 }
 
 TEST(DaemonEnvironment, ReplacesTheCudaVariables) {
