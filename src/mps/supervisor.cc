@@ -143,11 +143,8 @@ void Supervisor::Sync() {
                                     : std::string(how.status().message()));
     }
     if (gpu.watch >= 0) ::inotify_rm_watch(inotify_.get(), gpu.watch);
+    SetUp(it->first, gpu, false, "the GPU no longer shares memory");
     if (up_metric_ != nullptr) up_metric_->Remove({it->first});
-    {
-      absl::MutexLock lock(&mu_);
-      up_.erase(it->first);
-    }
     it = gpus_.erase(it);
   }
   const absl::Time now = absl::Now();

@@ -7,8 +7,9 @@
 // (inotify, no polling). A daemon that exits, fails to start, or has no
 // control socket after `ready_timeout`, is reported down and started again
 // after a backoff (initial_backoff, doubling up to max_backoff; back to
-// initial once a daemon came up). A GPU dropped by SetGpus, and every GPU
-// when the supervisor is destroyed, has its daemon told to `quit`.
+// initial once a daemon came up). A GPU dropped by SetGpus has its daemon
+// told to `quit` and is reported down; when the supervisor is destroyed
+// every daemon is told to `quit`, with no report.
 //
 // `on_change` is called on the supervisor's thread whenever a GPU goes up
 // or down, with the reason; it must not call back into the supervisor.

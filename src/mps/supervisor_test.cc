@@ -189,13 +189,18 @@ TEST_F(SupervisorTest, GpuDroppedFromTheListIsToldToQuit) {
   EXPECT_TRUE(Gone(b));
   EXPECT_TRUE(supervisor_->Up("GPU-a"));
   EXPECT_THAT(Log("GPU-a"), ::testing::Not(HasSubstr("command quit")));
+  // Reported down, so a GPU listed again later is not taken for up.
+  EXPECT_TRUE(WaitEvents("GPU-b down", 1));
+  EXPECT_THAT(registry_.Render(),
+              ::testing::Not(HasSubstr("gpulet_mps_daemon_up{gpu=\"GPU-b\"}")));
 }
 
 TEST_F(SupervisorTest, DaemonStoppedBeforeItIsReadyIsTerminated) {
   // A control program that never opens its control socket.
-  std::ofstream(binary_) << "#!/bin/sh\n"
-                            "echo \"start $$\" >> \"$CUDA_MPS_LOG_DIRECTORY/x\"\n"
-                            "exec sleep 600\n";
+  std::ofstream(binary_)
+      << "#!/bin/sh\n"
+         "echo \"start $$\" >> \"$CUDA_MPS_LOG_DIRECTORY/x\"\n"
+         "exec sleep 600\n";
   Start();
   supervisor_->SetGpus({"GPU-a"});
   pid_t pid = -1;
