@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "src/cdi/ld_cache.h"
 #include "src/common/errors.h"
@@ -210,6 +211,17 @@ absl::Status ReadProcFiles(const std::string& proc_root, Driver& driver) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> FindDriverBinary(const std::string& root,
+                                             const std::string& name) {
+  for (const char* dir : kBinaryDirs) {
+    std::string path = UnderRoot(root, absl::StrCat(dir, "/", name));
+    if (IsRegularFile(path)) return path;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      name, " not found in ", absl::StrJoin(kBinaryDirs, ", "),
+      " under the driver root ", root.empty() ? "/" : root));
+}
 
 std::string UnderRoot(const std::string& root, const std::string& path) {
   std::string prefix = root;

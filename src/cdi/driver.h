@@ -90,6 +90,12 @@ const std::vector<LibrarySpec>& KnownLibraries();
 // nvidia-cuda-mps-server.
 const std::vector<std::string>& KnownBinaries();
 
+// The host path of the driver's binary `name` under `root`: the first of
+// /usr/bin, /usr/sbin, /bin, /sbin, /usr/local/bin that holds it as a
+// regular file. NotFound naming the root and the directories searched.
+absl::StatusOr<std::string> FindDriverBinary(const std::string& root,
+                                             const std::string& name);
+
 // `root` + `path` for an absolute `path`; just `path` when root is "/" or "".
 std::string UnderRoot(const std::string& root, const std::string& path);
 

@@ -168,6 +168,22 @@ TEST(DiscoverDriverTest, ReadsProcFiles) {
               HasSubstr(root.Under("/proc/driver/nvidia-caps/mig-minors")));
 }
 
+TEST(FindDriverBinaryTest, FirstStandardDirectoryThatHasIt) {
+  TempRoot root;
+  root.Write("/usr/local/bin/nvidia-cuda-mps-control", "#!/bin/sh\n");
+  root.Write("/usr/sbin/nvidia-cuda-mps-control", "#!/bin/sh\n");
+  absl::StatusOr<std::string> found =
+      FindDriverBinary(root.path(), "nvidia-cuda-mps-control");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, root.path() + "/usr/sbin/nvidia-cuda-mps-control");
+  absl::StatusOr<std::string> missing =
+      FindDriverBinary(root.path(), "nvidia-smi");
+  EXPECT_TRUE(absl::IsNotFound(missing.status()));
+  EXPECT_EQ(missing.status().message(),
+            "nvidia-smi not found in /usr/bin, /usr/sbin, /bin, /sbin, "
+            "/usr/local/bin under the driver root " + root.path());
+}
+
 TEST(UnderRootTest, JoinsWithoutDoubleSlashes) {
   EXPECT_EQ(UnderRoot("/", "/dev/nvidia0"), "/dev/nvidia0");
   EXPECT_EQ(UnderRoot("", "/dev/nvidia0"), "/dev/nvidia0");

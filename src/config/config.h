@@ -184,6 +184,13 @@ struct MemoryShares {
   // a change.
   absl::Duration resync_period = absl::Minutes(5);
   MemoryPolicy policy = MemoryPolicy::kBinpack;
+  // sharing.memory.mps.enabled: gpulet runs one MPS control daemon per GPU
+  // sharing memory (under flags.mpsRoot) and limits each container's pinned
+  // device memory to its share through it.
+  bool mps = false;
+  // sharing.memory.mps.computeByShare: each container may also use only
+  // its share of the GPU's threads (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).
+  bool mps_compute_by_share = false;
 
   bool operator==(const MemoryShares&) const = default;
 };

@@ -245,7 +245,7 @@ void AddSharingFlags(std::vector<FlagSpec>& t) {
                "",
                "flags.mpsRoot",
                "Host directory of the MPS control daemons' pipes and logs; "
-               "required by sharing.mps",
+               "required by sharing.mps and sharing.memory.mps",
                String([](Config& c) { return &c.flags.mps_root; })});
   t.push_back({"shared-devices-allocation-policy",
                {},

@@ -179,7 +179,14 @@ absl::StatusOr<MemoryShares> ParseMemory(ParseContext& ctx, const Field& f) {
         [&](const Field& d) {
           return ReadDurationInto(ctx, d, &m.resync_period);
         }},
-       {"policy", SetEnum(ctx, &m.policy, MemoryPolicyNames())}}));
+       {"policy", SetEnum(ctx, &m.policy, MemoryPolicyNames())},
+       {"mps",
+        [&](const Field& mps) {
+          return ReadMap(
+              ctx, mps,
+              {{"enabled", SetBool(ctx, &m.mps)},
+               {"computeByShare", SetBool(ctx, &m.mps_compute_by_share)}});
+        }}}));
   return m;
 }
 

@@ -225,7 +225,8 @@ TEST(ParserTest, MemorySharesSection) {
       "    maxDevicesPerNode: 2048\n"
       "    pendingTimeout: 90s\n"
       "    resyncPeriod: 10m\n"
-      "    policy: spread\n",
+      "    policy: spread\n"
+      "    mps: {enabled: true, computeByShare: true}\n",
       "m.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE(c->sharing.memory.has_value());
@@ -238,6 +239,8 @@ TEST(ParserTest, MemorySharesSection) {
   EXPECT_EQ(m.pending_timeout, absl::Seconds(90));
   EXPECT_EQ(m.resync_period, absl::Minutes(10));
   EXPECT_EQ(m.policy, MemoryPolicy::kSpread);
+  EXPECT_TRUE(m.mps);
+  EXPECT_TRUE(m.mps_compute_by_share);
   EXPECT_EQ(c->origins.at("sharing.memory.unit").ToString(), "m.yaml:4:11");
   EXPECT_EQ(c->sharing.Strategy(), SharingStrategy::kNone);
 
@@ -250,6 +253,7 @@ TEST(ParserTest, MemorySharesSection) {
   EXPECT_EQ(defaults->sharing.memory->unit_mib, 1024);
   EXPECT_EQ(defaults->sharing.memory->devices.kind, ReplicaDevices::Kind::kAll);
   EXPECT_EQ(defaults->sharing.memory->pending_timeout, absl::Minutes(5));
+  EXPECT_FALSE(defaults->sharing.memory->mps);
   EXPECT_EQ(MemoryShares{}, want);
 }
 

@@ -220,6 +220,10 @@ absl::Status Checker::Memory(const MemoryShares& m) const {
                  absl::StrCat("must be at least 1s, got ",
                               absl::FormatDuration(m.pending_timeout)));
   }
+  if (m.mps_compute_by_share && !m.mps) {
+    return Error("sharing.memory.mps.computeByShare",
+                 "needs sharing.memory.mps.enabled: true");
+  }
   if (m.resync_period < absl::Seconds(10)) {
     return Error("sharing.memory.resyncPeriod",
                  absl::StrCat("must be at least 10s, got ",
@@ -327,8 +331,14 @@ absl::Status ValidateValues(const Config& config) {
 
 absl::Status Validate(const Config& config) {
   GPULET_RETURN_IF_ERROR(ValidateValues(config));
-  if (!config.sharing.mps) return absl::OkStatus();
   Checker check(config);
+  if (config.sharing.memory && config.sharing.memory->mps &&
+      config.flags.mps_root.empty()) {
+    return check.Error("sharing.memory.mps.enabled",
+                       "MPS for memory shares needs an MPS root directory "
+                       "(--mps-root, MPS_ROOT or flags.mpsRoot)");
+  }
+  if (!config.sharing.mps) return absl::OkStatus();
   if (config.sharing.time_slicing) {
     return check.Error("sharing.mps",
                        "cannot be combined with sharing.timeSlicing; choose "

@@ -281,6 +281,18 @@ const BadCase kBadCases[] = {
      "t.yaml:3:21: sharing.memory.pendingTimeout: must be at least 1s, got 0"},
     {"MemoryResyncPeriod", "sharing:\n  memory:\n    resyncPeriod: 5s\n",
      "t.yaml:3:19: sharing.memory.resyncPeriod: must be at least 10s, got 5s"},
+    {"MemoryMpsWithoutRoot",
+     "sharing:\n  memory:\n    mps: {enabled: true}\n",
+     "t.yaml:3:20: sharing.memory.mps.enabled: MPS for memory shares needs "
+     "an MPS root directory (--mps-root, MPS_ROOT or flags.mpsRoot)"},
+    {"MemoryMpsComputeWithoutMps",
+     "sharing:\n  memory:\n    mps: {computeByShare: true}\n",
+     "t.yaml:3:27: sharing.memory.mps.computeByShare: needs "
+     "sharing.memory.mps.enabled: true"},
+    {"MemoryMpsUnknownKey",
+     "sharing:\n  memory:\n    mps: {enable: true}\n",
+     "t.yaml:3:11: sharing.memory.mps.enable: unknown key \"enable\" (did you "
+     "mean \"enabled\"?)"},
     {"MemoryPolicy", "sharing:\n  memory:\n    policy: fill\n",
      "t.yaml:3:13: sharing.memory.policy: unknown value \"fill\" (expected "
      "one of: binpack, spread)"},

@@ -257,6 +257,8 @@ void Daemon::Impl::StopSession() {
   if (monitor_ != nullptr) monitor_->Stop();
   monitor_.reset();
   monitored_gpus_.clear();
+  mps_.reset();  // each MPS control daemon is told to quit
+  mps_key_.clear();
   std::vector<std::unique_ptr<PluginRunner>> runners;
   {
     absl::MutexLock lock(&mu_);
@@ -267,6 +269,8 @@ void Daemon::Impl::StopSession() {
     runners.swap(runners_);
     gpu_uuids_.clear();
     book_.Clear();
+    mps_enabled_ = false;
+    mps_up_.clear();
     pending_ = registration::SocketEvent{};
   }
   runners.clear();

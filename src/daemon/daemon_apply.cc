@@ -161,6 +161,7 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
   EnsurePublisher(config);
   absl::StatusOr<std::vector<Prepared>> prepared = Prepare(config, node);
   if (!prepared.ok()) return prepared.status();
+  EnsureMps(config, *prepared);
   std::vector<std::string> sockets;
   for (const Prepared& p : *prepared) sockets.push_back(p.spec.socket_name);
   // Watch before the first registration so no kubelet restart is missed.
@@ -240,6 +241,7 @@ void Daemon::Impl::ServeResources(std::vector<Prepared> prepared,
     for (Prepared& p : prepared) {
       wanted.insert(p.spec.resource_name);
       book_.Apply(gpu_uuids_, p.spec.devices);
+      if (p.spec.resource_name == memory_resource_) MarkMpsDown(p.spec.devices);
       auto it = std::find_if(runners_.begin(), runners_.end(),
                              [&](const auto& r) {
                                return r->resource_name() ==
@@ -435,6 +437,11 @@ void Daemon::Impl::OnHealth(const health::HealthEvent& event) {
               ? static_cast<int>(*event.compute_instance_id)
               : -1,
           event.healthy);
+    } else if (mps_enabled_ && uuid != gpu_uuids_.end() &&
+               runner->resource_name() == memory_resource_) {
+      // The book's health, then MPS's: a recovered GPU's memory units stay
+      // down while its MPS daemon is.
+      changed += ApplyMpsHealth(uuid->second);
     } else {
       changed += runner->devices().SetGpuHealth(event.gpu_index, event.healthy);
     }

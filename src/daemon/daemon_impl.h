@@ -14,6 +14,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -39,6 +40,7 @@
 #include "src/metrics/gpulet_metrics.h"
 #include "src/metrics/metrics_server.h"
 #include "src/metrics/registry.h"
+#include "src/mps/supervisor.h"
 #include "src/nodeagent/memory_publisher.h"
 #include "src/nvml/library.h"
 #include "src/podresources/client.h"
@@ -144,6 +146,24 @@ class Daemon::Impl {
   // The memory-unit GPUs and their health to the publisher; starts it the
   // first time.
   void PublishMemoryGpus() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ---- daemon_mps.cc: MPS for memory shares ----
+  // The supervisor `config` asks for (kept while the control program and
+  // the MPS root stay), told the memory-unit GPUs of `prepared`; none
+  // without sharing.memory.mps.enabled. Loop thread; REQUIRES: mu_ not held.
+  void EnsureMps(const config::Config& config,
+                 const std::vector<Prepared>& prepared)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The supervisor's report (on its thread): the GPU's memory units follow.
+  void OnMps(const std::string& uuid, bool up, const std::string& reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks unhealthy the memory units (in `devices`) of GPUs whose daemon is
+  // not up, when MPS is on.
+  void MarkMpsDown(std::vector<pluginapi::Device>& devices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Brings the served memory units of `only_gpu` (all GPUs when empty) to
+  // the book's health and MPS's; returns how many changed.
+  int ApplyMpsHealth(const std::string& only_gpu = "")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The runners, for the loop thread to drive without holding mu_ (only the
   // loop thread adds or removes runners, so the pointers stay valid).
   std::vector<PluginRunner*> Runners() ABSL_LOCKS_EXCLUDED(mu_);
@@ -195,6 +215,14 @@ class Daemon::Impl {
   std::vector<std::unique_ptr<PluginRunner>> runners_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::string> gpu_uuids_ ABSL_GUARDED_BY(mu_);
   HealthBook book_ ABSL_GUARDED_BY(mu_);
+  // MPS for memory shares: whether it is on, and the GPUs whose daemon is
+  // up (the supervisor's reports).
+  bool mps_enabled_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> mps_up_ ABSL_GUARDED_BY(mu_);
+  // The loop thread's. After the runners and mu_, which its reports touch:
+  // destroyed (daemons told to quit, thread joined) before them.
+  std::unique_ptr<mps::Supervisor> mps_;
+  std::string mps_key_;  // control program and root, to tell a reload's need
   // Reads the topology of the last Apply (ScoreTopologyMeanwhile). Last:
   // joined before the library it reads goes.
   std::jthread topology_thread_;

@@ -136,6 +136,10 @@ void Daemon::Impl::WrapMemoryHandlers(const config::Config& config,
   o.resource_name = m.resource_name;
   o.unit_mib = m.unit_mib;
   o.policy = PolicyOf(m.policy);
+  if (m.mps) {
+    o.mps_root = config.flags.mps_root;
+    o.mps_compute_by_share = m.mps_compute_by_share;
+  }
   if (std::shared_ptr<nodeagent::MemoryPublisher> p = publisher_) {
     o.pending = [p](bool refresh) { return p->Pending(refresh); };
     o.on_allocate = [p](const std::string& gpu, int64_t units) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "src/sharing/mps_paths.h"
 #include "src/sharing/unit_id.h"
 
 namespace gpulet::resources {
@@ -122,6 +123,32 @@ absl::StatusOr<std::vector<std::string>> Preferred(
   return out;
 }
 
+void AddMount(const std::string& container_path, const std::string& host_path,
+              v1beta1::ContainerAllocateResponse& response) {
+  v1beta1::Mount* mount = response.add_mounts();
+  mount->set_container_path(container_path);
+  mount->set_host_path(host_path);
+}
+
+// The GPU's own control daemon (mps/ supervises it), the client's limit,
+// and the /dev/shm the daemon shares with its clients.
+void AddMps(const MemoryHandlerOptions& o, const std::string& gpu,
+            int64_t units, int64_t gpu_units,
+            v1beta1::ContainerAllocateResponse& response) {
+  const std::string& mps_root = o.mps_root;
+  const int64_t limit_mib = units * o.unit_mib;
+  auto& envs = *response.mutable_envs();
+  if (o.mps_compute_by_share) {
+    envs[sharing::kMpsActiveThreadPercentageEnv] =
+        absl::StrCat(sharing::MpsActiveThreadPercentage(units, gpu_units));
+  }
+  const std::string pipe = sharing::MpsContainerPipeDir(gpu);
+  envs[sharing::kMpsPipeDirectoryEnv] = pipe;
+  envs[sharing::kMpsPinnedMemLimitEnv] = sharing::MpsPinnedMemLimit(limit_mib);
+  AddMount(pipe, sharing::MpsHostPipeDir(mps_root, gpu), response);
+  AddMount("/dev/shm", sharing::MpsHostShmDir(mps_root), response);
+}
+
 absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
     const pluginapi::AllocateHandler& base, const MemoryHandlerOptions& o,
     const pluginapi::DeviceSnapshot& snapshot,
@@ -184,6 +211,9 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
     envs[kGpusharePodEnv] = absl::StrCat(units);
     envs[kGpushareContainerEnv] = absl::StrCat(units);
     envs[kGpushareDeviceEnv] = absl::StrCat(space.units);
+  }
+  if (!o.mps_root.empty()) {
+    AddMps(o, gpu, units, space.units, *response);
   }
   if (o.on_allocate) o.on_allocate(gpu, units);
   return response;

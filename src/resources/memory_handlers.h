@@ -12,7 +12,9 @@
 // Allocate refuses units spanning GPUs, naming the units and GPUs, and
 // tells the container its limit: GPULET_GPU_MEMORY_LIMIT in MiB, and
 // gpushare's ALIYUN_COM_GPU_MEM_* variables when the resource has
-// gpushare's name.
+// gpushare's name. With MPS (mps_root set) it also points the container
+// at its GPU's MPS control daemon and sets the client's pinned device
+// memory limit to the share, which CUDA enforces.
 //
 // Thread safety: the handlers are immutable and safe to call from many
 // threads; `pending` and `on_allocate` must be too.
@@ -43,6 +45,12 @@ struct MemoryHandlerOptions {
   // The requests pending on the node (docs/sharing.md); `refresh` asks for
   // the Node to be read again first. Null: nothing is pending.
   std::function<std::vector<sharing::Request>(bool refresh)> pending;
+  // flags.mpsRoot (host path) when sharing.memory.mps is enabled; empty:
+  // no MPS.
+  std::string mps_root;
+  // With MPS: also CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the share of the
+  // GPU's units the container has.
+  bool mps_compute_by_share = false;
   // Told the GPU and the number of units of every Allocate answered.
   std::function<void(const std::string& gpu_uuid, int64_t units)> on_allocate;
 };

@@ -79,6 +79,50 @@ TEST(MemoryAllocate, GpushareNameAddsItsVariables) {
   EXPECT_EQ(r->envs().at(kMemoryLimitEnv), "3072");
 }
 
+TEST(MemoryAllocate, MpsPointsAtTheGpusDaemonWithTheLimit) {
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  o.unit_mib = 512;
+  o.mps_root = "/run/nvidia/mps";
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(4), Units(1, {1, 2, 3}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->envs().at(kMemoryLimitEnv), "1536");
+  EXPECT_EQ(r->envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=1536M");
+  EXPECT_EQ(r->envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/GPU-1/pipe");
+  EXPECT_EQ(r->envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-1");
+  EXPECT_EQ(r->envs().count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u);
+  std::vector<std::pair<std::string, std::string>> mounts;
+  for (const auto& m : r->mounts()) {
+    mounts.emplace_back(m.container_path(), m.host_path());
+  }
+  EXPECT_THAT(mounts,
+              ElementsAre(Pair("/mps/GPU-1/pipe", "/run/nvidia/mps/GPU-1/pipe"),
+                          Pair("/dev/shm", "/run/nvidia/mps/shm")));
+}
+
+TEST(MemoryAllocate, MpsComputeByShareGivesTheShareOfThreads) {
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  o.mps_root = "/run/nvidia/mps";
+  o.mps_compute_by_share = true;
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(3), Units(0, {2}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->envs().at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "34");
+}
+
+TEST(MemoryAllocate, WithoutMpsNoMpsVariables) {
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(4), Units(0, {0}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->envs().count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
+  EXPECT_EQ(r->envs().count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u);
+  EXPECT_EQ(r->mounts_size(), 0);
+}
+
 TEST(MemoryAllocate, UnitsSpanningGpusAreRefused) {
   MemoryHandlerOptions o;
   o.resource_name = "nvidia.com/gpu-memory";

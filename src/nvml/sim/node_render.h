@@ -108,6 +108,11 @@ struct DriverLibrary {
 // The driver's libraries for `version`, with their real SONAMEs.
 std::vector<DriverLibrary> DriverLibraries(const std::string& version);
 
+// The driver root's nvidia-cuda-mps-control: a shell script that behaves
+// as the real one where gpulet relies on it and records what it is told
+// in $CUDA_MPS_LOG_DIRECTORY/control.log (docs/nvml-simulator.md).
+std::string MpsControlScript(const std::string& version);
+
 // A glibc ld.so.cache (new format, "glibc-ld.so.cache1.1") mapping each
 // SONAME to its path, entries in the order ld.so's binary search expects.
 struct LdCacheRecord {

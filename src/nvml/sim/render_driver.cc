@@ -65,6 +65,63 @@ bool IsOtherVersion(const std::string& name, const std::set<std::string>& keep,
 
 }  // namespace
 
+std::string MpsControlScript(const std::string& version) {
+  // -f serves in the foreground, -d in the background, as the real one;
+  // commands travel through a FIFO where the real one has a socket.
+  return absl::StrCat(
+      "#!/bin/sh\n"
+      "# nvidia-cuda-mps-control of the simulated NVIDIA driver ", version,
+      " (gpulet sim render).\n"
+      "# -f: the control daemon, in the foreground; -d: the same, in the\n"
+      "# background; no argument: sends each line of standard input to the\n"
+      "# daemon. Everything is recorded in\n"
+      "# $CUDA_MPS_LOG_DIRECTORY/control.log; while\n"
+      "# $CUDA_MPS_LOG_DIRECTORY/refuse-start exists the daemon fails.\n"
+      "pipe=\"${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}\"\n"
+      "log=\"${CUDA_MPS_LOG_DIRECTORY:-/var/log/nvidia-mps}\"\n"
+      "record() { echo \"$*\" >> \"$log/control.log\"; }\n"
+      "serve() {\n"
+      "  rm -f \"$pipe/control\"\n"
+      "  mkfifo \"$pipe/control\" || exit 1\n"
+      "  while :; do\n"
+      "    while read -r cmd; do\n"
+      "      record \"command $cmd\"\n"
+      "      if [ \"$cmd\" = quit ]; then\n"
+      "        rm -f \"$pipe/control\"\n"
+      "        exit 0\n"
+      "      fi\n"
+      "    done < \"$pipe/control\"\n"
+      "  done\n"
+      "}\n"
+      "case \"$1\" in\n"
+      "-f|-d)\n"
+      "  mkdir -p \"$pipe\" \"$log\" || exit 1\n"
+      "  if [ -e \"$log/refuse-start\" ]; then\n"
+      "    record \"refused $1\"\n"
+      "    exit 1\n"
+      "  fi\n"
+      "  record \"start $1 pid=$$ CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+      " CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$log\"\n"
+      "  if [ \"$1\" = -d ]; then\n"
+      "    serve < /dev/null > /dev/null 2>&1 &\n"
+      "    exit 0\n"
+      "  fi\n"
+      "  serve\n"
+      "  ;;\n"
+      "'')\n"
+      "  if [ ! -p \"$pipe/control\" ]; then\n"
+      "    echo \"Cannot find MPS control daemon process\" >&2\n"
+      "    exit 1\n"
+      "  fi\n"
+      "  while read -r line; do echo \"$line\" > \"$pipe/control\"; done\n"
+      "  ;;\n"
+      "*)\n"
+      "  echo \"usage: nvidia-cuda-mps-control [-d | -f]\" >&2\n"
+      "  exit 1\n"
+      "  ;;\n"
+      "esac\n");
+}
+
 absl::Status RenderDriverRoot(const Machine& machine,
                               const std::string& driver_root,
                               const std::string& nvml_library) {
@@ -126,10 +183,13 @@ absl::Status RenderDriverRoot(const Machine& machine,
   const std::string bin = driver_root + "/usr/bin";
   if (absl::Status s = render::EnsureDir(bin); !s.ok()) return s;
   for (const char* name : kBinaries) {
-    const std::string script = absl::StrCat(
-        "#!/bin/sh\n# ", name, " of the simulated NVIDIA driver ", version,
-        " (gpulet sim render): present so tools find it; does nothing.\n"
-        "exit 0\n");
+    const std::string script =
+        std::string_view(name) == "nvidia-cuda-mps-control"
+            ? MpsControlScript(version)
+            : absl::StrCat("#!/bin/sh\n# ", name,
+                           " of the simulated NVIDIA driver ", version,
+                           " (gpulet sim render): present so tools find it; "
+                           "does nothing.\nexit 0\n");
     if (absl::Status s = render::WriteFile(bin + "/" + name, script, 0755);
         !s.ok()) {
       return s;
