@@ -18,11 +18,6 @@ namespace {
 
 constexpr char kPrefix[] = "/v1beta1.DevicePlugin/";
 
-absl::Status ToAbsl(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
-}
-
 // A bad request is the caller's problem (WARNING); anything else means a
 // policy failed (ERROR). Successes only at -v 1: one per container start.
 void LogOutcome(const char* rpc, const google::protobuf::Message& request,
@@ -122,9 +117,9 @@ h2::Service DevicePluginService::Methods(h2::Server& server) {
           "GetPreferredAllocation",
           [this](const v1beta1::PreferredAllocationRequest& request,
                  v1beta1::PreferredAllocationResponse* response) {
-            const absl::Status status = ToAbsl(
+            const absl::Status status =
                 HandlePreferred(options_.resource_name, *devices_.Snapshot(),
-                                request, preferred_, response));
+                                request, preferred_, response);
             LogOutcome("GetPreferredAllocation", request, status);
             return status;
           });
@@ -132,9 +127,9 @@ h2::Service DevicePluginService::Methods(h2::Server& server) {
       Unary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
           "Allocate", [this](const v1beta1::AllocateRequest& request,
                              v1beta1::AllocateResponse* response) {
-            const absl::Status status = ToAbsl(
+            const absl::Status status =
                 HandleAllocate(options_.resource_name, *devices_.Snapshot(),
-                               request, allocate_, response));
+                               request, allocate_, response);
             LogOutcome("Allocate", request, status);
             return status;
           });
