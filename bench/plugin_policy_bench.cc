@@ -100,7 +100,7 @@ void BM_HandleAllocate(benchmark::State& state) {
   }
   v1beta1::AllocateResponse response;
   for (auto _ : state) {
-    grpc::Status status = HandleAllocate("nvidia.com/gpu", Snapshot(), request,
+    absl::Status status = HandleAllocate("nvidia.com/gpu", Snapshot(), request,
                                          EnvvarResponse, &response);
     benchmark::DoNotOptimize(status);
   }
@@ -117,7 +117,7 @@ void BM_HandlePreferred(benchmark::State& state) {
   container->set_allocation_size(static_cast<int>(state.range(0)));
   v1beta1::PreferredAllocationResponse response;
   for (auto _ : state) {
-    grpc::Status status = HandlePreferred("nvidia.com/gpu", Snapshot(), request,
+    absl::Status status = HandlePreferred("nvidia.com/gpu", Snapshot(), request,
                                           SimplePreferred, &response);
     benchmark::DoNotOptimize(status);
   }

@@ -98,9 +98,9 @@ const gpulet::pluginapi::AllocateHandler& Handler() {
   return handler;
 }
 
-bool Ok(const grpc::Status& s) {
-  Check(s.ok() || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  if (!s.ok()) Check(!s.error_message().empty());
+bool Ok(const absl::Status& s) {
+  Check(s.ok() || s.code() == absl::StatusCode::kInvalidArgument);
+  if (!s.ok()) Check(!s.message().empty());
   return s.ok();
 }
 

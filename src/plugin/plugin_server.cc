@@ -1,14 +1,10 @@
 #include "src/plugin/plugin_server.h"
 
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +12,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "src/common/errors.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "src/common/errors.h"
 #include "src/common/logging.h"
+#include "src/h2/server.h"
 #include "src/plugin/device_plugin_service.h"
 
 namespace gpulet::plugin {
@@ -28,10 +25,6 @@ using pluginapi::DeviceSnapshot;
 using pluginapi::PreferredHandler;
 
 namespace {
-
-// In-flight unary calls get this long once Stop() begins; streams end at
-// once because the service is stopped first.
-constexpr auto kShutdownGrace = std::chrono::seconds(1);
 
 absl::Status CheckSocketPath(const std::string& dir, const std::string& name,
                              const std::string& path) {
@@ -123,7 +116,7 @@ class PluginServer::Impl {
   mutable absl::Mutex mu_;
   // One run: a fresh service per Start, so a stopped one never serves.
   std::unique_ptr<DevicePluginService> service_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<h2::Server> server_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::Status PluginServer::Impl::Start(const std::string& plugin_dir) {
@@ -146,27 +139,18 @@ absl::Status PluginServer::Impl::Start(const std::string& plugin_dir) {
 absl::Status PluginServer::Impl::Serve() {
   service_ = std::make_unique<DevicePluginService>(options_, devices_,
                                                    allocate_, preferred_);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat("unix:", socket_path_),
-                           grpc::InsecureServerCredentials());
-  service_->AddTo(builder);
-  // The socket is bound 0600 (0777 & ~0177) so there is no moment in which
-  // anyone but root may connect. umask is per process: no other gpulet
-  // thread creates files without setting their mode explicitly
-  // (WriteFileAtomic fchmods), so the short change is safe.
-  const mode_t old_umask = ::umask(0177);
-  server_ = builder.BuildAndStart();
-  ::umask(old_umask);
-  if (server_ == nullptr) {
-    service_->Shutdown();
+  server_ = std::make_unique<h2::Server>();
+  // h2::Server binds the socket 0600, so only root (the kubelet) may ever
+  // connect.
+  if (absl::Status s = server_->Start(socket_path_, service_->Methods(*server_));
+      !s.ok()) {
+    server_.reset();
     service_.reset();
     return absl::UnavailableError(absl::StrCat(
-        "cannot serve ", options_.resource_name, " on ", socket_path_,
-        ": gRPC failed to listen (see its log above)"));
+        "cannot serve ", options_.resource_name, " on ", socket_path_, ": ",
+        s.message()));
   }
-  service_->Start();
-  // Only the kubelet (root) may talk to the plugin; already so since the
-  // bind, made explicit in case the socket was created otherwise.
+  // Made explicit in case the socket was created otherwise.
   if (chmod(socket_path_.c_str(), 0600) != 0) {
     absl::Status status =
         common::ErrnoToStatus(errno, absl::StrCat("chmod 0600 ", socket_path_));
@@ -185,11 +169,9 @@ void PluginServer::Impl::Stop() {
 
 void PluginServer::Impl::StopLocked() {
   if (server_ == nullptr) return;
-  service_->Stop();
-  server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-  server_->Wait();
-  // The server first, then its completion queue (gRPC's order).
-  service_->Shutdown();
+  // Ends every stream (OK), sends GOAWAY and joins the loop; the streams'
+  // sources, which borrow the service, are gone when it returns.
+  server_->Stop();
   server_.reset();
   service_.reset();
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {

@@ -16,17 +16,14 @@ using pluginapi::PreferredHandler;
 using pluginapi::PreferredRequest;
 namespace {
 
-// absl::StatusCode and grpc::StatusCode share their numbering (both are
-// google.rpc.Code).
-grpc::Status ToGrpc(const absl::Status& status, const std::string& prefix) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      absl::StrCat(prefix, status.message()));
+// `status` with `prefix` before its message.
+absl::Status Prefixed(const absl::Status& status, const std::string& prefix) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
 }
 
-grpc::Status InvalidArgument(const std::string& prefix,
+absl::Status InvalidArgument(const std::string& prefix,
                              const std::string& reason) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      absl::StrCat(prefix, reason));
+  return absl::InvalidArgumentError(absl::StrCat(prefix, reason));
 }
 
 std::vector<std::string> ToVector(
@@ -36,7 +33,7 @@ std::vector<std::string> ToVector(
 
 }  // namespace
 
-grpc::Status HandleAllocate(const std::string& resource_name,
+absl::Status HandleAllocate(const std::string& resource_name,
                             const DeviceSnapshot& snapshot,
                             const v1beta1::AllocateRequest& request,
                             const AllocateHandler& handler,
@@ -57,13 +54,13 @@ grpc::Status HandleAllocate(const std::string& resource_name,
     }
     absl::StatusOr<v1beta1::ContainerAllocateResponse> answer =
         handler(snapshot, ToVector(container.devices_ids()));
-    if (!answer.ok()) return ToGrpc(answer.status(), prefix);
+    if (!answer.ok()) return Prefixed(answer.status(), prefix);
     *response->add_container_responses() = *std::move(answer);
   }
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
-grpc::Status HandlePreferred(const std::string& resource_name,
+absl::Status HandlePreferred(const std::string& resource_name,
                              const DeviceSnapshot& snapshot,
                              const v1beta1::PreferredAllocationRequest& request,
                              const PreferredHandler& handler,
@@ -77,19 +74,19 @@ grpc::Status HandlePreferred(const std::string& resource_name,
         ValidatePreferred(snapshot, ToVector(container.available_deviceids()),
                           ToVector(container.must_include_deviceids()),
                           container.allocation_size());
-    if (!valid.ok()) return ToGrpc(valid.status(), prefix);
+    if (!valid.ok()) return Prefixed(valid.status(), prefix);
     absl::StatusOr<std::vector<std::string>> answer =
         handler(snapshot, valid->available, valid->must_include, valid->size);
-    if (!answer.ok()) return ToGrpc(answer.status(), prefix);
+    if (!answer.ok()) return Prefixed(answer.status(), prefix);
     absl::Status checked = CheckPreferredAnswer(*valid, *answer);
     if (!checked.ok()) {
-      return ToGrpc(checked, absl::StrCat("preferred allocation for \"",
+      return Prefixed(checked, absl::StrCat("preferred allocation for \"",
                                           resource_name, "\": "));
     }
     auto* out = response->add_container_responses();
     for (std::string& id : *answer) out->add_deviceids(std::move(id));
   }
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 v1beta1::ListAndWatchResponse ToListAndWatchResponse(

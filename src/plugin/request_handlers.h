@@ -1,5 +1,5 @@
-// The request handling of the DevicePlugin service, apart from gRPC's
-// threads and sockets: validation of Allocate and GetPreferredAllocation
+// The request handling of the DevicePlugin service, apart from the
+// transport's thread and sockets: validation of Allocate and GetPreferredAllocation
 // requests against a device snapshot, the call into the policy handler, and
 // the conversion of snapshots into ListAndWatch messages. The server and the
 // plugin_request_fuzz target run exactly this code.
@@ -8,10 +8,9 @@
 // concurrently).
 #pragma once
 
-#include <grpcpp/support/status.h>
-
 #include <string>
 
+#include "absl/status/status.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/pluginapi/device.h"
 #include "src/pluginapi/handlers.h"
@@ -27,7 +26,7 @@ inline constexpr char kUnhealthy[] = "Unhealthy";
 // snapshot (NVIDIA's "invalid request: unknown device: <id>"). A handler
 // error keeps its code and gets the same prefix. `response` is cleared
 // first; on error its contents are unspecified.
-grpc::Status HandleAllocate(const std::string& resource_name,
+absl::Status HandleAllocate(const std::string& resource_name,
                             const pluginapi::DeviceSnapshot& snapshot,
                             const v1beta1::AllocateRequest& request,
                             const pluginapi::AllocateHandler& handler,
@@ -37,7 +36,7 @@ grpc::Status HandleAllocate(const std::string& resource_name,
 // Requests are checked by ValidatePreferred (INVALID_ARGUMENT
 // `invalid preferred allocation request for "<resource>": <reason>`), the
 // handler's answer by CheckPreferredAnswer (INTERNAL).
-grpc::Status HandlePreferred(const std::string& resource_name,
+absl::Status HandlePreferred(const std::string& resource_name,
                              const pluginapi::DeviceSnapshot& snapshot,
                              const v1beta1::PreferredAllocationRequest& request,
                              const pluginapi::PreferredHandler& handler,

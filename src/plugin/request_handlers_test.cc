@@ -64,10 +64,10 @@ v1beta1::PreferredAllocationRequest PreferredOf(
 
 TEST(HandleAllocateTest, OneResponsePerContainerInOrder) {
   v1beta1::AllocateResponse response;
-  grpc::Status s = HandleAllocate(kResource, Snapshot(),
+  absl::Status s = HandleAllocate(kResource, Snapshot(),
                                   AllocateOf({{"GPU-c", "GPU-a"}, {"GPU-b"}}),
                                   EnvvarResponse, &response);
-  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(response.container_responses_size(), 2);
   EXPECT_EQ(response.container_responses(0).envs().at(kVisibleDevicesEnv),
             "GPU-c,GPU-a");
@@ -86,11 +86,11 @@ TEST(HandleAllocateTest, UnknownIdIsInvalidArgumentNamingIt) {
     ++calls;
     return EnvvarResponse(s, ids);
   };
-  grpc::Status s =
+  absl::Status s =
       HandleAllocate(kResource, Snapshot(), AllocateOf({{"GPU-a", "GPU-zz"}}),
                      counting, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(s.error_message(),
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
             "invalid allocation request for \"nvidia.com/gpu\": invalid "
             "request: unknown device: GPU-zz");
   EXPECT_EQ(calls, 0);
@@ -98,17 +98,17 @@ TEST(HandleAllocateTest, UnknownIdIsInvalidArgumentNamingIt) {
 
 TEST(HandleAllocateTest, EmptyContainerRequestIsInvalidArgument) {
   v1beta1::AllocateResponse response;
-  grpc::Status s =
+  absl::Status s =
       HandleAllocate(kResource, Snapshot(), AllocateOf({{"GPU-a"}, {}}),
                      EnvvarResponse, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("no device IDs"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("no device IDs"));
 }
 
 TEST(HandleAllocateTest, NoContainersIsAnEmptyAnswer) {
   v1beta1::AllocateResponse response;
   response.add_container_responses();
-  grpc::Status s = HandleAllocate(kResource, Snapshot(), AllocateOf({}),
+  absl::Status s = HandleAllocate(kResource, Snapshot(), AllocateOf({}),
                                   EnvvarResponse, &response);
   EXPECT_TRUE(s.ok());
   EXPECT_EQ(response.container_responses_size(), 0);
@@ -126,16 +126,16 @@ TEST(HandleAllocateTest, HandlerErrorKeepsItsCodeWithThePrefix) {
     return absl::ResourceExhaustedError("out of shares");
   };
   v1beta1::AllocateResponse response;
-  grpc::Status s =
+  absl::Status s =
       HandleAllocate(kResource, Snapshot(), AllocateOf({{"GPU-a", "GPU-c"}}),
                      refuse, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(s.error_message(),
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
             "invalid allocation request for \"nvidia.com/gpu\": invalid "
             "request: maximum request size for shared resources is 1; found 2");
   s = HandleAllocate(kResource, Snapshot(), AllocateOf({{"GPU-a"}}), refuse,
                      &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST(HandleAllocateTest, SharedLimitReachesTheKubeletInNvidiasWords) {
@@ -151,16 +151,16 @@ TEST(HandleAllocateTest, SharedLimitReachesTheKubeletInNvidiasWords) {
   absl::StatusOr<AllocateHandler> handler = MakeAllocateHandler(options);
   ASSERT_TRUE(handler.ok()) << handler.status();
   v1beta1::AllocateResponse response;
-  grpc::Status s = HandleAllocate(kResource, snapshot,
+  absl::Status s = HandleAllocate(kResource, snapshot,
                                   AllocateOf({{"GPU-s::0", "GPU-s::1"}}),
                                   *handler, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(s.error_message(),
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
             "invalid allocation request for \"nvidia.com/gpu\": invalid "
             "request: maximum request size for shared resources is 1; found 2");
   s = HandleAllocate(kResource, snapshot, AllocateOf({{"GPU-s::1"}, {"GPU-a"}}),
                      *handler, &response);
-  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(response.container_responses(0).envs().at(kVisibleDevicesEnv),
             "GPU-s");
 }
@@ -172,9 +172,9 @@ TEST(HandlePreferredTest, AnswersEachContainer) {
       PreferredOf({"GPU-a", "GPU-b", "GPU-c"}, {"GPU-c"}, 2)
           .container_requests(0);
   v1beta1::PreferredAllocationResponse response;
-  grpc::Status s = HandlePreferred(kResource, Snapshot(), request,
+  absl::Status s = HandlePreferred(kResource, Snapshot(), request,
                                    SimplePreferred, &response);
-  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(response.container_responses_size(), 2);
   EXPECT_THAT(response.container_responses(0).deviceids(),
               ElementsAre("GPU-a"));
@@ -184,11 +184,11 @@ TEST(HandlePreferredTest, AnswersEachContainer) {
 
 TEST(HandlePreferredTest, InvalidRequestNamesTheId) {
   v1beta1::PreferredAllocationResponse response;
-  grpc::Status s = HandlePreferred(kResource, Snapshot(),
+  absl::Status s = HandlePreferred(kResource, Snapshot(),
                                    PreferredOf({"GPU-a", "GPU-q"}, {}, 1),
                                    SimplePreferred, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(s.error_message(),
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
             "invalid preferred allocation request for \"nvidia.com/gpu\": "
             "unknown device: GPU-q");
 }
@@ -204,11 +204,11 @@ TEST(HandlePreferredTest, HandlerSeesDeduplicatedRequest) {
         std::vector<std::string>(available.begin(), available.begin() + size));
   };
   v1beta1::PreferredAllocationResponse response;
-  grpc::Status s = HandlePreferred(
+  absl::Status s = HandlePreferred(
       kResource, Snapshot(),
       PreferredOf({"GPU-a", "GPU-a", "GPU-b"}, {"GPU-a", "GPU-a"}, 2), spy,
       &response);
-  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_THAT(seen_available, ElementsAre("GPU-a", "GPU-b"));
   EXPECT_THAT(seen_must, ElementsAre("GPU-a"));
 }
@@ -229,12 +229,12 @@ TEST_P(BadPolicyTest, WrongAnswerIsInternal) {
     return absl::StatusOr<std::vector<std::string>>(answer);
   };
   v1beta1::PreferredAllocationResponse response;
-  grpc::Status s =
+  absl::Status s =
       HandlePreferred(kResource, Snapshot(),
                       PreferredOf({"GPU-a", "GPU-b", "GPU-c"}, {"GPU-b"}, 2),
                       policy, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
-  EXPECT_THAT(s.error_message(), ::testing::HasSubstr(GetParam().want));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr(GetParam().want));
 }
 
 INSTANTIATE_TEST_SUITE_P(

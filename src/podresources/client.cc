@@ -5,8 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/grpcpp.h"
-#include "podresources/v1/api.grpc.pb.h"
+#include "podresources/v1/api.pb.h"
+#include "src/h2/unary_client.h"
 
 namespace gpulet::podresources {
 namespace {
@@ -21,13 +21,30 @@ std::vector<Devices> FromProto(
   return out;
 }
 
-absl::Status FromGrpc(const grpc::Status& status, const std::string& socket,
-                      const char* call) {
-  const auto code = static_cast<absl::StatusCode>(status.error_code());
+absl::Status Named(const absl::Status& status, const std::string& socket,
+                   const char* call) {
+  const absl::StatusCode code = status.code();
   return absl::Status(code, absl::StrCat("pod resources ", call, " on ",
                                          socket, ": ",
                                          absl::StatusCodeToString(code), ": ",
-                                         status.error_message()));
+                                         status.message()));
+}
+
+// One call of v1.PodResourcesLister on its own connection, the reply parsed
+// into `reply`.
+absl::Status Call(const std::string& socket, absl::Duration timeout,
+                  const char* method,
+                  const google::protobuf::MessageLite& request,
+                  google::protobuf::MessageLite& reply) {
+  absl::StatusOr<std::string> bytes = h2::CallUnary(
+      socket, absl::StrCat("/v1.PodResourcesLister/", method),
+      request.SerializeAsString(), timeout);
+  if (!bytes.ok()) return Named(bytes.status(), socket, method);
+  if (!reply.ParseFromString(*bytes)) {
+    return Named(absl::InternalError("the reply does not parse"), socket,
+                 method);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -36,14 +53,12 @@ Client::Client(std::string socket_path, absl::Duration timeout)
     : socket_path_(std::move(socket_path)), timeout_(timeout) {}
 
 absl::StatusOr<std::vector<Pod>> Client::List() const {
-  auto stub = v1::PodResourcesLister::NewStub(grpc::CreateChannel(
-      absl::StrCat("unix://", socket_path_), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
   v1::ListPodResourcesResponse reply;
-  grpc::Status status =
-      stub->List(&context, v1::ListPodResourcesRequest(), &reply);
-  if (!status.ok()) return FromGrpc(status, socket_path_, "List");
+  if (absl::Status s = Call(socket_path_, timeout_, "List",
+                            v1::ListPodResourcesRequest(), reply);
+      !s.ok()) {
+    return s;
+  }
   std::vector<Pod> pods;
   for (const v1::PodResources& p : reply.pod_resources()) {
     Pod pod{p.namespace_(), p.name(), {}};
@@ -56,15 +71,11 @@ absl::StatusOr<std::vector<Pod>> Client::List() const {
 }
 
 absl::StatusOr<std::vector<Devices>> Client::Allocatable() const {
-  auto stub = v1::PodResourcesLister::NewStub(grpc::CreateChannel(
-      absl::StrCat("unix://", socket_path_), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
   v1::AllocatableResourcesResponse reply;
-  grpc::Status status = stub->GetAllocatableResources(
-      &context, v1::AllocatableResourcesRequest(), &reply);
-  if (!status.ok()) {
-    return FromGrpc(status, socket_path_, "GetAllocatableResources");
+  if (absl::Status s = Call(socket_path_, timeout_, "GetAllocatableResources",
+                            v1::AllocatableResourcesRequest(), reply);
+      !s.ok()) {
+    return s;
   }
   return FromProto(reply.devices());
 }

@@ -1,5 +1,6 @@
 // Registration with the kubelet: the v1beta1.Registration/Register call on
-// the kubelet's socket. Synchronous: inside Register the kubelet dials the
+// the kubelet's socket, made with h2's unary client (a connection per
+// attempt). Synchronous: inside Register the kubelet dials the
 // plugin's socket and calls GetDevicePluginOptions, so the plugin must
 // already be serving.
 //

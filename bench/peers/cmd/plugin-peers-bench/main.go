@@ -7,6 +7,8 @@
 //     answer), the floor of any plugin written in Go;
 //   - grpc-c++: grpc_floor_server, Debian's gRPC C++ with empty handlers,
 //     the floor of the library gpulet is built on;
+//   - nghttp2: h2_floor_server, gRPC over libnghttp2 in one epoll thread
+//     with inline handlers, the floor of a plugin on its own transport;
 //   - echo: unix_echo_server, one write and one read of the byte counts of
 //     gpulet's Allocate exchange, the kernel's floor.
 //
@@ -34,10 +36,11 @@ var (
 	defaultGoPlugin string
 	defaultFloor    string
 	defaultEcho     string
+	defaultH2Floor  string
 )
 
 type config struct {
-	gpulet, simLib, goPlugin, floor, echo string
+	gpulet, simLib, goPlugin, floor, h2Floor, echo string
 	machine, configFile, dir              string
 	starts, samples                       int
 }
@@ -49,6 +52,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.simLib, "nvml-lib", defaultSimLib, "the NVML simulator library")
 	fs.StringVar(&cfg.goPlugin, "go-plugin", defaultGoPlugin, "the grpc-go reference plugin")
 	fs.StringVar(&cfg.floor, "grpc-floor", defaultFloor, "the gRPC C++ reference server")
+	fs.StringVar(&cfg.h2Floor, "h2-floor", defaultH2Floor, "the nghttp2 reference server")
 	fs.StringVar(&cfg.echo, "echo", defaultEcho, "the unix-socket echo server")
 	fs.StringVar(&cfg.machine, "machine", "dgx-h100", "simulator profile (GPULET_SIM_MACHINE)")
 	fs.StringVar(&cfg.configFile, "config", "", "gpulet --config-file, e.g. time-slicing replicas")
@@ -66,7 +70,7 @@ func parseFlags(args []string) (config, error) {
 		return cfg, err
 	}
 	for name, path := range map[string]string{"--gpulet": cfg.gpulet, "--nvml-lib": cfg.simLib,
-		"--go-plugin": cfg.goPlugin, "--grpc-floor": cfg.floor, "--echo": cfg.echo, "--config": cfg.configFile} {
+		"--go-plugin": cfg.goPlugin, "--grpc-floor": cfg.floor, "--h2-floor": cfg.h2Floor, "--echo": cfg.echo, "--config": cfg.configFile} {
 		if path == "" && name != "--config" {
 			return cfg, fmt.Errorf("%s: no path given", name)
 		}

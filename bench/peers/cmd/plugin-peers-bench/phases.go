@@ -14,6 +14,7 @@ const (
 	serverGpulet = "gpulet"
 	serverGo     = "grpc-go"
 	serverCpp    = "grpc-c++"
+	serverH2     = "nghttp2"
 	serverEcho   = "echo"
 	caseOptions  = "GetDevicePluginOptions"
 	caseAllocate = "Allocate 1 device"
@@ -135,7 +136,7 @@ type rpcResults struct {
 	coarseCPU []string           // CPU figures from utime + stime (threads ended)
 }
 
-// referenceServer starts grpc_floor_server or unix_echo_server on `path`
+// referenceServer starts grpc_floor_server, h2_floor_server or unix_echo_server on `path`
 // and waits for its "ready" line.
 func referenceServer(name, binary, path, root string) (*process, error) {
 	p, _, err := spawn(name, []string{binary, path}, os.Environ(), filepath.Join(root, name+".log"))
@@ -188,7 +189,17 @@ func measureRpcs(cfg config, root string) (*rpcResults, error) {
 		return nil, err
 	}
 	defer fl.close()
-	for _, s := range []*grpcServer{g, gr, fl} {
+	h2Proc, err := referenceServer(serverH2, cfg.h2Floor, filepath.Join(root, "h2.sock"), root)
+	if err != nil {
+		return nil, err
+	}
+	defer h2Proc.stop()
+	h2, err := connect(serverH2, h2Proc.pid(), filepath.Join(root, "h2.sock"), false)
+	if err != nil {
+		return nil, err
+	}
+	defer h2.close()
+	for _, s := range []*grpcServer{g, gr, fl, h2} {
 		res.rssMiB[s.name] = vmRSSMiB(s.pid)
 	}
 
@@ -209,7 +220,7 @@ func measureRpcs(cfg config, root string) (*rpcResults, error) {
 	res.rssMiB[serverEcho] = vmRSSMiB(echoProc.pid())
 
 	var targets []*target
-	for _, s := range []*grpcServer{g, gr, fl} {
+	for _, s := range []*grpcServer{g, gr, fl, h2} {
 		targets = append(targets, s.targets(reqs)...)
 	}
 	targets = append(targets, echo)

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-var columns = []string{serverGpulet, serverGo, serverCpp, serverEcho}
+var columns = []string{serverGpulet, serverGo, serverCpp, serverH2, serverEcho}
 
 // percentile is the nearest-rank percentile: a value that was observed.
 func percentile(samples []float64, p float64) float64 {
@@ -49,6 +49,7 @@ func printMachine(cfg config) {
 	fmt.Printf("servers:  gpulet     %s\n", cfg.gpulet)
 	fmt.Printf("          grpc-go    %s (fixed Allocate answer)\n", cfg.goPlugin)
 	fmt.Printf("          grpc-c++   %s (Debian's gRPC, sync API, fixed answers)\n", cfg.floor)
+	fmt.Printf("          nghttp2    %s (libnghttp2, one epoll thread, fixed answers)\n", cfg.h2Floor)
 	fmt.Printf("          echo       %s (one write, one read of gpulet's Allocate byte counts)\n", cfg.echo)
 	fmt.Printf("sockets:  %s\n\n", cfg.dir)
 }
