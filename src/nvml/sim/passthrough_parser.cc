@@ -216,9 +216,9 @@ absl::Status CheckPassthrough(const Ctx& ctx,
                                  absl::AsciiStrToLower(p.gpu.bus_id.substr(4)),
                                  p.bus_id, "PCI address"));
     for (size_t i = 0; i < p.gpu.functions.size(); ++i) {
-      Field item{p.functions->node[i],
-                 yaml::IndexPath(p.functions->path, i) + ".address"};
-      item.node = item.node["address"];
+      const YAML::Node& list = p.functions->node;
+      const Field item{list[i]["address"],
+                       yaml::IndexPath(p.functions->path, i) + ".address"};
       GPULET_RETURN_IF_ERROR(claim(&addresses, p.gpu.functions[i].address,
                                    item, "PCI address"));
     }
