@@ -86,7 +86,8 @@ TEST_F(BinderTest, BindMovesTheCompanionAndTheGroupBecomesViable) {
 
 TEST_F(BinderTest, SharedGroupMovesBothGpusAndLeavesTheBridge) {
   ASSERT_TRUE(Bind("0000:32:00.0").ok()) << out_.str();
-  for (const char* bdf : {"0000:32:00.0", "0000:32:00.1", "0000:33:00.0", "0000:33:00.1"}) {
+  for (const char* bdf :
+       {"0000:32:00.0", "0000:32:00.1", "0000:33:00.0", "0000:33:00.1"}) {
     EXPECT_EQ(Driver(bdf), "vfio-pci") << bdf;
   }
   EXPECT_EQ(Driver("0000:31:00.0"), "pcieport");

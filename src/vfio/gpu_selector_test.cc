@@ -33,8 +33,9 @@ TEST(SelectGpuTest, IndexAddressUuid) {
 
 TEST(SelectGpuTest, UnknownArgumentsListTheGpus) {
   const Inventory inv = TwoGpus();
-  for (const char* arg : {"2", "0000:ff:00.0", "GPU-00000000-0000-0000-0000-000000000000",
-                          "gpu zero", "-1", ""}) {
+  for (const char* arg :
+       {"2", "0000:ff:00.0", "GPU-00000000-0000-0000-0000-000000000000",
+        "gpu zero", "-1", ""}) {
     absl::StatusOr<const Gpu*> gpu = SelectGpu(inv, arg, {});
     ASSERT_FALSE(gpu.ok()) << arg;
     EXPECT_EQ(gpu.status().code(), absl::StatusCode::kNotFound);

@@ -122,8 +122,10 @@ absl::Status RenderMdevs(const SysTree& tree, const Gpu& gpu, int* next_group,
 absl::Status RenderVfioDev(const Machine& machine, const SysTree& tree) {
   GPULET_RETURN_IF_ERROR(render::EnsureDir(tree.dev + "/vfio/devices"));
   // Group nodes and cdevs are made again from the bindings below.
-  GPULET_RETURN_IF_ERROR(render::RemoveStale(
-      tree.dev + "/vfio", [](const std::string& n) { return n != "vfio" && n != "devices"; }));
+  GPULET_RETURN_IF_ERROR(
+      render::RemoveStale(tree.dev + "/vfio", [](const std::string& n) {
+        return n != "vfio" && n != "devices";
+      }));
   GPULET_RETURN_IF_ERROR(render::RemoveStale(
       tree.dev + "/vfio/devices", [](const std::string&) { return true; }));
   GPULET_RETURN_IF_ERROR(render::CharDevice(tree.dev + "/vfio/vfio", kMiscMajor,
