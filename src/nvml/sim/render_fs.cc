@@ -50,6 +50,9 @@ absl::Status WriteFile(const std::string& path, absl::string_view contents,
   }
   common::WriteOptions options;
   options.mode = mode;
+  // Atomic for readers, but not synced: a simulated node need not survive
+  // a crash of the machine, and a sync per file made rendering take seconds.
+  options.durable = false;
   return common::WriteFileAtomic(path, contents, options);
 }
 
