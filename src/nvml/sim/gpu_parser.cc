@@ -328,13 +328,17 @@ absl::Status ParseNvLinks(const Ctx& ctx, const MapView& map, size_t index,
 }  // namespace
 
 const std::vector<std::string>& GpuKeys() {
-  static const std::vector<std::string> keys = {
-      "uuid",         "busId",       "minor",           "serial",
-      "model",        "name",        "memory",          "memoryReserved",
-      "memoryUsed",   "pciDeviceId", "pciSubsystemId",  "computeCapability",
-      "architecture", "brand",       "multiprocessors", "numaNode",
-      "cpuAffinity",  "nvlinks",     "events",          "mig",
-      "fabric"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out = {
+        "uuid",         "busId",       "minor",           "serial",
+        "model",        "name",        "memory",          "memoryReserved",
+        "memoryUsed",   "pciDeviceId", "pciSubsystemId",  "computeCapability",
+        "architecture", "brand",       "multiprocessors", "numaNode",
+        "cpuAffinity",  "nvlinks",     "events",          "mig",
+        "fabric"};
+    for (const std::string& key : PassthroughKeys()) out.push_back(key);
+    return out;
+  }();
   return keys;
 }
 
@@ -342,8 +346,10 @@ const std::vector<std::string>& GpuDefaultKeys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> out;
     for (const std::string& key : GpuKeys()) {
+      // Identity and group membership belong to one GPU each.
       if (key != "uuid" && key != "busId" && key != "minor" &&
-          key != "serial") {
+          key != "serial" && key != "iommuGroup" && key != "functions" &&
+          key != "mdevs") {
         out.push_back(key);
       }
     }
@@ -367,6 +373,8 @@ absl::StatusOr<ParsedGpu> ParseGpu(const Ctx& ctx, const Field& field,
   GPULET_RETURN_IF_ERROR(ParseEvents(ctx, map, &out.gpu));
   GPULET_RETURN_IF_ERROR(ParseNvLinks(ctx, map, index, gpu_count, &out));
   GPULET_RETURN_IF_ERROR(ParseFabric(ctx, map, &out.gpu));
+  GPULET_RETURN_IF_ERROR(ParsePassthrough(ctx, map, &out));
+  if (!out.iommu_group) out.gpu.iommu_group = static_cast<int>(index);
   return out;
 }
 

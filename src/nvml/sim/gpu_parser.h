@@ -30,6 +30,9 @@ struct ParsedGpu {
   std::vector<yaml::Field> switch_bus_ids;  // parallel to links; unset path
                                             // for GPU peers
   std::vector<yaml::Field> mig_uuids;       // one per MIG device
+  std::optional<yaml::Field> iommu_group;   // absent: defaulted to the index
+  std::optional<yaml::Field> functions;
+  std::vector<yaml::Field> mdev_uuids;      // one per mdev
 };
 
 // Keys allowed in a GPU entry and in gpuDefaults.
@@ -45,6 +48,18 @@ absl::StatusOr<ParsedGpu> ParseGpu(const yaml::Ctx& ctx,
 // The `mig:` section of one GPU (mig_parser.cc). `model` may be null.
 absl::Status ParseMig(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,
                       const GpuModel* model, ParsedGpu* out);
+
+// The passthrough keys of one GPU (passthrough_parser.cc): boundDriver,
+// iommuGroup, functions, mdevTypes, mdevs.
+const std::vector<std::string>& PassthroughKeys();
+absl::Status ParsePassthrough(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,
+                              ParsedGpu* out);
+
+// Checks across GPUs: PCI addresses of GPUs and their functions and mdev
+// UUIDs unique; no NVLink between a GPU NVML enumerates and one bound to
+// another driver (NVML would not see that peer).
+absl::Status CheckPassthrough(const yaml::Ctx& ctx,
+                              const std::vector<ParsedGpu>& gpus);
 
 // The `fabric:` section of one GPU (fabric_parser.cc).
 absl::Status ParseFabric(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,

@@ -78,6 +78,29 @@ struct GpuFabric {
   unsigned char health_summary = NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY;
 };
 
+// A PCI function that shares a GPU's IOMMU group: the board's own audio,
+// USB-C and UCSI functions, a bridge, or a foreign device behind the same
+// switch (machine-file key `functions`).
+struct PciFunction {
+  std::string address;        // "0000:1b:00.1" (sysfs form, lower case)
+  uint16_t vendor = 0x10de;
+  uint16_t device = 0;
+  uint32_t class_code = 0;    // 0x040300 audio, 0x010802 NVMe, 0x060400 bridge
+  std::string driver;         // bound driver; "" when unbound
+};
+
+// A vGPU type a GPU offers (mdev_supported_types/<id>) and an instance of
+// one (/sys/bus/mdev/devices/<uuid>).
+struct MdevType {
+  std::string id;             // "nvidia-558"
+  std::string name;           // "GRID H100-4C"
+  unsigned available = 0;     // available_instances
+};
+struct Mdev {
+  std::string uuid;           // lower-case 8-4-4-4-12
+  std::string type;           // an MdevType id of the parent GPU
+};
+
 struct Gpu {
   std::string name;           // "NVIDIA H100 80GB HBM3"
   std::string uuid;           // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
@@ -109,6 +132,15 @@ struct Gpu {
   uint64_t supported_events = 0;  // nvmlEventType* mask
   // Unset: nvmlDeviceGetGpuFabricInfo(V) answers NVML_ERROR_NOT_SUPPORTED.
   std::optional<GpuFabric> fabric;
+
+  // Passthrough (rendered in sysfs, see node_render.h). A GPU bound to any
+  // driver but nvidia is not enumerated by NVML: the parser moves it to
+  // Machine::host_gpus.
+  std::string bound_driver = "nvidia";  // "" when unbound
+  int iommu_group = -1;       // -1 in the file: the GPU's index in `gpus`
+  std::vector<PciFunction> functions;   // the rest of its IOMMU group
+  std::vector<MdevType> mdev_types;
+  std::vector<Mdev> mdevs;
 };
 
 struct Machine {
@@ -127,7 +159,11 @@ struct Machine {
   // channel<N>, N < imex_channels); 0 on nodes outside a multi-node NVLink
   // domain.
   unsigned imex_channels = 0;
-  std::vector<Gpu> gpus;
+  std::vector<Gpu> gpus;       // what NVML enumerates (bound to nvidia)
+  // GPUs of the machine file bound to another driver (vfio-pci) or none:
+  // present in sysfs only, as on a real host.
+  std::vector<Gpu> host_gpus;
+  bool iommufd = false;        // /dev/iommu and vfio-dev/vfioN cdevs
   // topology[i][j]: common ancestor of GPU i and j; INTERNAL on the diagonal.
   std::vector<std::vector<nvmlGpuTopologyLevel_t>> topology;
 };

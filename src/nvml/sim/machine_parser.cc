@@ -137,11 +137,14 @@ absl::Status CheckUnique(const Ctx& ctx, const std::vector<ParsedGpu>& gpus) {
                                      "UUID " + gpu.uuid));
     GPULET_RETURN_IF_ERROR(
         Claim(ctx, &bus_ids, gpu.bus_id, p.bus_id, "PCI bus ID " + gpu.bus_id));
-    Field minor_field = p.minor.value_or(p.self);
-    GPULET_RETURN_IF_ERROR(
-        Claim(ctx, &minors, absl::StrCat(gpu.minor), minor_field,
-              absl::StrCat("minor number ", gpu.minor,
-                           p.minor ? "" : " (defaulted to the GPU's index)")));
+    // A GPU on another driver has no /dev/nvidia<minor>.
+    if (gpu.bound_driver == "nvidia") {
+      Field minor_field = p.minor.value_or(p.self);
+      GPULET_RETURN_IF_ERROR(Claim(
+          ctx, &minors, absl::StrCat(gpu.minor), minor_field,
+          absl::StrCat("minor number ", gpu.minor,
+                       p.minor ? "" : " (defaulted to the GPU's index)")));
+    }
     for (size_t i = 0; i < gpu.mig_devices.size(); ++i) {
       const std::string& uuid = gpu.mig_devices[i].uuid;
       GPULET_RETURN_IF_ERROR(Claim(ctx, &uuids, absl::AsciiStrToLower(uuid),
@@ -199,6 +202,44 @@ absl::Status ResolveLinks(const Ctx& ctx, std::vector<ParsedGpu>* gpus) {
   return absl::OkStatus();
 }
 
+// GPUs bound to another driver than nvidia leave NVML's list (and the
+// topology matrix); NVLink peers were checked to stay on one side, so the
+// remaining peers' indices only shift down.
+void HideHostGpus(Machine* m) {
+  std::vector<int> new_index(m->gpus.size(), -1);
+  std::vector<Gpu> visible;
+  for (size_t i = 0; i < m->gpus.size(); ++i) {
+    if (m->gpus[i].bound_driver == "nvidia") {
+      new_index[i] = static_cast<int>(visible.size());
+      visible.push_back(std::move(m->gpus[i]));
+    } else {
+      m->host_gpus.push_back(std::move(m->gpus[i]));
+    }
+  }
+  if (m->host_gpus.empty()) {
+    m->gpus = std::move(visible);
+    return;
+  }
+  std::vector<std::vector<nvmlGpuTopologyLevel_t>> topology;
+  for (size_t i = 0; i < new_index.size(); ++i) {
+    if (new_index[i] < 0) continue;
+    std::vector<nvmlGpuTopologyLevel_t> row;
+    for (size_t j = 0; j < new_index.size(); ++j) {
+      if (new_index[j] >= 0) row.push_back(m->topology[i][j]);
+    }
+    topology.push_back(std::move(row));
+  }
+  for (Gpu& gpu : visible) {
+    for (NvLink& link : gpu.nvlinks) {
+      if (link.peer_gpu >= 0) {
+        link.peer_gpu = new_index[static_cast<size_t>(link.peer_gpu)];
+      }
+    }
+  }
+  m->gpus = std::move(visible);
+  m->topology = std::move(topology);
+}
+
 absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
   Field root_field{root, ""};
   if (!root.IsMap()) {
@@ -209,7 +250,7 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
       MapView map, MapView::Read(ctx, root_field,
                                  {"description", "productName", "driver",
                                   "imexChannels", "gpuDefaults", "gpus",
-                                  "topology"}));
+                                  "topology", "iommufd"}));
   Machine m;
   m.source = ctx.source;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
@@ -223,6 +264,9 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
       map, "imexChannels", &m.imex_channels, [&](const Field& f) {
         return yaml::ReadUint(ctx, f, 0, kMaxImexChannels);
       }));
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
+      map, "iommufd", &m.iommufd,
+      [&](const Field& f) { return yaml::ReadBool(ctx, f); }));
   std::optional<MapView> defaults;
   if (std::optional<Field> field = map.Find("gpuDefaults")) {
     GPULET_ASSIGN_OR_RETURN(
@@ -240,11 +284,20 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
                          items.size()));
     gpus.push_back(std::move(gpu));
   }
+  // The driver numbers only the GPUs it binds.
+  unsigned nvidia_bound = 0;
+  for (ParsedGpu& p : gpus) {
+    if (p.gpu.bound_driver != "nvidia") continue;
+    if (!p.minor) p.gpu.minor = nvidia_bound;
+    ++nvidia_bound;
+  }
   GPULET_RETURN_IF_ERROR(CheckUnique(ctx, gpus));
   GPULET_RETURN_IF_ERROR(ResolveLinks(ctx, &gpus));
+  GPULET_RETURN_IF_ERROR(parser::CheckPassthrough(ctx, gpus));
   for (ParsedGpu& p : gpus) m.gpus.push_back(std::move(p.gpu));
   GPULET_ASSIGN_OR_RETURN(
       m.topology, parser::ParseTopology(ctx, map.Find("topology"), m.gpus));
+  HideHostGpus(&m);
   return m;
 }
 

@@ -17,6 +17,10 @@
 
 namespace gpulet::sim {
 
+// render_sys.cc
+absl::Status RenderSys(const Machine& machine, const std::string& root,
+                       DevNodes how);
+
 // render_driver.cc
 absl::Status RenderDriverRoot(const Machine& machine,
                               const std::string& driver_root,
@@ -24,8 +28,6 @@ absl::Status RenderDriverRoot(const Machine& machine,
 
 namespace {
 
-// NVIDIA's "3D controller" PCI class, which data-center GPUs report.
-constexpr char kPciClass[] = "0x030200\n";
 constexpr char kCapsProc[] = "/proc/driver/nvidia/capabilities";
 // The mode the driver gives MIG access capabilities (0444).
 constexpr int kCapAccessMode = 292;
@@ -169,74 +171,6 @@ absl::Status RenderProc(const Machine& machine, const std::string& root) {
   return RenderMigCapabilities(machine, root);
 }
 
-// /sys/devices/pci<domain>:00/<bdf> holds the attributes; bus/pci/devices,
-// drivers/nvidia and the IOMMU group link to it with relative links, so the
-// tree can be moved and never points outside the root.
-absl::Status RenderSys(const Machine& machine, const std::string& root) {
-  const std::string sys = root + "/sys";
-  // What GPU feature discovery reads as the machine type; a machine without
-  // one leaves no earlier machine's behind.
-  const std::string dmi = sys + "/class/dmi/id";
-  if (machine.product_name.empty()) {
-    GPULET_RETURN_IF_ERROR(render::RemoveStale(
-        dmi, [](const std::string& n) { return n == "product_name"; }));
-  } else {
-    GPULET_RETURN_IF_ERROR(render::EnsureDir(dmi));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dmi + "/product_name",
-                                             machine.product_name + "\n"));
-  }
-  GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/devices"));
-  GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/drivers/nvidia"));
-  GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/kernel/iommu_groups"));
-  std::set<std::string> bdfs;
-  std::set<std::string> groups;
-  for (size_t i = 0; i < machine.gpus.size(); ++i) {
-    const Gpu& gpu = machine.gpus[i];
-    const std::string bdf = SysfsBusId(gpu.bus_id);
-    const std::string bus_dir = absl::StrCat("pci", bdf.substr(0, 4), ":00");
-    const std::string rel = absl::StrCat("devices/", bus_dir, "/", bdf);
-    const std::string dir = absl::StrCat(sys, "/", rel);
-    const std::string group = std::to_string(i);
-    bdfs.insert(bdf);
-    groups.insert(group);
-    GPULET_RETURN_IF_ERROR(render::EnsureDir(dir));
-    const auto hex = [](uint32_t v) { return absl::StrFormat("0x%04x\n", v); };
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/vendor", hex(0x10de)));
-    GPULET_RETURN_IF_ERROR(
-        render::WriteFile(dir + "/device", hex(gpu.pci_device_id >> 16)));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/subsystem_vendor",
-                                        hex(gpu.pci_subsystem_id & 0xffff)));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/subsystem_device",
-                                        hex(gpu.pci_subsystem_id >> 16)));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/class", kPciClass));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/numa_node",
-                                        absl::StrCat(gpu.numa_node, "\n")));
-    GPULET_RETURN_IF_ERROR(
-        render::Symlink("../../../bus/pci/drivers/nvidia", dir + "/driver"));
-    GPULET_RETURN_IF_ERROR(render::Symlink(
-        "../../../kernel/iommu_groups/" + group, dir + "/iommu_group"));
-    GPULET_RETURN_IF_ERROR(render::Symlink(
-        "../../../" + rel, absl::StrCat(sys, "/bus/pci/devices/", bdf)));
-    GPULET_RETURN_IF_ERROR(render::Symlink(
-        "../../../../" + rel, absl::StrCat(sys, "/bus/pci/drivers/nvidia/", bdf)));
-    const std::string members =
-        absl::StrCat(sys, "/kernel/iommu_groups/", group, "/devices");
-    GPULET_RETURN_IF_ERROR(render::EnsureDir(members));
-    GPULET_RETURN_IF_ERROR(render::RemoveStale(
-        members, [&](const std::string& name) { return name != bdf; }));
-    GPULET_RETURN_IF_ERROR(
-        render::Symlink("../../../../" + rel, absl::StrCat(members, "/", bdf)));
-  }
-  const auto stale_bdf = [&](const std::string& n) {
-    return n.find(':') != std::string::npos && !bdfs.contains(n);
-  };
-  GPULET_RETURN_IF_ERROR(render::RemoveStale(sys + "/bus/pci/devices", stale_bdf));
-  GPULET_RETURN_IF_ERROR(render::RemoveStale(sys + "/bus/pci/drivers/nvidia", stale_bdf));
-  return render::RemoveStale(
-      sys + "/kernel/iommu_groups",
-      [&](const std::string& n) { return !groups.contains(n); });
-}
-
 }  // namespace
 
 absl::Status RenderNode(const Machine& machine, const RenderOptions& options) {
@@ -259,7 +193,7 @@ absl::Status RenderNode(const Machine& machine, const RenderOptions& options) {
   GPULET_RETURN_IF_ERROR(render::EnsureDir(options.root));
   GPULET_RETURN_IF_ERROR(RenderDev(machine, options.root, options.dev_nodes));
   GPULET_RETURN_IF_ERROR(RenderProc(machine, options.root));
-  GPULET_RETURN_IF_ERROR(RenderSys(machine, options.root));
+  GPULET_RETURN_IF_ERROR(RenderSys(machine, options.root, options.dev_nodes));
   const std::string driver_root =
       options.driver_dir.empty() || options.driver_dir == "."
           ? options.root

@@ -14,8 +14,11 @@
 //       .../ci<M>/access}
 //   <root>/proc/driver/nvidia-caps/mig-minors
 //   <root>/sys/bus/pci/devices/<bdf>/{vendor,device,subsystem_vendor,
-//       subsystem_device,class,numa_node,driver -> drivers/nvidia,
-//       iommu_group -> kernel/iommu_groups/<n>}
+//       subsystem_device,class,numa_node,driver_override,
+//       driver -> drivers/<bound driver>, iommu_group -> kernel/iommu_groups/<n>}
+//       for every GPU (NVML's and those on other drivers) and the other
+//       functions of its IOMMU group; mdev types and instances; and
+//   <root>/dev/vfio/{vfio,<group>}, <root>/dev/iommu     (sysfs_tree.h)
 //   <root>/<driver dir>/usr/lib/<multiarch>/lib*.so.<driver version>,
 //       their SONAME and .so links, usr/bin/nvidia-smi & co., etc/ld.so.cache
 //

@@ -83,8 +83,9 @@ TEST(ProfilesTest, NamesAreSortedAndComplete) {
   EXPECT_THAT(ProfileNames(),
               ElementsAre("a100-mig", "a100-mig-single", "b200-mig",
                           "dgx-a100", "dgx-b200", "dgx-h100", "gb200-nvl",
-                          "hgx-h200", "islands-16", "no-driver", "none",
-                          "pcie-t4", "rtx-pro-6000-mig"));
+                          "hgx-h200", "islands-16", "mixed-vfio",
+                          "no-driver", "none", "pcie-t4", "rtx-pro-6000-mig",
+                          "vfio-groups", "vfio-iommufd", "vgpu-host"));
   EXPECT_TRUE(ProfileYaml("dgx-h100").has_value());
   EXPECT_FALSE(ProfileYaml("dgx-h200").has_value());
 }
@@ -125,6 +126,41 @@ TEST(ProfilesTest, EveryProfileParsesAndIsConsistent) {
       }
     }
   }
+}
+
+TEST(ProfilesTest, MixedVfioHidesFourGpusFromNvml) {
+  Machine m = Load("mixed-vfio");
+  ASSERT_EQ(m.gpus.size(), 4u);
+  ASSERT_EQ(m.host_gpus.size(), 4u);
+  EXPECT_EQ(m.gpus[3].bus_id, "00000000:61:00.0");
+  EXPECT_EQ(m.gpus[3].iommu_group, 33);
+  EXPECT_EQ(m.host_gpus[0].bus_id, "00000000:9D:00.0");
+  EXPECT_EQ(m.host_gpus[0].bound_driver, "vfio-pci");
+  EXPECT_EQ(m.host_gpus[0].iommu_group, 50);
+  ASSERT_EQ(m.topology.size(), 4u);
+  EXPECT_EQ(m.topology[0][1], NVML_TOPOLOGY_MULTIPLE);
+}
+
+TEST(ProfilesTest, PassthroughProfiles) {
+  Machine groups = Load("vfio-groups");
+  ASSERT_EQ(groups.gpus.size(), 3u);
+  ASSERT_EQ(groups.host_gpus.size(), 1u);
+  EXPECT_EQ(groups.gpus[0].minor, 0u);  // numbered among nvidia's GPUs
+  EXPECT_EQ(groups.gpus[0].iommu_group, groups.gpus[1].iommu_group);
+  ASSERT_EQ(groups.gpus[2].functions.size(), 1u);
+  EXPECT_EQ(groups.gpus[2].functions[0].class_code, 0x010802u);
+  EXPECT_EQ(groups.gpus[2].functions[0].vendor, 0x144d);
+  EXPECT_EQ(groups.gpus[2].functions[0].driver, "nvme");
+  Machine iommufd = Load("vfio-iommufd");
+  EXPECT_TRUE(iommufd.iommufd);
+  EXPECT_TRUE(iommufd.gpus.empty());
+  EXPECT_EQ(iommufd.host_gpus.size(), 2u);
+  Machine vgpu = Load("vgpu-host");
+  ASSERT_EQ(vgpu.gpus.size(), 2u);
+  EXPECT_EQ(vgpu.gpus[0].mdev_types.size(), 3u);
+  ASSERT_EQ(vgpu.gpus[0].mdevs.size(), 2u);
+  EXPECT_EQ(vgpu.gpus[0].mdevs[0].type, "nvidia-701");
+  EXPECT_TRUE(vgpu.gpus[1].mdevs.empty());
 }
 
 TEST(ProfilesTest, DefaultIsDgxH100) {
@@ -474,8 +510,9 @@ TEST(LoadMachineTest, UnknownProfileListsBuiltIns) {
               StartsWith("unknown machine profile \"dgx-z\" (built-in: "
                          "a100-mig, a100-mig-single, b200-mig, dgx-a100, "
                          "dgx-b200, dgx-h100, gb200-nvl, hgx-h200, "
-                         "islands-16, no-driver, none, pcie-t4, "
-                         "rtx-pro-6000-mig"));
+                         "islands-16, mixed-vfio, no-driver, none, "
+                         "pcie-t4, rtx-pro-6000-mig, vfio-groups, "
+                         "vfio-iommufd, vgpu-host"));
 }
 
 }  // namespace
