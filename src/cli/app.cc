@@ -13,6 +13,7 @@
 #include "src/cli/plugin_command.h"
 #include "src/cli/runtime_configure_command.h"
 #include "src/cli/sim_command.h"
+#include "src/cli/vfio_command.h"
 
 #ifndef GPULET_VERSION
 #define GPULET_VERSION "unknown"
@@ -31,6 +32,7 @@ struct Commands {
   RuntimeConfigureOptions runtime_options;
   ExtenderCommandOptions extender_options;
   LabelsOptions labels_options;
+  VfioOptions vfio_options;
   CLI::App* devices = nullptr;
   CLI::App* topo = nullptr;
   CLI::App* sim = nullptr;
@@ -39,6 +41,7 @@ struct Commands {
   CLI::App* runtime = nullptr;
   CLI::App* extender = nullptr;
   CLI::App* labels = nullptr;
+  CLI::App* vfio = nullptr;
   CLI::App* version = nullptr;
 };
 
@@ -52,6 +55,7 @@ void Register(CLI::App& app, Commands& c) {
   c.runtime = AddRuntimeCommand(app, c.runtime_options);
   c.extender = AddExtenderCommand(app, c.extender_options);
   c.labels = AddLabelsCommand(app, c.labels_options);
+  c.vfio = AddVfioCommand(app, c.vfio_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
   app.require_subcommand(1);
 }
@@ -78,6 +82,7 @@ absl::Status Dispatch(Commands& c, std::ostream& out) {
   if (c.sim->parsed()) return RunSim(c.sim_options, out);
   if (c.cdi->parsed()) return RunCdi(c.global, c.cdi_options, out);
   if (c.runtime->parsed()) return RunRuntimeConfigure(c.runtime_options, out);
+  if (c.vfio->parsed()) return RunVfio(c.global, c.vfio_options, out);
   out << "gpulet " << GPULET_VERSION << "\n";
   return absl::OkStatus();
 }

@@ -1,7 +1,19 @@
 #include "src/cli/sim_command.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
 #include "absl/strings/str_cat.h"
+#include "src/common/errors.h"
+#include "src/common/unique_fd.h"
 #include "src/nvml/sim/control_client.h"
+#include "src/nvml/sim/fake_kernel.h"
 #include "src/nvml/sim/node_render.h"
 #include "src/nvml/sim/profiles.h"
 
@@ -75,6 +87,17 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& options) {
   render->add_option("--sim-lib", options.sim_lib,
                      "Simulator library to install as the driver's "
                      "libnvidia-ml.so.<version>");
+  CLI::App* kernel = sim->add_subcommand(
+      "kernel",
+      "Play the kernel on a rendered ROOT: react to driver bind/unbind "
+      "writes until a signal (or, on a pipe, stdin's end)");
+  kernel->add_option("root", options.root, "Directory rendered by sim render")
+      ->required();
+  kernel
+      ->add_option("--dev-nodes", options.dev_nodes,
+                   "How the group nodes it makes are made: mknod or files")
+      ->check(CLI::IsMember({"mknod", "files"}))
+      ->capture_default_str();
   return sim;
 }
 
@@ -85,7 +108,9 @@ void ResolveSimVerb(const CLI::App& sim, SimOptions& options) {
 }
 
 absl::Status ValidateSimOptions(const SimOptions& options) {
-  if (options.verb == "render") return absl::OkStatus();
+  if (options.verb == "render" || options.verb == "kernel") {
+    return absl::OkStatus();
+  }
   if (options.socket.empty()) {
     return absl::InvalidArgumentError(
         "sim: no simulator socket: pass --socket or set GPULET_SIM_SOCKET");
@@ -130,8 +155,54 @@ absl::Status RunRender(const SimOptions& options, std::ostream& out) {
   return absl::OkStatus();
 }
 
+// Runs the fake kernel until SIGTERM, SIGINT or SIGHUP, or until stdin
+// ends when it is a pipe (a test's child process), and stops it.
+absl::Status RunKernel(const SimOptions& options, std::ostream& out) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
+  sigset_t previous;
+  // Blocked before the watcher thread starts, so it inherits the mask.
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  common::UniqueFd signal_fd(signalfd(-1, &signals, SFD_CLOEXEC));
+  absl::Status status;
+  if (!signal_fd.valid()) {
+    status = common::ErrnoToStatus(errno, "signalfd");
+  } else {
+    const sim::SysTree tree{options.root + "/sys", options.root + "/dev",
+                            options.dev_nodes == "files"
+                                ? sim::DevNodes::kFiles
+                                : sim::DevNodes::kMknod};
+    absl::StatusOr<std::unique_ptr<sim::FakeKernel>> kernel =
+        sim::FakeKernel::Start(tree);
+    if (!kernel.ok()) {
+      status = kernel.status();
+    } else {
+      out << "fake kernel watching " << tree.sys << std::endl;
+      struct stat st;
+      const bool stdin_pipe = ::fstat(0, &st) == 0 && S_ISFIFO(st.st_mode);
+      pollfd fds[2] = {{signal_fd.get(), POLLIN, 0}, {0, POLLIN, 0}};
+      for (;;) {
+        if (::poll(fds, stdin_pipe ? 2 : 1, -1) < 0 && errno != EINTR) break;
+        if (fds[0].revents != 0) {
+          // Consumed, so it is not delivered when the mask is restored.
+          signalfd_siginfo info;
+          [[maybe_unused]] ssize_t n =
+              ::read(signal_fd.get(), &info, sizeof(info));
+          break;
+        }
+        char byte;
+        if (fds[1].revents != 0 && ::read(0, &byte, 1) <= 0) break;
+      }
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return status;
+}
+
 absl::Status RunSim(const SimOptions& options, std::ostream& out) {
   if (options.verb == "render") return RunRender(options, out);
+  if (options.verb == "kernel") return RunKernel(options, out);
   absl::StatusOr<std::string> reply = sim::SendControlCommand(
       options.socket, SimControlLine(options), options.timeout_ms);
   if (!reply.ok()) return reply.status();

@@ -94,6 +94,32 @@ TEST_F(PciIdsTest, OverrideWins) {
   EXPECT_EQ(ResourceName(0x2330, {{0x2330, "h100 vm-1"}}, ""), "H100_VM_1");
 }
 
+// docs/passthrough.md's table names only what the table gives.
+TEST(ResourceNameTest, DocumentedNamesAreTheTablesNames) {
+  std::ifstream in(GPULET_SOURCE_DIR "/docs/passthrough.md");
+  ASSERT_TRUE(in);
+  std::set<std::string> names;
+  for (const auto& [id, text] : NvidiaDeviceTable()) {
+    names.insert(ResourceName(id, {}, ""));
+  }
+  const std::regex code("`([A-Z0-9_]+)`");
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("| ", 0) != 0 || line.find("_") == std::string::npos) continue;
+    for (std::sregex_iterator it(line.begin(), line.end(), code), end; it != end;
+         ++it) {
+      const std::string name = (*it)[1];
+      if (name.find('_') == std::string::npos || name.rfind("10DE_", 0) == 0) {
+        continue;
+      }
+      EXPECT_TRUE(names.contains(name)) << name;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
 TEST(DeriveResourceNameTest, Rule) {
   EXPECT_EQ(DeriveResourceName("GH100 [H100 SXM5 80GB]"), "GH100_H100_SXM5_80GB");
   EXPECT_EQ(DeriveResourceName("GA107GL [A2 / A16]"), "GA107GL_A2___A16");

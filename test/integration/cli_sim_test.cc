@@ -141,5 +141,35 @@ TEST(SimRenderTest, RendersTheMachineOfTheEnvironment) {
   EXPECT_THAT(r.err, HasSubstr("absolute"));
 }
 
+// `gpulet sim kernel` as its own process plays the kernel while `gpulet
+// vfio bind` writes to the tree: the binding moves, the group node appears.
+TEST(SimKernelTest, VfioBindAgainstTheFakeKernelProcess) {
+  TempDir dir;
+  const std::string root = dir.path() + "/node";
+  ProcessResult r =
+      RunGpulet("vfio-groups", {"sim", "render", root, "--dev-nodes", "files"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  std::optional<ChildProcess> kernel = ChildProcess::Start(
+      {GpuletBinary(), "sim", "kernel", root, "--dev-nodes", "files"}, {});
+  ASSERT_TRUE(kernel.has_value());
+  std::optional<std::string> ready = kernel->ReadLine();
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_THAT(*ready, HasSubstr("fake kernel watching " + root + "/sys"));
+  r = RunGpulet("vfio-groups",
+                {"vfio", "bind", "0000:17:00.0", "--sys-root", root + "/sys",
+                 "--dev-root", root + "/dev", "--state-dir", root + "/state"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(std::filesystem::read_symlink(
+                root + "/sys/bus/pci/devices/0000:17:00.1/driver")
+                .filename(),
+            "vfio-pci");
+  EXPECT_TRUE(std::filesystem::exists(root + "/dev/vfio/20"));
+  EXPECT_EQ(kernel->Finish(), 0);
+
+  r = RunGpulet("", {"sim", "kernel", dir.path() + "/not-rendered"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_THAT(r.err, HasSubstr("not-rendered/sys/bus/pci/drivers"));
+}
+
 }  // namespace
 }  // namespace gpulet::testing

@@ -42,8 +42,8 @@ absl::StatusOr<std::unique_ptr<FakeKernel>> FakeKernel::Start(
   if (!inotify.valid()) return common::ErrnoToStatus(errno, "inotify_init1");
   common::UniqueFd wake(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.valid()) return common::ErrnoToStatus(errno, "eventfd");
-  std::unique_ptr<FakeKernel> kernel(
-      new FakeKernel(tree, std::move(inotify), std::move(wake)));
+  auto kernel = std::make_unique<FakeKernel>(Token{}, tree, std::move(inotify),
+                                             std::move(wake));
   std::vector<std::string> dirs = {tree.sys + "/bus/pci"};
   std::error_code ec;
   for (const auto& entry :
@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<FakeKernel>> FakeKernel::Start(
   return kernel;
 }
 
-FakeKernel::FakeKernel(SysTree tree, common::UniqueFd inotify,
+FakeKernel::FakeKernel(Token, SysTree tree, common::UniqueFd inotify,
                        common::UniqueFd wake)
     : tree_(std::move(tree)),
       inotify_(std::move(inotify)),

@@ -39,6 +39,15 @@ class FakeKernel {
   static absl::StatusOr<std::unique_ptr<FakeKernel>> Start(const SysTree& tree);
   ~FakeKernel();
 
+  // Only Start() makes one (Token is private).
+  struct Token {
+   private:
+    friend class FakeKernel;
+    Token() = default;
+  };
+  FakeKernel(Token, SysTree tree, common::UniqueFd inotify,
+             common::UniqueFd wake);
+
   FakeKernel(const FakeKernel&) = delete;
   FakeKernel& operator=(const FakeKernel&) = delete;
 
@@ -46,7 +55,6 @@ class FakeKernel {
   std::vector<std::string> Errors() const;
 
  private:
-  FakeKernel(SysTree tree, common::UniqueFd inotify, common::UniqueFd wake);
   void Run(std::stop_token stop);
   void Handle(const std::string& dir, const std::string& name);
 

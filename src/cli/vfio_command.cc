@@ -1,0 +1,110 @@
+#include "src/cli/vfio_command.h"
+
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "src/common/status_macros.h"
+#include "src/device/pci_address.h"
+#include "src/vfio/binder.h"
+#include "src/vfio/gpu_selector.h"
+#include "src/vfio/vfio.h"
+
+namespace gpulet::cli {
+namespace {
+
+void AddVerbOptions(CLI::App& verb, VfioOptions& options) {
+  verb.add_option("gpus", options.gpus,
+                  "GPUs: index (PCI order), PCI address or GPU-<uuid>")
+      ->required();
+  verb.add_flag("--dry-run", options.dry_run,
+                "Print each sysfs write instead of doing it");
+  verb.add_option("--sys-root", options.sys_root, "sysfs root")
+      ->capture_default_str();
+  verb.add_option("--dev-root", options.dev_root, "/dev root")
+      ->capture_default_str();
+  verb.add_option("--state-dir", options.state_dir,
+                  "Where the drivers before bind are kept")
+      ->capture_default_str();
+  verb.add_option("--timeout-ms", options.timeout_ms,
+                  "How long to wait for the kernel to show each change")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+// UUID -> sysfs address of every GPU NVML enumerates; only asked for when
+// an argument is a UUID, so bind works on nodes without a usable NVML.
+absl::StatusOr<std::map<std::string, std::string>> UuidAddresses(
+    const GlobalOptions& global, const VfioOptions& options) {
+  std::map<std::string, std::string> out;
+  bool wanted = false;
+  for (const std::string& gpu : options.gpus) {
+    wanted = wanted || absl::StartsWithIgnoreCase(gpu, "GPU-");
+  }
+  if (!wanted) return out;
+  absl::StatusOr<NvmlSession> session = OpenNvml(global);
+  if (!session.ok()) {
+    return absl::Status(session.status().code(),
+                        absl::StrCat("looking up GPU UUIDs: ",
+                                     session.status().message()));
+  }
+  if (session->lib == nullptr) return out;
+  nvml::Library& lib = *session->lib;
+  GPULET_ASSIGN_OR_RETURN(unsigned count, lib.DeviceGetCount());
+  for (unsigned i = 0; i < count; ++i) {
+    GPULET_ASSIGN_OR_RETURN(nvml::Device device, lib.DeviceGetHandleByIndex(i));
+    GPULET_ASSIGN_OR_RETURN(std::string uuid, lib.DeviceGetUuid(device));
+    GPULET_ASSIGN_OR_RETURN(nvml::PciInfo pci, lib.DeviceGetPciInfo(device));
+    if (auto address = device::ParsePciAddress(pci.bus_id)) {
+      out[absl::AsciiStrToUpper(uuid)] = device::SysfsBusId(*address);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CLI::App* AddVfioCommand(CLI::App& app, VfioOptions& options) {
+  CLI::App* vfio = app.add_subcommand(
+      "vfio", "Bind GPUs (with their IOMMU groups) to vfio-pci for VMs, or back");
+  vfio->require_subcommand(1);
+  options.bind = vfio->add_subcommand(
+      "bind", "Bind each GPU's IOMMU group to vfio-pci");
+  options.unbind = vfio->add_subcommand(
+      "unbind", "Give each GPU's IOMMU group back to its previous drivers");
+  AddVerbOptions(*options.bind, options);
+  AddVerbOptions(*options.unbind, options);
+  return vfio;
+}
+
+absl::Status RunVfio(const GlobalOptions& global, const VfioOptions& options,
+                     std::ostream& out) {
+  const vfio::Roots roots{options.sys_root, options.dev_root};
+  GPULET_ASSIGN_OR_RETURN(vfio::Inventory inventory, vfio::Discover(roots));
+  GPULET_ASSIGN_OR_RETURN(auto uuids, UuidAddresses(global, options));
+  // Every argument is resolved before anything is written.
+  std::vector<const vfio::Gpu*> gpus;
+  for (const std::string& argument : options.gpus) {
+    GPULET_ASSIGN_OR_RETURN(const vfio::Gpu* gpu,
+                            vfio::SelectGpu(inventory, argument, uuids));
+    gpus.push_back(gpu);
+  }
+  vfio::Binder::Options binder_options;
+  binder_options.state_dir = options.state_dir;
+  binder_options.dry_run = options.dry_run;
+  binder_options.timeout = std::chrono::milliseconds(options.timeout_ms);
+  vfio::Binder binder(roots, binder_options, out);
+  const bool bind = options.bind != nullptr && options.bind->parsed();
+  for (const vfio::Gpu* gpu : gpus) {
+    // A shared group moves with its first GPU; read the tree again so the
+    // next GPU of that group sees where it is now.
+    GPULET_ASSIGN_OR_RETURN(vfio::Inventory now, vfio::Discover(roots));
+    GPULET_ASSIGN_OR_RETURN(const vfio::Gpu* current,
+                            vfio::SelectGpu(now, gpu->function.address, {}));
+    GPULET_RETURN_IF_ERROR(bind ? binder.Bind(*current) : binder.Unbind(*current));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpulet::cli
