@@ -273,7 +273,8 @@ struct PassthroughSelector {
 // docs/passthrough.md. Present (even empty) turns passthrough on.
 struct Passthrough {
   std::vector<PassthroughSelector> devices = {PassthroughSelector{}};
-  // PCI device ID -> the <NAME> of nvidia.com/<NAME> ([A-Z0-9_]).
+  // PCI device ID -> the <NAME> of nvidia.com/<NAME>, as written;
+  // vfio::ResourceName normalises it ("h100 vm" -> "H100_VM").
   std::map<uint16_t, std::string> resource_names;
   std::string sys_root = "/sys";  // where this process sees the host's /sys
   std::string dev_root = "/dev";  // where this process sees the host's /dev

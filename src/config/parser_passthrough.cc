@@ -92,15 +92,14 @@ absl::Status ReadSelectors(ParseContext& ctx, const Field& f,
   return absl::OkStatus();
 }
 
+// vfio::ResourceName upper-cases the override and turns separators into
+// '_' ("h100 vm" -> "H100_VM"); a name must keep a letter or digit.
 bool ValidName(const std::string& name) {
-  if (name.empty()) return false;
+  bool alnum = false;
   for (char c : name) {
-    if (!absl::ascii_isupper(static_cast<unsigned char>(c)) &&
-        !absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '_') {
-      return false;
-    }
+    alnum |= absl::ascii_isalnum(static_cast<unsigned char>(c));
   }
-  return true;
+  return alnum;
 }
 
 // A map from device IDs to names; its keys are not known in advance, so it
@@ -139,8 +138,8 @@ absl::Status ReadResourceNames(ParseContext& ctx, const Field& f,
       return ctx.reader.Error(
           value_field,
           absl::StrCat(Quote(name),
-                       " is not a resource name suffix: upper-case letters, "
-                       "digits and '_' only (advertised as nvidia.com/<name>)"));
+                       " is not a resource name suffix: it needs a letter or "
+                       "digit (advertised as nvidia.com/<NAME>)"));
     }
     if (!out->emplace(id, name).second) {
       return ctx.reader.Error(

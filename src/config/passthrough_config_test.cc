@@ -30,7 +30,7 @@ TEST(PassthroughConfigTest, ReadsEveryKey) {
   absl::StatusOr<Config> c = ParseConfig(R"(version: v1
 passthrough:
   devices: [vfio-pci, "3B:00.0", "0001:c1:1f.7", "10de:2330", "0x26B9"]
-  resourceNames: {"2330": H100_SXM, "0x20b5": A100_80GB}
+  resourceNames: {"2330": H100_SXM, "0x20b5": a100 80gb}
   sysRoot: /host/sys
   devRoot: /host/dev
   hostDevRoot: /dev
@@ -50,7 +50,7 @@ passthrough:
   EXPECT_EQ(p.devices[4].device_id, 0x26b9);
   EXPECT_EQ(p.resource_names,
             (std::map<uint16_t, std::string>{{0x2330, "H100_SXM"},
-                                             {0x20b5, "A100_80GB"}}));
+                                             {0x20b5, "a100 80gb"}}));
   EXPECT_EQ(p.sys_root, "/host/sys");
   EXPECT_EQ(p.dev_root, "/host/dev");
   EXPECT_EQ(p.host_dev_root, "/dev");
@@ -86,8 +86,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"  resourceNames: {\"23x0\": A}\n",
                 "passthrough.resourceNames.23x0: \"23x0\" is not an NVIDIA "
                 "device ID"},
-        BadCase{"  resourceNames: {\"2330\": h100}\n",
-                "passthrough.resourceNames.2330: \"h100\" is not a resource "
+        BadCase{"  resourceNames: {\"2330\": \"-/.\"}\n",
+                "passthrough.resourceNames.2330: \"-/.\" is not a resource "
                 "name suffix"},
         BadCase{"  resourceNames: {\"2330\": A, \"0x2330\": B}\n",
                 "device ID 2330 is named twice"},
