@@ -118,7 +118,11 @@ TEST_F(DaemonPassthroughTest, NonViableGroupBecomesHealthyWhenCompanionBound) {
   grpc::Status ok = stub->Allocate(RpcContext().get(), request, &response);
   ASSERT_TRUE(ok.ok()) << ok.error_message();
   std::string env = "PCI_RESOURCE_" + resource;
-  for (char& c : env) c = (c == '.' || c == '/') ? '_' : std::toupper(c);
+  for (char& c : env) {
+    c = (c == '.' || c == '/')
+            ? '_'
+            : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
   EXPECT_EQ(response.container_responses(0).envs().at(env), kGpu0);
 
   // The group vanishes: Allocate is refused naming it, the device goes
