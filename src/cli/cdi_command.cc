@@ -1,5 +1,6 @@
 #include "src/cli/cdi_command.h"
 
+#include "src/cdi/passthrough_spec.h"
 #include "src/cdi/spec_codec.h"
 #include "src/cdi/spec_file.h"
 #include "src/common/file_util.h"
@@ -35,12 +36,39 @@ CLI::App* AddCdiCommand(CLI::App& app, CdiOptions& options) {
   generate->add_flag("--skip-unresolved-mig", options.skip_unresolved_mig,
                      "Leave out MIG devices whose capability minors are "
                      "unknown instead of failing");
+  generate->add_option("--passthrough-output", options.passthrough_output,
+                       "Also write the CDI spec of the GPUs bound to vfio-pci "
+                       "(kind <vendor>/pgpu) to this file");
+  generate->add_option("--vfio-dev-root", options.vfio_dev_root,
+                       "Where the host's /dev (vfio/, iommu) is seen, for "
+                       "the passthrough spec")
+      ->capture_default_str();
   return cdi;
 }
+
+namespace {
+
+absl::Status WritePassthroughSpec(const GlobalOptions& global,
+                                  const CdiOptions& options,
+                                  cdi::Format format) {
+  GPULET_ASSIGN_OR_RETURN(
+      vfio::Inventory inventory,
+      vfio::Discover(vfio::Roots{global.sysfs_root, options.vfio_dev_root}));
+  GPULET_ASSIGN_OR_RETURN(
+      cdi::Spec spec, cdi::BuildPassthroughSpec(inventory, options.vendor,
+                                                options.vfio_dev_root));
+  return common::WriteFileAtomic(options.passthrough_output,
+                                 cdi::FormatSpec(spec, format));
+}
+
+}  // namespace
 
 absl::Status RunCdi(const GlobalOptions& global, const CdiOptions& options,
                     std::ostream& out) {
   GPULET_ASSIGN_OR_RETURN(cdi::Format format, cdi::ParseFormat(options.format));
+  if (!options.passthrough_output.empty()) {
+    GPULET_RETURN_IF_ERROR(WritePassthroughSpec(global, options, format));
+  }
   GPULET_ASSIGN_OR_RETURN(NvmlSession nvml, OpenNvml(global));
   device::Node node;  // stays empty on a node without GPUs: BuildSpec says so
   if (nvml.lib != nullptr) {
@@ -48,6 +76,10 @@ absl::Status RunCdi(const GlobalOptions& global, const CdiOptions& options,
         node, device::Discover(*nvml.lib,
                                device::DiscoveryOptions{global.sysfs_root}));
     GPULET_RETURN_IF_ERROR(nvml.lib->Shutdown());
+  }
+  // A node whose every GPU is for VMs has only the passthrough spec.
+  if (node.gpus.empty() && !options.passthrough_output.empty()) {
+    return absl::OkStatus();
   }
   cdi::DriverOptions driver;
   driver.driver_root = global.driver_root;

@@ -22,6 +22,10 @@ struct CdiOptions {
   std::string dev_root;   // --dev-root, NVIDIA_DEV_ROOT; empty: driver root
   std::string hook_path;  // --hook-path; empty: /usr/bin/gpulet-runtime
   bool skip_unresolved_mig = false;  // --skip-unresolved-mig
+  // --passthrough-output FILE: also write the <vendor>/pgpu spec of the GPUs
+  // bound to vfio-pci there (read under --sysfs-root and --vfio-dev-root).
+  std::string passthrough_output;
+  std::string vfio_dev_root = "/dev";  // --vfio-dev-root
 };
 
 // Registers `cdi` and its `generate` subcommand.

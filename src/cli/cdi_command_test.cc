@@ -12,6 +12,7 @@
 #include "src/cdi/spec_codec.h"
 #include "src/cdi/spec_file.h"
 #include "src/cdi/test_root.h"
+#include "src/vfio/test_tree.h"
 
 namespace gpulet::cli {
 namespace {
@@ -82,6 +83,34 @@ TEST(CdiCommandTest, WritesTheOutputFile) {
   absl::StatusOr<cdi::Spec> spec = cdi::ReadSpecFile(options.output);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->devices.size(), 4u * 2 + 1);
+}
+
+// mixed-vfio: NVML sees GPUs 0-3; 4-7 are on vfio-pci, in sysfs only.
+TEST(CdiCommandTest, PassthroughOutputHasTheVfioGpus) {
+  vfio::testing::TestTree tree;
+  tree.Render("mixed-vfio");
+  cdi::testing::TempRoot root;
+  GlobalOptions global = SimOn("mixed-vfio", root.path());
+  global.sysfs_root = tree.root() + "/sys";
+  CdiOptions options;
+  options.passthrough_output = tree.root() + "/pgpu.yaml";
+  options.vfio_dev_root = tree.root() + "/dev";
+  std::ostringstream out;
+  absl::Status s = RunCdi(global, options, out);
+  ASSERT_TRUE(s.ok()) << s;
+  absl::StatusOr<cdi::Spec> gpus = cdi::ParseSpec(out.str());
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_EQ(gpus->devices.size(), 4u * 2 + 1);
+  absl::StatusOr<cdi::Spec> pgpu =
+      cdi::ReadSpecFile(options.passthrough_output);
+  ASSERT_TRUE(pgpu.ok()) << pgpu.status();
+  EXPECT_EQ(pgpu->kind, "nvidia.com/pgpu");
+  ASSERT_EQ(pgpu->devices.size(), 4u);
+  EXPECT_EQ(pgpu->devices[0].name, "0000:9d:00.0");
+  ASSERT_EQ(pgpu->devices[0].edits.device_nodes.size(), 1u);
+  EXPECT_EQ(pgpu->devices[0].edits.device_nodes[0].path, "/dev/vfio/50");
+  EXPECT_EQ(pgpu->devices[0].edits.device_nodes[0].host_path,
+            tree.root() + "/dev/vfio/50");
 }
 
 TEST(CdiCommandTest, MigNeedsItsCapabilityMinors) {

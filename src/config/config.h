@@ -261,6 +261,40 @@ struct Metrics {
   bool operator==(const Metrics&) const = default;
 };
 
+// passthrough.devices[]: which GPUs are given whole to virtual machines
+// and Kata containers through VFIO instead of to containers through NVML.
+struct PassthroughSelector {
+  enum class Kind {
+    kVfioBound,   // "vfio-pci": every GPU bound to vfio-pci
+    kPciAddress,  // "0000:3b:00.0" (domain optional in the file)
+    kDeviceId,    // "10de:2330": every GPU with this PCI device ID
+  };
+  Kind kind = Kind::kVfioBound;
+  std::string pci_address;  // kPciAddress: "0000:3b:00.0", lower case
+  uint16_t device_id = 0;   // kDeviceId
+
+  bool operator==(const PassthroughSelector&) const = default;
+};
+
+// passthrough.*: gpulet's own section (NVIDIA's file has none); see
+// docs/passthrough.md. Present (even empty) turns passthrough on.
+struct Passthrough {
+  std::vector<PassthroughSelector> devices = {PassthroughSelector{}};
+  // PCI device ID -> the <NAME> of nvidia.com/<NAME>, as written;
+  // vfio::ResourceName normalises it ("h100 vm" -> "H100_VM").
+  std::map<uint16_t, std::string> resource_names;
+  std::string sys_root = "/sys";  // where this process sees the host's /sys
+  std::string dev_root = "/dev";  // where this process sees the host's /dev
+  // The host path of dev_root, for Allocate's DeviceSpecs; empty: dev_root.
+  std::string host_dev_root;
+  // pci.ids, the fallback for device IDs gpulet's table does not know.
+  std::string pci_ids = "/usr/share/misc/pci.ids";
+  // How often the bindings are re-read when nothing signalled a change.
+  absl::Duration resync_period = absl::Seconds(30);
+
+  bool operator==(const Passthrough&) const = default;
+};
+
 struct Config {
   std::string version = kConfigVersion;
   Flags flags;
@@ -273,6 +307,7 @@ struct Config {
   Origins origins;
   Health health;
   Metrics metrics;
+  std::optional<Passthrough> passthrough;
 };
 
 // The name `resource` is advertised under: its rename, else

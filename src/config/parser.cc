@@ -113,7 +113,7 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
     return ctx.reader.Error(
         Field{root, "(top level)"},
         absl::StrCat("expected a map with version, flags, resources, "
-                     "sharing, imex, health, metrics; got ",
+                     "sharing, imex, health, metrics, passthrough; got ",
                      yaml::Describe(root)));
   }
   return ReadMap(
@@ -124,7 +124,9 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
        {"sharing", [&](const Field& f) { return ParseSharing(ctx, f); }},
        {"imex", [&](const Field& f) { return ParseImex(ctx, f); }},
        {"health", [&](const Field& f) { return ParseHealth(ctx, f); }},
-       {"metrics", [&](const Field& f) { return ParseMetrics(ctx, f); }}});
+       {"metrics", [&](const Field& f) { return ParseMetrics(ctx, f); }},
+       {"passthrough",
+        [&](const Field& f) { return ParsePassthrough(ctx, f); }}});
 }
 
 }  // namespace

@@ -60,5 +60,7 @@ absl::Status ParseImex(ParseContext& ctx, const Field& field);
 // health.* and metrics.* (gpulet's own sections), in parser_health.cc.
 absl::Status ParseHealth(ParseContext& ctx, const Field& field);
 absl::Status ParseMetrics(ParseContext& ctx, const Field& field);
+// passthrough.*, in parser_passthrough.cc.
+absl::Status ParsePassthrough(ParseContext& ctx, const Field& field);
 
 }  // namespace gpulet::config::internal

@@ -53,6 +53,7 @@ class Checker {
   absl::Status Imex() const;
   absl::Status Health() const;
   absl::Status Metrics() const;
+  absl::Status Passthrough(const config::Passthrough& p) const;
 
  private:
   const Config& config_;
@@ -301,6 +302,30 @@ absl::Status Checker::Metrics() const {
                             "\"[::1]:9400\")"));
 }
 
+absl::Status Checker::Passthrough(const config::Passthrough& p) const {
+  if (p.devices.empty()) {
+    return Error("passthrough.devices",
+                 "selects no GPU; remove the passthrough section to turn "
+                 "passthrough off");
+  }
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"passthrough.sysRoot", &p.sys_root},
+      {"passthrough.devRoot", &p.dev_root}};
+  for (const auto& [path, value] : paths) {
+    GPULET_RETURN_IF_ERROR(AbsolutePath(path, *value, /*empty_ok=*/false));
+  }
+  GPULET_RETURN_IF_ERROR(AbsolutePath("passthrough.hostDevRoot",
+                                      p.host_dev_root, /*empty_ok=*/true));
+  GPULET_RETURN_IF_ERROR(
+      AbsolutePath("passthrough.pciIds", p.pci_ids, /*empty_ok=*/true));
+  if (p.resync_period < absl::Seconds(1)) {
+    return Error("passthrough.resyncPeriod",
+                 absl::StrCat("must be at least 1s, got ",
+                              absl::FormatDuration(p.resync_period)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateValues(const Config& config) {
@@ -326,6 +351,9 @@ absl::Status ValidateValues(const Config& config) {
   }
   GPULET_RETURN_IF_ERROR(check.Imex());
   GPULET_RETURN_IF_ERROR(check.Health());
+  if (config.passthrough) {
+    GPULET_RETURN_IF_ERROR(check.Passthrough(*config.passthrough));
+  }
   return check.Metrics();
 }
 

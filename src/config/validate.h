@@ -44,7 +44,9 @@ inline constexpr int64_t kMaxMemoryUnitMib = int64_t{1} << 20;
 //   [1MiB, 1024GiB], devices all, a count or GPU indexes and GPU- UUIDs,
 //   maxDevicesPerNode in [1, kMaxMemoryDevicesPerNode], pendingTimeout at
 //   least 1s, resyncPeriod at least 10s;
-// - imex.channelIDs is [] or [0].
+// - imex.channelIDs is [] or [0];
+// - passthrough: devices selects something, sysRoot and devRoot absolute,
+//   hostDevRoot and pciIds absolute or empty, resyncPeriod at least 1s.
 absl::Status ValidateValues(const Config& config);
 
 // ValidateValues, then the rules that tie values together:

@@ -252,6 +252,8 @@ void Daemon::Impl::StopSession() {
   // Streams end first, so the kubelet hears of the stop at once; the
   // runners themselves stay until no callback can reach them.
   for (PluginRunner* runner : Runners()) runner->Stop();
+  StopPassthroughWatcher();
+  passthrough_watcher_key_.clear();
   watcher_.reset();
   watched_sockets_.clear();
   if (monitor_ != nullptr) monitor_->Stop();
@@ -271,6 +273,8 @@ void Daemon::Impl::StopSession() {
     book_.Clear();
     mps_enabled_ = false;
     mps_up_.clear();
+    passthrough_resources_.clear();
+    passthrough_health_.clear();
     pending_ = registration::SocketEvent{};
   }
   runners.clear();

@@ -20,6 +20,7 @@
 #include "src/daemon/daemon_impl.h"
 #include "src/device/topology.h"
 #include "src/health/health_config.h"
+#include "src/resources/passthrough.h"
 #include "src/resources/resource_handlers.h"
 #include "src/resources/resources.h"
 
@@ -157,10 +158,15 @@ absl::StatusOr<std::vector<Daemon::Impl::Prepared>> Daemon::Impl::Prepare(
 
 absl::Status Daemon::Impl::Apply(const config::Config& config,
                                  const health::MonitorOptions& health,
-                                 const device::Node& node) {
+                                 const device::Node& discovered) {
   EnsurePublisher(config);
+  PassthroughPrepared passthrough = PreparePassthrough(config);
+  // A GPU selected for passthrough is never a container GPU.
+  const device::Node node =
+      resources::WithoutPassthrough(discovered, passthrough.plan.selected);
   absl::StatusOr<std::vector<Prepared>> prepared = Prepare(config, node);
   if (!prepared.ok()) return prepared.status();
+  for (Prepared& p : passthrough.prepared) prepared->push_back(std::move(p));
   EnsureMps(config, *prepared);
   std::vector<std::string> sockets;
   for (const Prepared& p : *prepared) sockets.push_back(p.spec.socket_name);
@@ -176,8 +182,10 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
               config::SharedDevicesAllocationPolicy::kPacked
           ? allocation::SharedPolicy::kPacked
           : allocation::SharedPolicy::kDistributed;
+  RecordPassthrough(passthrough.plan);
   ServeResources(*std::move(prepared),
                  ScoreTopologyMeanwhile(node, preferred_options));
+  EnsurePassthroughWatcher(config);
   node_ = node;
   PublishLabels(config, node);
   return absl::OkStatus();

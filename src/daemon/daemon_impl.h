@@ -35,6 +35,7 @@
 #include "src/daemon/signal_channel.h"
 #include "src/device/gpu.h"
 #include "src/health/health_monitor.h"
+#include "src/health/passthrough_watcher.h"
 #include "src/kube/client.h"
 #include "src/kube/transport.h"
 #include "src/metrics/gpulet_metrics.h"
@@ -45,6 +46,7 @@
 #include "src/nvml/library.h"
 #include "src/podresources/client.h"
 #include "src/registration/socket_watcher.h"
+#include "src/resources/passthrough.h"
 #include "src/resources/resources.h"
 
 namespace gpulet::daemon {
@@ -131,6 +133,34 @@ class Daemon::Impl {
   void OnHealth(const health::HealthEvent& event);
   // gpu_index < 0: every device; else only that GPU's devices.
   void PublishDeviceHealth(int gpu_index = -1)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- daemon_passthrough.cc: GPUs for VMs (docs/passthrough.md) ----
+  struct PassthroughPrepared {
+    std::vector<Prepared> prepared;
+    resources::PassthroughPlan plan;
+  };
+  // The passthrough resources `config` selects from sysfs, never failing:
+  // a sysfs that cannot be read, or a selector matching nothing, is logged
+  // and the container GPUs are served all the same.
+  PassthroughPrepared PreparePassthrough(const config::Config& config);
+  // The plan's health into passthrough_health_ and the metric; before the
+  // runners are brought to it.
+  void RecordPassthrough(const resources::PassthroughPlan& plan)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The watcher `config` asks for, kept while its roots and period stay.
+  void EnsurePassthroughWatcher(const config::Config& config)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void StopPassthroughWatcher() ABSL_LOCKS_EXCLUDED(mu_);
+  // On the watcher's thread: each selected GPU's health from a fresh read.
+  void OnPassthroughInventory(const absl::StatusOr<vfio::Inventory>& inventory)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // From Allocate (a gRPC thread): the GPU's group node is gone.
+  void OnPassthroughVanished(const std::string& address,
+                             const std::string& reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void SetPassthroughHealth(const std::string& address,
+                            const resources::PassthroughHealth& health)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- daemon_memory.cc: memory shares' node agent ----
@@ -223,6 +253,17 @@ class Daemon::Impl {
   // destroyed (daemons told to quit, thread joined) before them.
   std::unique_ptr<mps::Supervisor> mps_;
   std::string mps_key_;  // control program and root, to tell a reload's need
+  // The passthrough resources' names, and each selected GPU's health by
+  // PCI address.
+  std::set<std::string> passthrough_resources_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, resources::PassthroughHealth> passthrough_health_
+      ABSL_GUARDED_BY(mu_);
+  vfio::Roots passthrough_roots_ ABSL_GUARDED_BY(mu_);
+  // After the runners: its callback reaches them, so it goes first. Its
+  // key (roots, period) tells whether a reload needs a new one.
+  std::unique_ptr<health::PassthroughWatcher> passthrough_watcher_
+      ABSL_GUARDED_BY(mu_);
+  std::string passthrough_watcher_key_;  // the loop thread's
   // Reads the topology of the last Apply (ScoreTopologyMeanwhile). Last:
   // joined before the library it reads goes.
   std::jthread topology_thread_;

@@ -56,6 +56,11 @@ const std::vector<Spec>& Specs() {
        "Configuration reloads (SIGHUP), by result: ok (served) or error "
        "(rejected, nothing changed).",
        {"result"}},
+      {&GpuletMetrics::passthrough_viable, MetricType::kGauge,
+       "gpulet_passthrough_viable",
+       "Whether a passthrough GPU's IOMMU group is viable (every function "
+       "bound to vfio-pci or a bridge, group node present) (1) or not (0).",
+       {"pci"}},
   };
   return *kSpecs;
 }

@@ -51,6 +51,10 @@ struct GpuletMetrics {
   // gpulet_config_reloads_total{result}: SIGHUP reloads, "ok" when the new
   // configuration is served, "error" when it was rejected (nothing changed).
   Family* config_reloads = nullptr;
+  // gpulet_passthrough_viable{pci}: per GPU selected for passthrough, 1 when
+  // every function of its IOMMU group is bound to vfio-pci (or a bridge)
+  // and its group node exists, else 0 (the reason is logged).
+  Family* passthrough_viable = nullptr;
 
   // Registers every family (idempotent on the same registry).
   static absl::StatusOr<GpuletMetrics> Register(Registry& registry);

@@ -53,8 +53,21 @@ func runResources(e *Env) error {
 		if len(ids) != 1 {
 			return fmt.Errorf("pod %s asked for 1 %s and the kubelet recorded %v", pod.Name, name, ids)
 		}
-		if e.Spec.EnvName != "" && opts.Envs[e.Spec.EnvName] != e.Spec.MapID(ids[0]) {
-			return fmt.Errorf("pod %s got %s but %s=%q", pod.Name, ids[0], e.Spec.EnvName, opts.Envs[e.Spec.EnvName])
+		envName := e.Spec.EnvName
+		if e.Spec.ExtraEnvName != "" {
+			envName = e.Spec.ExtraEnvName
+			// Another world's resource: nothing of the main one's.
+			if v, ok := opts.Envs[e.Spec.EnvName]; ok && e.Spec.EnvName != envName {
+				return fmt.Errorf("pod %s asked for 1 %s and got %s=%q", pod.Name, name, e.Spec.EnvName, v)
+			}
+			for _, d := range opts.Devices {
+				if strings.Contains(d, "-> /dev/vfio/") {
+					return fmt.Errorf("pod %s asked for 1 %s and got %s", pod.Name, name, d)
+				}
+			}
+		}
+		if envName != "" && opts.Envs[envName] != e.Spec.MapID(ids[0]) {
+			return fmt.Errorf("pod %s got %s but %s=%q", pod.Name, ids[0], envName, opts.Envs[envName])
 		}
 		e.step("pod %s got %s %s; env %s", pod.Name, name, ids[0], envSummary(e, opts))
 	}

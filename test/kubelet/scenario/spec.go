@@ -44,6 +44,11 @@ type Spec struct {
 	// ExtraResources are the other resources the plugin must register, with
 	// their healthy device counts (the resources scenario checks them).
 	ExtraResources map[string]int
+	// ExtraEnvName, if set, is the variable that lists an extra resource's
+	// device instead of EnvName (a mixed node: container GPUs beside
+	// passthrough ones); such a container must then get neither EnvName nor
+	// a /dev/vfio node.
+	ExtraEnvName string
 	// SharedLimit says the plugin refuses a container asking for more than
 	// one device of the resource (NVIDIA's failRequestsGreaterThanOne); the
 	// shared-limit scenario checks the kubelet's admission error.

@@ -111,10 +111,17 @@ func newFlags(name string, o *options) *flag.FlagSet {
 		o.spec.ExtraResources[name] = n
 		return nil
 	})
+	fs.StringVar(&o.spec.ExtraEnvName, "extra-env", "", "env var that lists an extra resource's device, when not --env's; its containers must get neither --env's variable nor /dev/vfio nodes")
 	fs.BoolVar(&o.spec.SharedLimit, "shared-limit", false, "the plugin refuses requests for more than one device (failRequestsGreaterThanOne)")
 	fs.Func("strip-replicas", "compare --env entries with device IDs without their ::<replica> suffix (true/false)", func(v string) error {
 		if v == "true" {
 			o.spec.MapID = scenario.StripReplica
+		}
+		return nil
+	})
+	fs.Func("vfio", "the resource is a VFIO passthrough resource: each container gets /dev/vfio/vfio and a group node per device, no /dev/nvidia* (true/false)", func(v string) error {
+		if v == "true" {
+			o.spec.CheckRunOptions = scenario.CheckVfioRunOptions
 		}
 		return nil
 	})

@@ -1,0 +1,173 @@
+// Daemon::Impl, passthrough GPUs: their resources from sysfs and the
+// configuration, Allocate over the group nodes, and their health from the
+// watcher and from Allocate (see daemon_impl.h, docs/passthrough.md).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "src/allocation/simple_preferred.h"
+#include "src/common/logging.h"
+#include "src/daemon/daemon_impl.h"
+
+namespace gpulet::daemon {
+
+Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
+    const config::Config& config) {
+  PassthroughPrepared out;
+  if (!config.passthrough) return out;
+  const config::Passthrough& pt = *config.passthrough;
+  absl::StatusOr<vfio::Inventory> inventory =
+      vfio::Discover(resources::RootsOf(pt));
+  if (!inventory.ok()) {
+    GPULET_LOG(ERROR) << "passthrough GPUs are not served: cannot read "
+                         "sysfs: "
+                      << inventory.status().message();
+    return out;
+  }
+  out.plan = resources::PlanPassthrough(*inventory, pt, options_.socket_prefix);
+  for (const std::string& error : out.plan.errors) {
+    GPULET_LOG(ERROR) << error;
+  }
+  for (const resources::ResourceSpec& spec : out.plan.resources) {
+    resources::PassthroughAllocateOptions allocate;
+    allocate.resource_name = spec.resource_name;
+    allocate.dev_root = pt.dev_root;
+    allocate.host_dev_root =
+        pt.host_dev_root.empty() ? pt.dev_root : pt.host_dev_root;
+    allocate.iommufd = inventory->iommufd;
+    allocate.on_vanished = [this](const std::string& address,
+                                  const std::string& reason) {
+      OnPassthroughVanished(address, reason);
+    };
+    out.prepared.push_back(Prepared{
+        spec, resources::MakePassthroughAllocate(std::move(allocate)),
+        pluginapi::PreferredHandler(allocation::SimplePreferred)});
+  }
+  return out;
+}
+
+void Daemon::Impl::RecordPassthrough(const resources::PassthroughPlan& plan) {
+  absl::MutexLock lock(&mu_);
+  passthrough_resources_.clear();
+  for (const resources::ResourceSpec& spec : plan.resources) {
+    passthrough_resources_.insert(spec.resource_name);
+  }
+  for (const auto& [address, health] : passthrough_health_) {
+    if (!plan.health.contains(address)) {
+      metrics_.passthrough_viable->Remove({address});
+    }
+  }
+  passthrough_health_.clear();
+  for (const auto& [address, health] : plan.health) {
+    SetPassthroughHealth(address, health);
+  }
+}
+
+void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
+  std::string key;
+  if (config.passthrough) {
+    const config::Passthrough& pt = *config.passthrough;
+    key = absl::StrCat(pt.sys_root, "\n", pt.dev_root, "\n",
+                       absl::FormatDuration(pt.resync_period));
+  }
+  if (key == passthrough_watcher_key_) return;
+  StopPassthroughWatcher();
+  passthrough_watcher_key_ = key;
+  if (!config.passthrough) return;
+  const config::Passthrough& pt = *config.passthrough;
+  {
+    absl::MutexLock lock(&mu_);
+    passthrough_roots_ = resources::RootsOf(pt);
+  }
+  absl::StatusOr<std::unique_ptr<health::PassthroughWatcher>> watcher =
+      health::PassthroughWatcher::Start(
+          resources::RootsOf(pt), pt.resync_period,
+          [this](const absl::StatusOr<vfio::Inventory>& inventory) {
+            OnPassthroughInventory(inventory);
+          });
+  if (!watcher.ok()) {
+    GPULET_LOG(ERROR) << "passthrough GPUs' health is not watched: "
+                      << watcher.status().message();
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  passthrough_watcher_ = *std::move(watcher);
+}
+
+// The watcher's thread takes mu_, so it is joined outside it.
+void Daemon::Impl::StopPassthroughWatcher() {
+  std::unique_ptr<health::PassthroughWatcher> old;
+  {
+    absl::MutexLock lock(&mu_);
+    old = std::move(passthrough_watcher_);
+  }
+  old.reset();
+}
+
+void Daemon::Impl::OnPassthroughInventory(
+    const absl::StatusOr<vfio::Inventory>& inventory) {
+  absl::MutexLock lock(&mu_);
+  if (!inventory.ok()) {
+    GPULET_LOG(WARNING) << "passthrough health not re-checked: "
+                        << inventory.status().message();
+    return;
+  }
+  std::vector<std::pair<std::string, resources::PassthroughHealth>> fresh;
+  for (const auto& [address, old] : passthrough_health_) {
+    resources::PassthroughHealth health{
+        false, absl::StrCat(address, " is no longer in sysfs")};
+    for (const vfio::Gpu& gpu : inventory->gpus) {
+      if (gpu.function.address == address) {
+        health = resources::CheckPassthroughHealth(gpu, passthrough_roots_);
+        break;
+      }
+    }
+    fresh.emplace_back(address, std::move(health));
+  }
+  for (const auto& [address, health] : fresh) {
+    SetPassthroughHealth(address, health);
+  }
+}
+
+void Daemon::Impl::OnPassthroughVanished(const std::string& address,
+                                         const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  SetPassthroughHealth(address, {false, reason});
+  // The watcher confirms (or brings it back) from sysfs.
+  if (passthrough_watcher_ != nullptr) passthrough_watcher_->Recheck();
+}
+
+// Logs a change once, not every resync.
+void Daemon::Impl::SetPassthroughHealth(
+    const std::string& address, const resources::PassthroughHealth& health) {
+  auto [it, added] = passthrough_health_.try_emplace(address, health);
+  const bool changed = !added && !(it->second == health);
+  it->second = health;
+  metrics_.passthrough_viable->Set({address},
+                                   metrics::HealthValue(health.healthy));
+  if (added) {
+    if (!health.healthy) {
+      GPULET_LOG(WARNING) << "passthrough GPU " << address
+                          << " is advertised Unhealthy: " << health.reason;
+    }
+    return;
+  }
+  if (!changed) return;
+  for (auto& runner : runners_) {
+    if (!passthrough_resources_.contains(runner->resource_name())) continue;
+    if (runner->devices().SetHealth(address, health.healthy)) {
+      metrics_.device_healthy->Set({runner->resource_name(), address},
+                                   metrics::HealthValue(health.healthy));
+    }
+  }
+  if (health.healthy) {
+    GPULET_LOG(INFO) << "passthrough GPU " << address << " is healthy again";
+  } else {
+    GPULET_LOG(WARNING) << "passthrough GPU " << address
+                        << " is unhealthy: " << health.reason;
+  }
+}
+
+}  // namespace gpulet::daemon
