@@ -44,7 +44,7 @@ struct MigDevice {
   unsigned jpeg_count = 0;
   unsigned ofa_count = 0;
   // Unset when NVML would not describe the GPU instance (no permission).
-  std::optional<GiPlacement> gi_placement;
+  std::optional<GiPlacement> gi_placement = std::nullopt;
 
   bool operator==(const MigDevice&) const = default;
 };
