@@ -48,7 +48,8 @@ absl::StatusOr<std::string> ResolveDevice(const device::Node& node,
 
 absl::StatusOr<cdi::Spec> BuildClaimSpec(
     const cdi::Spec& node_spec, const std::string& claim_uid,
-    const std::vector<ClaimDevice>& devices) {
+    const std::vector<ClaimDevice>& devices,
+    const std::vector<std::string>& env) {
   cdi::Spec spec;
   spec.kind = absl::StrCat(kClaimCdiVendor, "/", kClaimCdiClass);
   spec.edits = node_spec.edits;
@@ -65,6 +66,7 @@ absl::StatusOr<cdi::Spec> BuildClaimSpec(
     cdi::Device device;
     device.name = ClaimDeviceName(claim_uid, want.dra_name);
     device.edits = found->edits;
+    device.edits.env.insert(device.edits.env.end(), env.begin(), env.end());
     spec.devices.push_back(std::move(device));
   }
   spec.cdi_version = cdi::MinimumVersion(spec);

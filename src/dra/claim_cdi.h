@@ -42,9 +42,11 @@ struct ClaimDevice {
 
 // The claim's spec. FailedPrecondition naming the UUID when `node_spec`
 // has no device of that name.
+// `env` ("KEY=value", the claim's configuration) is added to every device.
 absl::StatusOr<cdi::Spec> BuildClaimSpec(const cdi::Spec& node_spec,
                                          const std::string& claim_uid,
-                                         const std::vector<ClaimDevice>& devices);
+                                         const std::vector<ClaimDevice>& devices,
+                                         const std::vector<std::string>& env = {});
 
 // "k8s.gpu.nvidia.com/claim=<uid>-<dra name>".
 std::string ClaimCdiId(const std::string& claim_uid,

@@ -16,6 +16,7 @@
 #include "src/common/logging.h"
 #include "src/common/status_macros.h"
 #include "src/dra/claim_cdi.h"
+#include "src/dra/claim_config.h"
 #include "src/dra/device_names.h"
 
 namespace gpulet::dra {
@@ -103,6 +104,8 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
         "claim ", ClaimName(ref), ": its allocation has no device of driver ",
         options_.driver, " in pool ", options_.pool));
   }
+  GPULET_ASSIGN_OR_RETURN(ClaimSharing sharing,
+                          ParseClaimConfig(allocation.configs, ref));
   PreparedClaim claim;
   claim.ref = ref;
   claim.cdi_spec_path = ClaimSpecPath(options_.cdi_dir, ref.uid);
@@ -125,7 +128,8 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
                              .share_id = d.share_id});
   }
   GPULET_ASSIGN_OR_RETURN(cdi::Spec spec,
-                          BuildClaimSpec(node_spec_, ref.uid, cdi_devices));
+                          BuildClaimSpec(node_spec_, ref.uid, cdi_devices,
+                                         sharing.Env()));
   GPULET_RETURN_IF_ERROR(common::WriteFileAtomic(
       claim.cdi_spec_path, cdi::FormatSpec(spec, cdi::Format::kJson),
       {.mode = 0644, .durable = true}));

@@ -22,6 +22,7 @@ namespace {
 using json = nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using json = nlohmann::json;
 using testing_claims::FakeApi;
 using testing_claims::kPool;
 using testing_claims::Ref;
@@ -145,6 +146,34 @@ TEST_F(ClaimPreparerTest, EveryClaimIsAnsweredABadOneFailsAlone) {
   EXPECT_EQ(p->Prepared().size(), 1u);
   EXPECT_EQ(SpecFiles(),
             std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-good.json"});
+}
+
+TEST_F(ClaimPreparerTest, OpaqueConfigIsAppliedOrFailsTheClaim) {
+  api_.Add(Ref("mps"), {"gpu-0"});
+  api_.Add(Ref("bad"), {"gpu-0"});
+  auto config = [](json sharing) {
+    return json::array({{{"source", "FromClaim"},
+                         {"opaque",
+                          {{"driver", "gpu.nvidia.com"},
+                           {"parameters",
+                            {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                             {"kind", "GpuConfig"},
+                             {"sharing", sharing}}}}}}});
+  };
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] = config(
+      {{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}});
+  api_.claims["ns/bad"]["status"]["allocation"]["devices"]["config"] =
+      config({{"strategy", "Spatial"}});
+  auto p = Start();
+  auto got = p->Prepare({Ref("mps"), Ref("bad")});
+  ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
+  EXPECT_THAT(got["uid-bad"].status.message(),
+              HasSubstr("claim ns/bad: opaque config [0]: sharing.strategy"));
+  absl::StatusOr<cdi::Spec> spec =
+      cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-mps"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->devices[0].edits.env,
+              ElementsAre("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"));
 }
 
 TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {
