@@ -15,9 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,7 +61,27 @@ type kubelet struct {
 	done   chan struct{}
 }
 
-func startKubelet(t *testing.T, cs *fake.Clientset, registry, state string) *kubelet {
+// activePods is what the kubelet considers running: its reconcile loop
+// unprepares the claims of any other pod, so a pod must be listed here for
+// as long as the test expects its claims prepared.
+type activePods struct {
+	mu   sync.Mutex
+	pods []*v1.Pod
+}
+
+func (a *activePods) get() []*v1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*v1.Pod(nil), a.pods...)
+}
+
+func (a *activePods) remove(pod *v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pods = slices.DeleteFunc(a.pods, func(p *v1.Pod) bool { return p.UID == pod.UID })
+}
+
+func startKubelet(t *testing.T, cs *fake.Clientset, registry, state string, active *activePods) *kubelet {
 	t.Helper()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	mgr, err := dra.NewManager(klog.Background(), cs, state)
@@ -67,7 +90,7 @@ func startKubelet(t *testing.T, cs *fake.Clientset, registry, state string) *kub
 		t.Fatalf("dra.NewManager: %v", err)
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}
-	if err := mgr.Start(ctx, func() []*v1.Pod { return nil },
+	if err := mgr.Start(ctx, active.get,
 		func(context.Context) (*v1.Node, error) { return node, nil }, sourcesReady{}); err != nil {
 		cancel()
 		t.Fatalf("DRA manager Start: %v", err)
@@ -181,12 +204,14 @@ func TestGpulet(t *testing.T) {
 	}
 
 	podA, podB := newPod("a", "claim-a"), newPod("b", "claim-b")
+	active := &activePods{pods: []*v1.Pod{podA, podB}}
 	cs := fake.NewClientset(newClaim("claim-a", podA, "gpu-0", "gpu-1"), newClaim("claim-b", podB, "gpu-2"))
 	api := startClaimServer(t, cs)
 	argv := []string{bin, "--nvml-lib", lib, "dra", "--node-name", nodeName,
 		"--kubeconfig", api.kubeconfig(t, dir), "--registry-dir", registry,
 		"--plugin-dir", plugins, "--cdi-dir", cdi}
-	plugin, err := harness.StartPlugin(argv, nil, nil)
+	simSocket := filepath.Join(dir, "sim.sock")
+	plugin, err := harness.StartPlugin(argv, []string{"GPULET_SIM_SOCKET=" + simSocket}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +225,7 @@ func TestGpulet(t *testing.T) {
 	})
 
 	// Registration through the plugin watcher, then prepare.
-	k := startKubelet(t, cs, registry, state)
+	k := startKubelet(t, cs, registry, state, active)
 	prepareOnceRegistered(t, k.mgr, podA)
 	want := []string{"k8s.gpu.nvidia.com/claim=uid-claim-a-gpu-0", "k8s.gpu.nvidia.com/claim=uid-claim-a-gpu-1"}
 	if got := cdiDevices(t, k.mgr, podA); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -212,10 +237,24 @@ func TestGpulet(t *testing.T) {
 		t.Fatalf("claim spec: %v", err)
 	}
 
+	// Health: an Xid 79 on GPU 1 reaches the kubelet through
+	// NodeWatchResources and shows in the pod's status; GPU 0 stays healthy.
+	if out, err := exec.Command(bin, "sim", "--socket", simSocket, "xid", "--gpu", "1", "--xid", "79").CombinedOutput(); err != nil {
+		t.Fatalf("inject Xid: %v: %s", err, out)
+	}
+	err = harness.Wait(waitLimit, "gpu-1 unhealthy in pod a's status", func() (bool, string, error) {
+		health := deviceHealth(k.mgr, podA)
+		return health["gpu-1"] == v1.ResourceHealthStatusUnhealthy &&
+			health["gpu-0"] == v1.ResourceHealthStatusHealthy, fmt.Sprint(health), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// Kubelet restart with its state: it registers gpulet again and knows
 	// the claim is prepared.
 	k.stop()
-	k = startKubelet(t, cs, registry, state)
+	k = startKubelet(t, cs, registry, state, active)
 	prepareOnceRegistered(t, k.mgr, podA)
 	if got := cdiDevices(t, k.mgr, podA); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after kubelet restart: got %v, want %v", got, want)
@@ -223,7 +262,7 @@ func TestGpulet(t *testing.T) {
 	// A kubelet that lost its state asks gpulet again: answered from
 	// gpulet's checkpoint, the claim is not read (nor prepared) twice.
 	k.stop()
-	k = startKubelet(t, cs, registry, filepath.Join(dir, "kubelet2"))
+	k = startKubelet(t, cs, registry, filepath.Join(dir, "kubelet2"), active)
 	prepareOnceRegistered(t, k.mgr, podA)
 	if got := cdiDevices(t, k.mgr, podA); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after kubelet state loss: got %v, want %v", got, want)
@@ -242,12 +281,14 @@ func TestGpulet(t *testing.T) {
 	if got := cdiDevices(t, k.mgr, podB); fmt.Sprint(got) != "[k8s.gpu.nvidia.com/claim=uid-claim-b-gpu-2]" {
 		t.Fatalf("pod b after plugin restart: got %v", got)
 	}
+	active.remove(podA)
 	if err := k.mgr.UnprepareResources(context.Background(), podA); err != nil {
 		t.Fatalf("UnprepareResources(a): %v", err)
 	}
 	if _, err := os.Stat(specA); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("claim-a's spec after unprepare: %v (want gone)", err)
 	}
+	active.remove(podB)
 	if err := k.mgr.UnprepareResources(context.Background(), podB); err != nil {
 		t.Fatalf("UnprepareResources(b): %v", err)
 	}
@@ -272,4 +313,23 @@ func vmRSS(pid int) string {
 		}
 	}
 	return "unknown"
+}
+
+// deviceHealth is the health the kubelet would put in the pod's status
+// (allocatedResourcesStatus), by DRA device name: the resource ID is the
+// device's CDI ID, "k8s.gpu.nvidia.com/claim=<claim uid>-<device>".
+func deviceHealth(mgr *dra.Manager, pod *v1.Pod) map[string]v1.ResourceHealthStatus {
+	status := &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: pod.Spec.Containers[0].Name}}}
+	mgr.UpdateAllocatedResourcesStatus(pod, status)
+	out := map[string]v1.ResourceHealthStatus{}
+	for _, rs := range status.ContainerStatuses[0].AllocatedResourcesStatus {
+		for _, r := range rs.Resources {
+			id := string(r.ResourceID)
+			if i := strings.Index(id, "-gpu-"); i >= 0 {
+				id = id[i+1:]
+			}
+			out[id] = r.Health
+		}
+	}
+	return out
 }
