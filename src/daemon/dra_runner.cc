@@ -59,6 +59,55 @@ absl::Status MakeDirs(const std::string& dir) {
 
 int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
 
+// The node's CDI spec, whose device edits the claims' specs copy; empty on
+// a node without GPUs (nothing can be prepared there).
+absl::StatusOr<cdi::Spec> NodeSpec(const device::Node& node,
+                                   const DraRunOptions& options) {
+  if (node.gpus.empty()) return cdi::Spec{};
+  cdi::DriverOptions driver_files;
+  driver_files.driver_root = options.nvml.driver_root;
+  driver_files.dev_root = options.dev_root;
+  // /proc is the kernel's, in or out of a container. (std::string(1, ...)
+  // keeps GCC 12's -Wrestrict false positive on a one-character literal away.)
+  driver_files.proc_root = std::string(1, '/');
+  return cdi::GenerateSpec(node, driver_files);
+}
+
+// Every device healthy, then the health monitor's decisions as they come.
+absl::StatusOr<std::unique_ptr<health::HealthMonitor>> StartHealth(
+    nvml::Library& lib, const device::Node& node,
+    dra::DeviceHealthBoard& board) {
+  std::vector<dra::DeviceHealth> initial;
+  for (const std::string& name : dra::NodeDeviceNames(node)) {
+    initial.push_back({.device = name, .healthy = true, .message = "",
+                       .updated_unix = NowUnix()});
+  }
+  board.Set(initial);
+  if (node.gpus.empty()) return nullptr;
+  GPULET_ASSIGN_OR_RETURN(
+      health::MonitorOptions health_options,
+      health::OptionsFromConfig(config::Health{}, config::ProcessEnvironment()));
+  return health::HealthMonitor::Start(
+      lib, node.gpus, health_options,
+      [&board, &node](const health::HealthEvent& e) {
+        board.Set(dra::HealthOfEvent(node, e.gpu_index, e.gpu_instance_id,
+                                     e.healthy, e.reason, NowUnix()));
+      });
+}
+
+// Claims as the API server has them.
+dra::ClaimGetter ClaimsFrom(kube::Client& client) {
+  return [&client](const dra::ClaimRef& ref) -> absl::StatusOr<nlohmann::json> {
+    GPULET_ASSIGN_OR_RETURN(std::string path, ClaimPath(ref));
+    absl::StatusOr<nlohmann::json> claim = client.Get(path);
+    if (!claim.ok()) {
+      return common::Annotate(claim.status(),
+                              absl::StrCat("get claim ", dra::ClaimName(ref)));
+    }
+    return claim;
+  };
+}
+
 }  // namespace
 
 absl::Status RunDra(const DraRunOptions& options) {
@@ -86,14 +135,7 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib, nvml::OpenLibrary(options.nvml));
   GPULET_ASSIGN_OR_RETURN(device::Node node,
                           DiscoverGpus(*lib, options.sysfs_root));
-  cdi::DriverOptions driver_files;
-  driver_files.driver_root = options.nvml.driver_root;
-  driver_files.dev_root = options.dev_root;
-  driver_files.proc_root = "/";
-  cdi::Spec node_spec;
-  if (!node.gpus.empty()) {
-    GPULET_ASSIGN_OR_RETURN(node_spec, cdi::GenerateSpec(node, driver_files));
-  }
+  GPULET_ASSIGN_OR_RETURN(cdi::Spec node_spec, NodeSpec(node, options));
 
   dra::PreparerOptions preparer_options;
   preparer_options.driver = driver;
@@ -102,40 +144,12 @@ absl::Status RunDra(const DraRunOptions& options) {
   preparer_options.cdi_dir = options.cdi_dir;
   GPULET_ASSIGN_OR_RETURN(
       std::unique_ptr<dra::ClaimPreparer> preparer,
-      dra::ClaimPreparer::Create(
-          preparer_options,
-          [&client](const dra::ClaimRef& ref) -> absl::StatusOr<nlohmann::json> {
-            GPULET_ASSIGN_OR_RETURN(std::string path, ClaimPath(ref));
-            absl::StatusOr<nlohmann::json> claim = client.Get(path);
-            if (!claim.ok()) {
-              return common::Annotate(
-                  claim.status(), absl::StrCat("get claim ", dra::ClaimName(ref)));
-            }
-            return claim;
-          }));
+      dra::ClaimPreparer::Create(preparer_options, ClaimsFrom(client)));
   preparer->SetNode(node, node_spec);
 
   dra::DeviceHealthBoard board;
-  std::vector<dra::DeviceHealth> initial;
-  for (const std::string& name : dra::NodeDeviceNames(node)) {
-    initial.push_back({.device = name, .healthy = true, .message = "",
-                       .updated_unix = NowUnix()});
-  }
-  board.Set(initial);
-  GPULET_ASSIGN_OR_RETURN(
-      health::MonitorOptions health_options,
-      health::OptionsFromConfig(config::Health{}, config::ProcessEnvironment()));
-  std::unique_ptr<health::HealthMonitor> monitor;
-  if (!node.gpus.empty()) {
-    GPULET_ASSIGN_OR_RETURN(
-        monitor, health::HealthMonitor::Start(
-                     *lib, node.gpus, health_options,
-                     [&board, &node](const health::HealthEvent& e) {
-                       board.Set(dra::HealthOfEvent(node, e.gpu_index,
-                                                    e.gpu_instance_id, e.healthy,
-                                                    e.reason, NowUnix()));
-                     }));
-  }
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<health::HealthMonitor> monitor,
+                          StartHealth(*lib, node, board));
 
   dra::DraServerOptions server_options;
   server_options.driver = driver;
