@@ -8,6 +8,7 @@
 #include "src/cli/cdi_command.h"
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
+#include "src/cli/dra_command.h"
 #include "src/cli/extender_command.h"
 #include "src/cli/labels_command.h"
 #include "src/cli/plugin_command.h"
@@ -31,6 +32,7 @@ struct Commands {
   PluginCommandOptions plugin_options;
   RuntimeConfigureOptions runtime_options;
   ExtenderCommandOptions extender_options;
+  daemon::DraRunOptions dra_options;
   LabelsOptions labels_options;
   VfioOptions vfio_options;
   CLI::App* devices = nullptr;
@@ -40,6 +42,7 @@ struct Commands {
   CLI::App* plugin = nullptr;
   CLI::App* runtime = nullptr;
   CLI::App* extender = nullptr;
+  CLI::App* dra = nullptr;
   CLI::App* labels = nullptr;
   CLI::App* vfio = nullptr;
   CLI::App* version = nullptr;
@@ -54,6 +57,7 @@ void Register(CLI::App& app, Commands& c) {
   c.plugin = AddPluginCommand(app, c.plugin_options);
   c.runtime = AddRuntimeCommand(app, c.runtime_options);
   c.extender = AddExtenderCommand(app, c.extender_options);
+  c.dra = AddDraCommand(app, c.dra_options);
   c.labels = AddLabelsCommand(app, c.labels_options);
   c.vfio = AddVfioCommand(app, c.vfio_options);
   c.version = app.add_subcommand("version", "Print the gpulet version");
@@ -93,6 +97,7 @@ int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   if (c.extender->parsed()) {
     return RunExtenderCommand(c.extender_options, err);
   }
+  if (c.dra->parsed()) return RunDraCommand(c.global, c.dra_options, err);
   if (c.labels->parsed()) {
     return RunLabels(c.global, c.labels_options, out, err);
   }

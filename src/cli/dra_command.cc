@@ -1,0 +1,62 @@
+#include "src/cli/dra_command.h"
+
+#include <string>
+
+#include "src/cli/app.h"
+
+namespace gpulet::cli {
+
+CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
+  CLI::App* cmd = app.add_subcommand(
+      "dra",
+      "Serve the node's GPUs to the kubelet as a DRA driver (gpu.nvidia.com): "
+      "registration, NodePrepareResources/NodeUnprepareResources, health");
+  cmd->add_option("--node-name", options.node_name,
+                  "this node's name: the pool of its devices")
+      ->envname("NODE_NAME")
+      ->required();
+  cmd->add_option("--kubeconfig", options.kubeconfig,
+                  "kubeconfig file (default: the pod's service account)")
+      ->envname("KUBECONFIG");
+  cmd->add_option("--context", options.context,
+                  "kubeconfig context (default: current-context)");
+  cmd->add_option("--registry-dir", options.registry_dir,
+                  "the kubelet's plugin registration directory")
+      ->capture_default_str();
+  cmd->add_option("--plugin-dir", options.plugin_dir,
+                  "directory of the DRA socket (default: "
+                  "/var/lib/kubelet/plugins/gpu.nvidia.com)");
+  cmd->add_option("--state-dir", options.state_dir,
+                  "directory of the prepared-claims checkpoint (default: the "
+                  "plugin directory)");
+  cmd->add_option("--cdi-dir", options.cdi_dir,
+                  "where the per-claim CDI specs are written")
+      ->envname("GPULET_CDI_DIR")
+      ->capture_default_str();
+  cmd->add_option("--dev-root", options.dev_root,
+                  "root of the device nodes (default: the driver root)");
+  cmd->add_option("--kube-api-qps", options.kube_qps,
+                  "API server requests per second")
+      ->check(CLI::Range(1.0, 10000.0))
+      ->capture_default_str();
+  cmd->add_option("--kube-api-burst", options.kube_burst,
+                  "API server request burst")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  return cmd;
+}
+
+int RunDraCommand(const GlobalOptions& global, daemon::DraRunOptions options,
+                  std::ostream& err) {
+  options.nvml.driver_root = global.driver_root;
+  options.nvml.library_path = global.nvml_lib;
+  options.sysfs_root = global.sysfs_root;
+  absl::Status status = daemon::RunDra(options);
+  if (status.ok()) return kExitOk;
+  err << "gpulet: " << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument
+             ? kExitUsage
+             : kExitRuntimeError;
+}
+
+}  // namespace gpulet::cli
