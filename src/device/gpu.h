@@ -20,6 +20,13 @@ struct MigDevice {
   unsigned mig_index = 0;     // slot for nvmlDeviceGetMigDeviceHandleByIndex
   unsigned gpu_instance_id = 0;
   unsigned compute_instance_id = 0;
+  // The GPU instance's profile (nvmlGpuInstanceInfo_t::profileId, nvidia-smi's
+  // "ID") and placement on the parent (start slice, slice count): together
+  // they name the MIG device stably, whatever order NVML lists it in. Zero
+  // when NVML would not tell (no permission, not supported).
+  unsigned gi_profile_id = 0;
+  unsigned gi_placement_start = 0;
+  unsigned gi_placement_size = 0;
   std::string profile;  // NVIDIA's name: "1g.5gb", "1c.2g.10gb", "1g.10gb+me"
   uint64_t memory_bytes = 0;
   unsigned gi_slice_count = 0;
