@@ -45,21 +45,20 @@ absl::StatusOr<std::optional<int>> DiscoverNumaNode(
 
 // Attributes such as "me" come from the GPU instance profile. Reading it may
 // need privileges a plain CLI user lacks; the name is then reported without
-// attributes rather than failing the whole discovery.
-// The GPU instance's profile ID and placement go into `mig` on the way.
-absl::StatusOr<std::vector<std::string>> MigAttributes(nvml::Library& lib,
-                                                       nvml::Device parent,
-                                                       MigDevice& mig) {
-  const unsigned gi_id = mig.gpu_instance_id;
+// attributes (and the device without its placement) rather than failing the
+// whole discovery. Sets `placement` when the GPU instance could be read.
+absl::StatusOr<std::vector<std::string>> MigAttributes(
+    nvml::Library& lib, nvml::Device parent, unsigned gi_id,
+    std::optional<GiPlacement>& placement) {
   absl::StatusOr<nvml::GpuInstance> gi =
       lib.DeviceGetGpuInstanceById(parent, gi_id);
   absl::StatusOr<nvml::GpuInstanceInfo> info =
       gi.ok() ? lib.GpuInstanceGetInfo(*gi)
               : absl::StatusOr<nvml::GpuInstanceInfo>(gi.status());
   if (info.ok()) {
-    mig.gi_profile_id = info->profile_id;
-    mig.gi_placement_start = info->placement_start;
-    mig.gi_placement_size = info->placement_size;
+    placement = GiPlacement{.profile_id = info->profile_id,
+                            .start = info->placement_start,
+                            .size = info->placement_size};
     // GpuInstanceInfo names the profile by its unique ID (nvidia-smi's "ID");
     // the attributes follow from the NVML_GPU_INSTANCE_PROFILE_* index that
     // answers with that ID, found as go-nvlib does.
@@ -95,7 +94,8 @@ absl::StatusOr<MigDevice> DiscoverMigDevice(nvml::Library& lib,
   GPULET_ASSIGN_OR_RETURN(nvmlDeviceAttributes_t attr,
                           lib.DeviceGetAttributes(handle));
   GPULET_ASSIGN_OR_RETURN(std::vector<std::string> attributes,
-                          MigAttributes(lib, parent, mig));
+                          MigAttributes(lib, parent, mig.gpu_instance_id,
+                                        mig.gi_placement));
   mig.gi_slice_count = attr.gpuInstanceSliceCount;
   mig.ci_slice_count = attr.computeInstanceSliceCount;
   mig.multiprocessor_count = attr.multiprocessorCount;

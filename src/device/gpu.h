@@ -13,6 +13,18 @@
 
 namespace gpulet::device {
 
+// Where a GPU instance sits on its parent: the GI profile's unique ID
+// (nvmlGpuInstanceInfo_t::profileId, nvidia-smi's "ID") and its placement
+// in memory slices. One placement holds at most one GPU instance, so this
+// identifies a MIG device stably (DRA device names use it).
+struct GiPlacement {
+  unsigned profile_id = 0;
+  unsigned start = 0;
+  unsigned size = 0;
+
+  bool operator==(const GiPlacement&) const = default;
+};
+
 // One MIG device: a compute instance inside a GPU instance of a parent GPU.
 struct MigDevice {
   std::string uuid;           // "MIG-…"
@@ -20,13 +32,6 @@ struct MigDevice {
   unsigned mig_index = 0;     // slot for nvmlDeviceGetMigDeviceHandleByIndex
   unsigned gpu_instance_id = 0;
   unsigned compute_instance_id = 0;
-  // The GPU instance's profile (nvmlGpuInstanceInfo_t::profileId, nvidia-smi's
-  // "ID") and placement on the parent (start slice, slice count): together
-  // they name the MIG device stably, whatever order NVML lists it in. Zero
-  // when NVML would not tell (no permission, not supported).
-  unsigned gi_profile_id = 0;
-  unsigned gi_placement_start = 0;
-  unsigned gi_placement_size = 0;
   std::string profile;  // NVIDIA's name: "1g.5gb", "1c.2g.10gb", "1g.10gb+me"
   uint64_t memory_bytes = 0;
   unsigned gi_slice_count = 0;
@@ -38,6 +43,8 @@ struct MigDevice {
   unsigned encoder_count = 0;
   unsigned jpeg_count = 0;
   unsigned ofa_count = 0;
+  // Unset when NVML would not describe the GPU instance (no permission).
+  std::optional<GiPlacement> gi_placement = std::nullopt;
 
   bool operator==(const MigDevice&) const = default;
 };

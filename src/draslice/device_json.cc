@@ -118,9 +118,10 @@ Json MigDeviceJson(const device::Gpu& parent, const device::MigDevice& mig,
   a["parentMinor"] = Int(parent.minor);
   a["index"] = Int(mig.mig_index);
   a["profile"] = String(mig.profile);
-  a["giProfileId"] = Int(mig.gi_profile_id);
-  a["placementStart"] = Int(mig.gi_placement_start);
-  a["placementSize"] = Int(mig.gi_placement_size);
+  const device::GiPlacement& placement = *mig.gi_placement;
+  a["giProfileId"] = Int(placement.profile_id);
+  a["placementStart"] = Int(placement.start);
+  a["placementSize"] = Int(placement.size);
   Json capacity = {
       {"memory", Quantity(mig.memory_bytes)},
       {"multiprocessors", Quantity(mig.multiprocessor_count)},
@@ -131,9 +132,9 @@ Json MigDeviceJson(const device::Gpu& parent, const device::MigDevice& mig,
       {"ofaEngines", Quantity(mig.ofa_count)},
   };
   return {{"name", dra::MigDeviceName(static_cast<int>(parent.index),
-                                      static_cast<int>(mig.gi_profile_id),
-                                      static_cast<int>(mig.gi_placement_start),
-                                      static_cast<int>(mig.gi_placement_size))},
+                                      static_cast<int>(placement.profile_id),
+                                      static_cast<int>(placement.start),
+                                      static_cast<int>(placement.size))},
           {"attributes", a},
           {"capacity", capacity}};
 }

@@ -47,7 +47,7 @@ nlohmann::json GpuDeviceJson(const device::Gpu& gpu, const DeviceFacts& facts);
 
 // A MIG device of `parent`: name from dra::MigDeviceName, attributes of the
 // parent plus the MIG device's own, capacities memory, multiprocessors and
-// the engines.
+// the engines. REQUIRES: mig.gi_placement is set.
 nlohmann::json MigDeviceJson(const device::Gpu& parent,
                              const device::MigDevice& mig,
                              const DeviceFacts& facts);

@@ -100,9 +100,8 @@ TEST(MigDeviceJsonTest, NameAttributesAndCapacities) {
   device::MigDevice mig;
   mig.uuid = "MIG-1";
   mig.mig_index = 2;
-  mig.gi_profile_id = 19;
-  mig.gi_placement_start = 6;
-  mig.gi_placement_size = 1;
+  mig.gi_placement = device::GiPlacement{.profile_id = 19, .start = 6,
+                                         .size = 1};
   mig.profile = "1g.10gb";
   mig.memory_bytes = 9984ull << 20;
   mig.multiprocessor_count = 16;

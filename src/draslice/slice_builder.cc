@@ -50,8 +50,9 @@ Json CounterSet(const device::Gpu& gpu) {
   Json counters = Json::object();
   for (const device::MigDevice& mig : gpu.mig_devices) {
     mig_memory += mig.memory_bytes;
-    for (unsigned k = 0; k < mig.gi_placement_size; ++k) {
-      counters[MemorySliceCounter(mig.gi_placement_start + k)] = {
+    if (!mig.gi_placement.has_value()) continue;
+    for (unsigned k = 0; k < mig.gi_placement->size; ++k) {
+      counters[MemorySliceCounter(mig.gi_placement->start + k)] = {
           {"value", "1"}};
     }
   }
@@ -62,8 +63,8 @@ Json CounterSet(const device::Gpu& gpu) {
 
 Json Consumption(const device::Gpu& gpu, const device::MigDevice& mig) {
   Json counters = {{"memory", {{"value", BinaryQuantity(mig.memory_bytes)}}}};
-  for (unsigned k = 0; k < mig.gi_placement_size; ++k) {
-    counters[MemorySliceCounter(mig.gi_placement_start + k)] = {
+  for (unsigned k = 0; k < mig.gi_placement->size; ++k) {
+    counters[MemorySliceCounter(mig.gi_placement->start + k)] = {
         {"value", "1"}};
   }
   return Json::array(
@@ -95,7 +96,7 @@ Built BuildDevices(const NodeDevices& in, const SliceOptions& options) {
     const bool counters = options.partitionable_mig && !gpu.mig_devices.empty();
     if (counters) built.counter_sets.push_back(CounterSet(gpu));
     for (const device::MigDevice& mig : gpu.mig_devices) {
-      if (mig.gi_placement_size == 0) continue;
+      if (!mig.gi_placement.has_value()) continue;
       Json device = MigDeviceJson(gpu, mig, facts);
       if (counters) {
         device["consumesCounters"] = Consumption(gpu, mig);

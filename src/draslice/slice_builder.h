@@ -69,7 +69,7 @@ std::string SliceName(const std::string& node_name, const std::string& driver,
 
 // The pool's slices at `generation`, counter slices first. Always at least
 // one slice, so an empty pool is still published. A MIG device whose GPU
-// instance NVML would not describe (placement size 0) has no stable name
+// instance NVML would not describe (no gi_placement) has no stable name
 // and is left out. InvalidArgument, naming the field or device, for a node
 // name or driver that is not a DNS subdomain, a negative generation or two
 // devices with one name.

@@ -39,9 +39,8 @@ device::Gpu MigGpu(unsigned index, unsigned count) {
     mig.uuid = absl::StrCat("MIG-", index, "-", k);
     mig.parent_index = index;
     mig.mig_index = k;
-    mig.gi_profile_id = 19;
-    mig.gi_placement_start = k;
-    mig.gi_placement_size = 1;
+    mig.gi_placement = device::GiPlacement{.profile_id = 19, .start = k,
+                                           .size = 1};
     mig.profile = "1g.10gb";
     mig.memory_bytes = 9984ull << 20;
     gpu.mig_devices.push_back(mig);
@@ -164,7 +163,7 @@ TEST(BuildSlicesTest, MigWithoutCountersWhenNotPartitionable) {
 
 TEST(BuildSlicesTest, MigDeviceWithoutPlacementIsLeftOut) {
   NodeDevices in = Node({MigGpu(0, 2)});
-  in.node.gpus[0].mig_devices[1].gi_placement_size = 0;
+  in.node.gpus[0].mig_devices[1].gi_placement.reset();
   EXPECT_THAT(DeviceNames(Build(in)),
               ::testing::ElementsAre("gpu-0-mig-19-0-1"));
 }

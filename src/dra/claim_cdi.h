@@ -1,0 +1,56 @@
+// Per-claim CDI specs: the transient spec `gpulet dra` writes for each
+// prepared claim, from which the runtime injects the claim's devices.
+//
+// Kind "k8s.gpu.nvidia.com/claim" (NVIDIA's DRA driver's); one CDI device
+// per prepared device named "<claim uid>-<DRA device name>", carrying the
+// edits of the same GPU or MIG device in the node's spec (cdi::BuildSpec:
+// device nodes), and the node spec's spec-wide edits (control nodes, driver
+// libraries, the ld-cache hook). A claim's spec is thus complete on its own:
+// the runtime needs no other spec, and removing it on unprepare leaves
+// nothing of the claim behind. The file is
+// "<dir>/k8s.gpu.nvidia.com-claim_<uid>.json".
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "src/cdi/spec.h"
+#include "src/device/gpu.h"
+#include "src/dra/device_names.h"
+
+namespace gpulet::dra {
+
+inline constexpr char kClaimCdiVendor[] = "k8s.gpu.nvidia.com";
+inline constexpr char kClaimCdiClass[] = "claim";
+
+// The UUID ("GPU-…" / "MIG-…") of the device `ref` names in `node`.
+// NotFound naming `name` when the node has no such GPU or MIG device (it
+// disappeared, or the MIG layout changed since the allocation).
+absl::StatusOr<std::string> ResolveDevice(const device::Node& node,
+                                          const DeviceRef& ref,
+                                          const std::string& name);
+
+// One device of a claim: its DRA name and the UUID it resolved to.
+struct ClaimDevice {
+  std::string dra_name;
+  std::string uuid;
+};
+
+// The claim's spec. FailedPrecondition naming the UUID when `node_spec`
+// has no device of that name.
+absl::StatusOr<cdi::Spec> BuildClaimSpec(const cdi::Spec& node_spec,
+                                         const std::string& claim_uid,
+                                         const std::vector<ClaimDevice>& devices);
+
+// "k8s.gpu.nvidia.com/claim=<uid>-<dra name>".
+std::string ClaimCdiId(const std::string& claim_uid,
+                       const std::string& dra_name);
+
+// "<dir>/k8s.gpu.nvidia.com-claim_<uid>.json".
+std::string ClaimSpecPath(const std::string& dir, const std::string& claim_uid);
+
+}  // namespace gpulet::dra

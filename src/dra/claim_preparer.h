@@ -1,0 +1,104 @@
+// ClaimPreparer: the state behind NodePrepareResources and
+// NodeUnprepareResources, apart from gRPC.
+//
+// Prepare, for a claim not prepared yet: GET the ResourceClaim (through the
+// ClaimGetter: the API server in `gpulet dra`, a fake in tests), check its
+// UID, take the allocation results of our driver in the node's pool, map
+// each device name to the current discovery, write the claim's CDI spec
+// (claim_cdi.h), then record the claim in the checkpoint (checkpoint.h)
+// before answering. A claim already in the checkpoint is answered from it,
+// without asking the API server: preparing is idempotent, and a restart of
+// gpulet between the checkpoint and the answer (the kubelet asks again)
+// prepares nothing twice. Unprepare removes the spec and the checkpoint
+// entry; a claim not prepared is a success.
+//
+// Every claim of a request gets its own answer: a bad claim (wrong UID,
+// not allocated, a device this node does not have) fails alone with an
+// error naming it. One checkpoint write covers a whole request.
+//
+// Crash order: the spec is written before the checkpoint and removed before
+// it, so after any crash a checkpointed claim has its spec, and a spec
+// without a checkpoint entry is an orphan that Create removes.
+//
+// Thread safety: all methods may be called from any thread; requests are
+// serialised by one mutex (the ClaimGetter is called under it).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
+#include "src/cdi/spec.h"
+#include "src/device/gpu.h"
+#include "src/dra/checkpoint.h"
+#include "src/dra/claim_allocation.h"
+
+namespace gpulet::dra {
+
+// Reads a ResourceClaim's JSON; errors name the claim.
+using ClaimGetter =
+    std::function<absl::StatusOr<nlohmann::json>(const ClaimRef&)>;
+
+struct PreparerOptions {
+  std::string driver;          // kDriverName
+  std::string pool;            // the node name
+  std::string checkpoint_path; // ".../checkpoint.json"
+  std::string cdi_dir;         // where claim specs go, "/var/run/cdi"
+  // Test seam: called after the checkpoint of a Prepare was written and
+  // before the answer is returned (a crash there must not double-prepare).
+  std::function<void()> after_checkpoint = {};
+};
+
+// One claim's answer: its devices, or why not.
+struct PrepareResult {
+  std::vector<PreparedDevice> devices;
+  absl::Status status;
+};
+
+class ClaimPreparer {
+ public:
+  // Loads the checkpoint (an unreadable or corrupt one is an error naming
+  // the path) and removes claim specs in cdi_dir that it does not list.
+  static absl::StatusOr<std::unique_ptr<ClaimPreparer>> Create(
+      PreparerOptions options, ClaimGetter get_claim);
+
+  // The discovered node and its CDI spec (cdi::BuildSpec), which device
+  // names resolve against. Until set, new claims fail with Unavailable.
+  void SetNode(device::Node node, cdi::Spec node_spec);
+
+  // Answers keyed by claim UID, one per distinct UID in `claims`.
+  std::map<std::string, PrepareResult> Prepare(
+      const std::vector<ClaimRef>& claims);
+  std::map<std::string, absl::Status> Unprepare(
+      const std::vector<ClaimRef>& claims);
+
+  // The checkpointed claims.
+  PreparedClaims Prepared() const;
+
+ private:
+  ClaimPreparer(PreparerOptions options, ClaimGetter get_claim,
+                PreparedClaims prepared);
+  absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const PreparerOptions options_;
+  const ClaimGetter get_claim_;
+  mutable absl::Mutex mu_;
+  PreparedClaims prepared_ ABSL_GUARDED_BY(mu_);
+  bool have_node_ ABSL_GUARDED_BY(mu_) = false;
+  device::Node node_ ABSL_GUARDED_BY(mu_);
+  cdi::Spec node_spec_ ABSL_GUARDED_BY(mu_);
+};
+
+// Claim UIDs end up in file names: letters, digits and '-', 1 to 64 of
+// them. InvalidArgument naming the claim otherwise.
+absl::Status CheckClaimUid(const ClaimRef& ref);
+
+}  // namespace gpulet::dra

@@ -1,0 +1,342 @@
+#include "src/dra/claim_preparer.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/cdi/spec_file.h"
+#include "src/common/file_util.h"
+#include "src/dra/claim_cdi.h"
+
+namespace gpulet::dra {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kPool[] = "node-a";
+
+// GPU 0 whole, GPU 1 in MIG mode with two MIG devices.
+device::Node TestNode() {
+  device::Node node;
+  device::Gpu gpu0;
+  gpu0.index = 0;
+  gpu0.uuid = "GPU-0000";
+  device::Gpu gpu1;
+  gpu1.index = 1;
+  gpu1.uuid = "GPU-1111";
+  gpu1.mig_enabled = true;
+  device::MigDevice mig_a;
+  mig_a.uuid = "MIG-aaaa";
+  mig_a.parent_index = 1;
+  mig_a.gi_placement = device::GiPlacement{.profile_id = 19, .start = 6, .size = 1};
+  device::MigDevice mig_b = mig_a;
+  mig_b.uuid = "MIG-bbbb";
+  mig_b.gi_placement = device::GiPlacement{.profile_id = 9, .start = 0, .size = 4};
+  gpu1.mig_devices = {mig_a, mig_b};
+  node.gpus = {gpu0, gpu1};
+  return node;
+}
+
+cdi::DeviceNode Node(const std::string& path) {
+  cdi::DeviceNode node;
+  node.path = path;
+  return node;
+}
+
+cdi::Spec TestSpec() {
+  cdi::Spec spec;
+  spec.kind = "nvidia.com/gpu";
+  spec.edits.env = {"NVIDIA_VISIBLE_DEVICES=void"};
+  spec.edits.device_nodes = {Node("/dev/nvidiactl")};
+  for (auto [name, dev] : std::map<std::string, std::string>{
+           {"GPU-0000", "/dev/nvidia0"},
+           {"GPU-1111", "/dev/nvidia1"},
+           {"MIG-aaaa", "/dev/nvidia-caps/nvidia-cap21"},
+           {"MIG-bbbb", "/dev/nvidia-caps/nvidia-cap30"}}) {
+    cdi::Device d;
+    d.name = name;
+    d.edits.device_nodes = {Node(dev)};
+    spec.devices.push_back(d);
+  }
+  return spec;
+}
+
+// The API server: claims by namespace/name, and how often each was read.
+struct FakeApi {
+  std::map<std::string, json> claims;
+  std::map<std::string, int> gets;
+
+  void Add(const ClaimRef& ref, std::vector<std::string> devices) {
+    json results = json::array();
+    for (const std::string& d : devices) {
+      results.push_back({{"request", "req"},
+                         {"driver", "gpu.nvidia.com"},
+                         {"pool", kPool},
+                         {"device", d}});
+    }
+    claims[ClaimName(ref)] = {
+        {"metadata",
+         {{"namespace", ref.namespace_name}, {"name", ref.name}, {"uid", ref.uid}}},
+        {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
+  }
+  ClaimGetter Getter() {
+    return [this](const ClaimRef& ref) -> absl::StatusOr<json> {
+      ++gets[ClaimName(ref)];
+      auto it = claims.find(ClaimName(ref));
+      if (it == claims.end()) {
+        return absl::NotFoundError(absl::StrCat("claim ", ClaimName(ref), " not found"));
+      }
+      return it->second;
+    };
+  }
+};
+
+ClaimRef Ref(const std::string& name) {
+  return {.namespace_name = "ns", .name = name, .uid = "uid-" + name};
+}
+
+class ClaimPreparerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dra-prep-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  PreparerOptions Options() {
+    PreparerOptions o;
+    o.driver = "gpu.nvidia.com";
+    o.pool = kPool;
+    o.checkpoint_path = dir_ + "/checkpoint.json";
+    o.cdi_dir = dir_ + "/cdi";
+    return o;
+  }
+  // A new preparer over the same directory: what a restart of gpulet sees.
+  std::unique_ptr<ClaimPreparer> Start(PreparerOptions options) {
+    absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+        ClaimPreparer::Create(std::move(options), api_.Getter());
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return nullptr;
+    (*p)->SetNode(TestNode(), TestSpec());
+    return *std::move(p);
+  }
+  std::unique_ptr<ClaimPreparer> Start() { return Start(Options()); }
+
+  std::set<std::string> SpecFiles() {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/cdi")) {
+      out.insert(e.path().filename().string());
+    }
+    return out;
+  }
+
+  std::string dir_;
+  FakeApi api_;
+};
+
+TEST_F(ClaimPreparerTest, PreparesWritesTheSpecAndCheckpoints) {
+  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  auto p = Start();
+  auto got = p->Prepare({Ref("a")});
+  ASSERT_EQ(got.size(), 1u);
+  const PrepareResult& r = got["uid-a"];
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0].device, "gpu-0");
+  EXPECT_EQ(r.devices[0].pool, kPool);
+  EXPECT_THAT(r.devices[0].requests, ElementsAre("req"));
+  EXPECT_THAT(r.devices[0].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-0"));
+  EXPECT_THAT(r.devices[1].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-1-mig-19-6-1"));
+
+  absl::StatusOr<cdi::Spec> spec =
+      cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-a"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->kind, "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ(spec->edits, TestSpec().edits);
+  ASSERT_EQ(spec->devices.size(), 2u);
+  EXPECT_EQ(spec->devices[0].name, "uid-a-gpu-0");
+  EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/nvidia0");
+  EXPECT_EQ(spec->devices[1].edits.device_nodes[0].path,
+            "/dev/nvidia-caps/nvidia-cap21");
+
+  absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, p->Prepared());
+  EXPECT_EQ(saved->at("uid-a").devices, r.devices);
+}
+
+TEST_F(ClaimPreparerTest, PrepareTwiceAnswersTheSameWithoutAskingAgain) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  auto p = Start();
+  auto first = p->Prepare({Ref("a")});
+  auto second = p->Prepare({Ref("a"), Ref("a")});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second["uid-a"].devices, first["uid-a"].devices);
+  EXPECT_EQ(api_.gets["ns/a"], 1);
+}
+
+TEST_F(ClaimPreparerTest, EveryClaimIsAnsweredABadOneFailsAlone) {
+  api_.Add(Ref("good"), {"gpu-0"});
+  api_.Add(Ref("gone-gpu"), {"gpu-9"});
+  api_.Add(Ref("bad-name"), {"tpu-0"});
+  api_.Add(Ref("whole-mig-gpu"), {"gpu-1"});
+  api_.Add(Ref("no-mig"), {"gpu-1-mig-19-5-1"});
+  api_.Add(Ref("empty"), {});
+  ClaimRef recreated = Ref("recreated");
+  api_.Add(recreated, {"gpu-0"});
+  recreated.uid = "uid-new";
+  ClaimRef bad_uid = Ref("x");
+  bad_uid.uid = "../../etc";
+  auto p = Start();
+  auto got = p->Prepare({Ref("good"), Ref("gone-gpu"), Ref("bad-name"),
+                         Ref("whole-mig-gpu"), Ref("no-mig"), Ref("empty"),
+                         Ref("missing"), recreated, bad_uid});
+  ASSERT_EQ(got.size(), 9u);
+  EXPECT_TRUE(got["uid-good"].status.ok());
+  std::map<std::string, std::string> want = {
+      {"uid-gone-gpu", "claim ns/gone-gpu: device gpu-9: no GPU with index 9"},
+      {"uid-bad-name", "device \"tpu-0\""},
+      {"uid-whole-mig-gpu", "GPU 1 is in MIG mode"},
+      {"uid-no-mig", "device gpu-1-mig-19-5-1: GPU 1 has no MIG device"},
+      {"uid-empty", "claim ns/empty: its allocation has no device of driver"},
+      {"uid-missing", "claim ns/missing not found"},
+      {"uid-new", "claim ns/recreated: metadata.uid"},
+      {"../../etc", "claim ns/x: uid \"../../etc\""}};
+  for (const auto& [uid, message] : want) {
+    EXPECT_FALSE(got[uid].status.ok()) << uid;
+    EXPECT_THAT(got[uid].status.message(), HasSubstr(message)) << uid;
+  }
+  EXPECT_EQ(p->Prepared().size(), 1u);
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-good.json"});
+}
+
+TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  api_.Add(Ref("b"), {"gpu-1-mig-9-0-4"});
+  auto p = Start();
+  p->Prepare({Ref("a"), Ref("b")});
+  auto got = p->Unprepare({Ref("a"), Ref("never")});
+  EXPECT_TRUE(got["uid-a"].ok());
+  EXPECT_TRUE(got["uid-never"].ok());
+  EXPECT_TRUE(p->Unprepare({Ref("a")})["uid-a"].ok());
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-b.json"});
+  auto restarted = Start();
+  EXPECT_EQ(restarted->Prepared().size(), 1u);
+  EXPECT_TRUE(restarted->Prepared().contains("uid-b"));
+}
+
+// A crash after the checkpoint and before the answer: the kubelet never saw
+// the answer and asks again; the restarted plugin answers from the
+// checkpoint and reads nothing from the API server.
+TEST_F(ClaimPreparerTest, CrashBetweenCheckpointAndAnswerPreparesOnce) {
+  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-9-0-4"});
+  PreparerOptions crashing = Options();
+  struct Crash {};
+  crashing.after_checkpoint = [] { throw Crash(); };
+  {
+    auto p = Start(crashing);
+    EXPECT_THROW(p->Prepare({Ref("a")}), Crash);
+  }
+  // The claim vanished from the API server meanwhile: answering from the
+  // checkpoint must not need it.
+  api_.claims.clear();
+  auto restarted = Start();
+  auto got = restarted->Prepare({Ref("a")});
+  ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+  EXPECT_EQ(got["uid-a"].devices.size(), 2u);
+  EXPECT_EQ(api_.gets["ns/a"], 1);
+}
+
+// A crash after the claim's spec was written and before the checkpoint:
+// the spec is an orphan that the next start removes; the kubelet's retry
+// prepares the claim afresh.
+TEST_F(ClaimPreparerTest, CrashBeforeCheckpointLeavesNoClaimBehind) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  std::filesystem::create_directories(dir_ + "/cdi");
+  ASSERT_TRUE(common::WriteFileAtomic(
+                  ClaimSpecPath(dir_ + "/cdi", "uid-orphan"), "{}")
+                  .ok());
+  auto p = Start();
+  EXPECT_TRUE(SpecFiles().empty());
+  EXPECT_TRUE(p->Prepare({Ref("a")})["uid-a"].status.ok());
+}
+
+TEST_F(ClaimPreparerTest, CorruptCheckpointIsAnErrorNotAnEmptyState) {
+  ASSERT_TRUE(common::WriteFileAtomic(dir_ + "/checkpoint.json", "{").ok());
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+      ClaimPreparer::Create(Options(), api_.Getter());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(ClaimPreparerTest, WithoutDiscoveryNewClaimsAreUnavailable) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+      ClaimPreparer::Create(Options(), api_.Getter());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->Prepare({Ref("a")})["uid-a"].status.code(),
+            absl::StatusCode::kUnavailable);
+}
+
+// Property: any sequence of prepares, unprepares and restarts leaves the
+// prepared set equal to a model's (prepared minus unprepared), one spec file
+// per prepared claim, and each claim read from the API server once per
+// time it went from unprepared to prepared.
+TEST_F(ClaimPreparerTest, RandomSequencesMatchTheModel) {
+  const std::vector<std::string> devices = {"gpu-0", "gpu-1-mig-19-6-1",
+                                            "gpu-1-mig-9-0-4"};
+  for (int i = 0; i < 6; ++i) {
+    api_.Add(Ref(absl::StrCat("c", i)), {devices[i % devices.size()]});
+  }
+  std::mt19937 rng(4680);
+  auto p = Start();
+  std::set<std::string> model;
+  std::map<std::string, int> want_gets;
+  for (int step = 0; step < 150; ++step) {
+    int op = static_cast<int>(rng() % 5);
+    if (op == 4) {
+      p.reset();
+      p = Start();
+      continue;
+    }
+    std::vector<ClaimRef> batch;
+    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+      batch.push_back(Ref(absl::StrCat("c", rng() % 6)));
+    }
+    if (op < 2) {
+      auto got = p->Prepare(batch);
+      for (const ClaimRef& ref : batch) {
+        ASSERT_TRUE(got[ref.uid].status.ok()) << got[ref.uid].status;
+        ASSERT_EQ(got[ref.uid].devices.size(), 1u);
+        if (model.insert(ref.uid).second) ++want_gets[ClaimName(ref)];
+      }
+    } else {
+      auto got = p->Unprepare(batch);
+      for (const ClaimRef& ref : batch) {
+        ASSERT_TRUE(got[ref.uid].ok());
+        model.erase(ref.uid);
+      }
+    }
+    std::set<std::string> prepared;
+    for (const auto& [uid, claim] : p->Prepared()) prepared.insert(uid);
+    ASSERT_EQ(prepared, model) << "step " << step;
+    ASSERT_EQ(SpecFiles().size(), model.size()) << "step " << step;
+  }
+  for (const auto& [name, n] : want_gets) EXPECT_EQ(api_.gets[name], n) << name;
+}
+
+}  // namespace
+}  // namespace gpulet::dra
