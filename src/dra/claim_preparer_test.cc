@@ -14,6 +14,7 @@
 #include "src/cdi/spec_file.h"
 #include "src/common/file_util.h"
 #include "src/dra/claim_cdi.h"
+#include "src/dra/test_claims.h"
 
 namespace gpulet::dra {
 namespace {
@@ -21,88 +22,11 @@ namespace {
 using json = nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr char kPool[] = "node-a";
-
-// GPU 0 whole, GPU 1 in MIG mode with two MIG devices.
-device::Node TestNode() {
-  device::Node node;
-  device::Gpu gpu0;
-  gpu0.index = 0;
-  gpu0.uuid = "GPU-0000";
-  device::Gpu gpu1;
-  gpu1.index = 1;
-  gpu1.uuid = "GPU-1111";
-  gpu1.mig_enabled = true;
-  device::MigDevice mig_a;
-  mig_a.uuid = "MIG-aaaa";
-  mig_a.parent_index = 1;
-  mig_a.gi_placement = device::GiPlacement{.profile_id = 19, .start = 6, .size = 1};
-  device::MigDevice mig_b = mig_a;
-  mig_b.uuid = "MIG-bbbb";
-  mig_b.gi_placement = device::GiPlacement{.profile_id = 9, .start = 0, .size = 4};
-  gpu1.mig_devices = {mig_a, mig_b};
-  node.gpus = {gpu0, gpu1};
-  return node;
-}
-
-cdi::DeviceNode Node(const std::string& path) {
-  cdi::DeviceNode node;
-  node.path = path;
-  return node;
-}
-
-cdi::Spec TestSpec() {
-  cdi::Spec spec;
-  spec.kind = "nvidia.com/gpu";
-  spec.edits.env = {"NVIDIA_VISIBLE_DEVICES=void"};
-  spec.edits.device_nodes = {Node("/dev/nvidiactl")};
-  for (auto [name, dev] : std::map<std::string, std::string>{
-           {"GPU-0000", "/dev/nvidia0"},
-           {"GPU-1111", "/dev/nvidia1"},
-           {"MIG-aaaa", "/dev/nvidia-caps/nvidia-cap21"},
-           {"MIG-bbbb", "/dev/nvidia-caps/nvidia-cap30"}}) {
-    cdi::Device d;
-    d.name = name;
-    d.edits.device_nodes = {Node(dev)};
-    spec.devices.push_back(d);
-  }
-  return spec;
-}
-
-// The API server: claims by namespace/name, and how often each was read.
-struct FakeApi {
-  std::map<std::string, json> claims;
-  std::map<std::string, int> gets;
-
-  void Add(const ClaimRef& ref, std::vector<std::string> devices) {
-    json results = json::array();
-    for (const std::string& d : devices) {
-      results.push_back({{"request", "req"},
-                         {"driver", "gpu.nvidia.com"},
-                         {"pool", kPool},
-                         {"device", d}});
-    }
-    claims[ClaimName(ref)] = {
-        {"metadata",
-         {{"namespace", ref.namespace_name}, {"name", ref.name}, {"uid", ref.uid}}},
-        {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
-  }
-  ClaimGetter Getter() {
-    return [this](const ClaimRef& ref) -> absl::StatusOr<json> {
-      ++gets[ClaimName(ref)];
-      auto it = claims.find(ClaimName(ref));
-      if (it == claims.end()) {
-        return absl::NotFoundError(absl::StrCat("claim ", ClaimName(ref), " not found"));
-      }
-      return it->second;
-    };
-  }
-};
-
-ClaimRef Ref(const std::string& name) {
-  return {.namespace_name = "ns", .name = name, .uid = "uid-" + name};
-}
+using testing_claims::FakeApi;
+using testing_claims::kPool;
+using testing_claims::Ref;
+using testing_claims::TestNode;
+using testing_claims::TestSpec;
 
 class ClaimPreparerTest : public ::testing::Test {
  protected:

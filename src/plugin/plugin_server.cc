@@ -19,6 +19,7 @@
 #include "src/common/errors.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/common/logging.h"
+#include "src/common/socket_path.h"
 #include "src/plugin/device_plugin_service.h"
 
 namespace gpulet::plugin {
@@ -32,49 +33,6 @@ namespace {
 // In-flight unary calls get this long once Stop() begins; streams end at
 // once because the service is stopped first.
 constexpr auto kShutdownGrace = std::chrono::seconds(1);
-
-absl::Status CheckSocketPath(const std::string& dir, const std::string& name,
-                             const std::string& path) {
-  if (name.empty() || name.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "socket name \"", name, "\" must be a plain file name in ", dir));
-  }
-  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("socket path ", path, " is ", path.size(),
-                     " bytes; unix sockets allow at most ",
-                     sizeof(sockaddr_un::sun_path) - 1));
-  }
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) {
-    return common::ErrnoToStatus(errno, absl::StrCat("plugin directory ", dir));
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("plugin directory ", dir, " is not a directory"));
-  }
-  return absl::OkStatus();
-}
-
-// A socket file left by a killed plugin would make bind() fail. Anything
-// else at the path is not ours to delete.
-absl::Status RemoveStaleSocket(const std::string& path) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return common::ErrnoToStatus(errno, absl::StrCat("stat ", path));
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " exists and is not a socket; not removing it"));
-  }
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return common::ErrnoToStatus(errno,
-                                 absl::StrCat("remove stale socket ", path));
-  }
-  GPULET_LOG(INFO) << "removed stale socket " << path;
-  return absl::OkStatus();
-}
 
 // `allocate`, reporting each success to `on_allocated` when there is one.
 AllocateHandler Counted(AllocateHandler allocate,
@@ -135,11 +93,12 @@ absl::Status PluginServer::Impl::Start(const std::string& plugin_dir) {
                      socket_path_, "; cannot start on ", path));
   }
   socket_path_ = path;
-  if (absl::Status s = CheckSocketPath(plugin_dir, options_.socket_name, path);
+  if (absl::Status s =
+          common::CheckSocketPath(plugin_dir, options_.socket_name, path);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = RemoveStaleSocket(path); !s.ok()) return s;
+  if (absl::Status s = common::RemoveStaleSocket(path); !s.ok()) return s;
   return Serve();
 }
 

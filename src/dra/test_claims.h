@@ -1,0 +1,104 @@
+// Test fixtures shared by src/dra's tests: a small node (GPU 0 whole, GPU 1
+// in MIG mode with two MIG devices), its CDI spec, and a fake API server
+// holding ResourceClaims. Test-only; header-only.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "src/cdi/spec.h"
+#include "src/device/gpu.h"
+#include "src/dra/claim_allocation.h"
+#include "src/dra/claim_preparer.h"
+
+namespace gpulet::dra::testing_claims {
+
+using json = nlohmann::json;
+
+inline constexpr char kPool[] = "node-a";
+
+// GPU 0 whole, GPU 1 in MIG mode with two MIG devices.
+inline device::Node TestNode() {
+  device::Node node;
+  device::Gpu gpu0;
+  gpu0.index = 0;
+  gpu0.uuid = "GPU-0000";
+  device::Gpu gpu1;
+  gpu1.index = 1;
+  gpu1.uuid = "GPU-1111";
+  gpu1.mig_enabled = true;
+  device::MigDevice mig_a;
+  mig_a.uuid = "MIG-aaaa";
+  mig_a.parent_index = 1;
+  mig_a.gi_placement = device::GiPlacement{.profile_id = 19, .start = 6, .size = 1};
+  device::MigDevice mig_b = mig_a;
+  mig_b.uuid = "MIG-bbbb";
+  mig_b.gi_placement = device::GiPlacement{.profile_id = 9, .start = 0, .size = 4};
+  gpu1.mig_devices = {mig_a, mig_b};
+  node.gpus = {gpu0, gpu1};
+  return node;
+}
+
+inline cdi::DeviceNode Node(const std::string& path) {
+  cdi::DeviceNode node;
+  node.path = path;
+  return node;
+}
+
+inline cdi::Spec TestSpec() {
+  cdi::Spec spec;
+  spec.kind = "nvidia.com/gpu";
+  spec.edits.env = {"NVIDIA_VISIBLE_DEVICES=void"};
+  spec.edits.device_nodes = {Node("/dev/nvidiactl")};
+  for (auto [name, dev] : std::map<std::string, std::string>{
+           {"GPU-0000", "/dev/nvidia0"},
+           {"GPU-1111", "/dev/nvidia1"},
+           {"MIG-aaaa", "/dev/nvidia-caps/nvidia-cap21"},
+           {"MIG-bbbb", "/dev/nvidia-caps/nvidia-cap30"}}) {
+    cdi::Device d;
+    d.name = name;
+    d.edits.device_nodes = {Node(dev)};
+    spec.devices.push_back(d);
+  }
+  return spec;
+}
+
+// The API server: claims by namespace/name, and how often each was read.
+struct FakeApi {
+  std::map<std::string, json> claims;
+  std::map<std::string, int> gets;
+
+  void Add(const ClaimRef& ref, std::vector<std::string> devices) {
+    json results = json::array();
+    for (const std::string& d : devices) {
+      results.push_back({{"request", "req"},
+                         {"driver", "gpu.nvidia.com"},
+                         {"pool", kPool},
+                         {"device", d}});
+    }
+    claims[ClaimName(ref)] = {
+        {"metadata",
+         {{"namespace", ref.namespace_name}, {"name", ref.name}, {"uid", ref.uid}}},
+        {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
+  }
+  ClaimGetter Getter() {
+    return [this](const ClaimRef& ref) -> absl::StatusOr<json> {
+      ++gets[ClaimName(ref)];
+      auto it = claims.find(ClaimName(ref));
+      if (it == claims.end()) {
+        return absl::NotFoundError(absl::StrCat("claim ", ClaimName(ref), " not found"));
+      }
+      return it->second;
+    };
+  }
+};
+
+inline ClaimRef Ref(const std::string& name) {
+  return {.namespace_name = "ns", .name = name, .uid = "uid-" + name};
+}
+
+}  // namespace gpulet::dra::testing_claims
