@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <numeric>
 #include <system_error>
+#include <utility>
 
 #include "src/device/pci_address.h"
 
@@ -58,6 +59,20 @@ std::string ReadPcieRoot(const std::string& sysfs_root,
   const std::filesystem::path rest = target.lexically_relative(devices);
   if (rest.empty() || rest.begin()->string().rfind("pci", 0) != 0) return "";
   return rest.begin()->string();
+}
+
+NodeDevices CollectNodeDevices(device::Node node,
+                               const device::Topology* topology,
+                               const std::string& sysfs_root,
+                               std::set<std::string> unhealthy) {
+  NodeDevices out;
+  if (topology != nullptr) out.nvlink_domains = NvLinkDomains(*topology);
+  for (const device::Gpu& gpu : node.gpus) {
+    out.pcie_roots.push_back(ReadPcieRoot(sysfs_root, gpu.bus_id));
+  }
+  out.node = std::move(node);
+  out.unhealthy = std::move(unhealthy);
+  return out;
 }
 
 }  // namespace gpulet::draslice

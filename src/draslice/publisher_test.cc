@@ -134,7 +134,7 @@ TEST_F(PublisherTest, CreatesThenLeavesAnUnchangedPoolAlone) {
 TEST_F(PublisherTest, AChangeBumpsTheGenerationOfEverySlice) {
   ASSERT_TRUE(publisher_.Publish(Node(2)).ok());
   NodeDevices sick = Node(2);
-  sick.unhealthy = {"GPU-1"};
+  sick.unhealthy = {"gpu-1"};
   ASSERT_TRUE(publisher_.Publish(sick).ok());
   EXPECT_EQ(PoolGeneration("n1-gpu.nvidia.com-0"), 1);
   EXPECT_EQ(server_.slices.at("n1-gpu.nvidia.com-0")["spec"]["devices"].size(),

@@ -27,15 +27,12 @@ inline absl::StatusOr<NodeDevices> SimNodeDevices(const std::string& machine) {
   absl::StatusOr<nvml::LibraryPtr> lib = nvml::OpenLibrary(load);
   if (!lib.ok()) return lib.status();
   if (absl::Status s = (*lib)->Init(); !s.ok()) return s;
-  NodeDevices out;
   absl::StatusOr<device::Node> node = device::Discover(**lib);
   if (!node.ok()) return node.status();
   absl::StatusOr<device::Topology> topology =
       device::BuildTopology(**lib, *node);
   if (!topology.ok()) return topology.status();
   (void)(*lib)->Shutdown();
-  out.node = *std::move(node);
-  out.nvlink_domains = NvLinkDomains(*topology);
 
   absl::StatusOr<sim::Machine> m = sim::LoadMachine(machine);
   if (!m.ok()) return m.status();
@@ -44,10 +41,8 @@ inline absl::StatusOr<NodeDevices> SimNodeDevices(const std::string& machine) {
   render.root = root.path();
   render.dev_nodes = sim::DevNodes::kFiles;
   if (absl::Status s = sim::RenderNode(*m, render); !s.ok()) return s;
-  for (const device::Gpu& gpu : out.node.gpus) {
-    out.pcie_roots.push_back(ReadPcieRoot(root.path() + "/sys", gpu.bus_id));
-  }
-  return out;
+  return CollectNodeDevices(*std::move(node), &*topology,
+                            root.path() + "/sys", {});
 }
 
 }  // namespace gpulet::draslice::testing

@@ -21,7 +21,8 @@ struct Built {
 };
 
 bool Unhealthy(const NodeDevices& in, const device::Gpu& gpu) {
-  return !gpu.failure.empty() || in.unhealthy.contains(gpu.uuid);
+  const std::string name = dra::GpuDeviceName(static_cast<int>(gpu.index));
+  return !gpu.failure.empty() || in.unhealthy.contains(name);
 }
 
 DeviceFacts FactsOf(const NodeDevices& in, size_t position) {
@@ -98,13 +99,14 @@ Built BuildDevices(const NodeDevices& in, const SliceOptions& options) {
     for (const device::MigDevice& mig : gpu.mig_devices) {
       if (!mig.gi_placement.has_value()) continue;
       Json device = MigDeviceJson(gpu, mig, facts);
+      const bool unhealthy =
+          gpu_unhealthy ||
+          in.unhealthy.contains(device["name"].get<std::string>());
       if (counters) {
         device["consumesCounters"] = Consumption(gpu, mig);
         built.advanced = true;
       }
-      Add(built, std::move(device),
-          gpu_unhealthy || in.unhealthy.contains(mig.uuid),
-          options.taint_unhealthy);
+      Add(built, std::move(device), unhealthy, options.taint_unhealthy);
     }
   }
   return built;

@@ -8,9 +8,9 @@
 // also gets a counter set (its memory and memory slices) in a slice of
 // counters, and each MIG device consumes its share of it, as the API's
 // partitionable devices (DRAPartitionableDevices) describe a MIG layout.
-// Unhealthy devices (a UUID in NodeDevices::unhealthy, a MIG device whose
-// parent is, a GPU whose discovery failed) are left out, or published with
-// a NoSchedule taint when taint_unhealthy (DRADeviceTaints).
+// Unhealthy devices (named in NodeDevices::unhealthy, a MIG device whose
+// parent GPU is, a GPU whose discovery failed) are left out, or published
+// with a NoSchedule taint when taint_unhealthy (DRADeviceTaints).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -58,7 +58,8 @@ struct NodeDevices {
   std::vector<std::optional<int>> nvlink_domains;
   // Per position in node.gpus (ReadPcieRoot); shorter or empty: unknown.
   std::vector<std::string> pcie_roots;
-  // UUIDs of unhealthy GPUs and MIG devices.
+  // DRA names of unhealthy devices ("gpu-3", "gpu-0-mig-19-6-1"), as
+  // dra::DeviceHealthBoard::Unhealthy() gives them.
   std::set<std::string> unhealthy;
 };
 

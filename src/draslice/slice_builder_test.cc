@@ -110,7 +110,7 @@ TEST(BuildSlicesTest, EmptyNodeStillPublishesTheEmptyPool) {
 
 TEST(BuildSlicesTest, UnhealthyDevicesAreLeftOut) {
   NodeDevices in = Node({Gpu(0), Gpu(1), Gpu(2), MigGpu(3, 2), MigGpu(4, 2)});
-  in.unhealthy = {"GPU-1", "MIG-3-1", "GPU-4"};
+  in.unhealthy = {"gpu-1", "gpu-3-mig-19-1-1", "gpu-4"};
   in.node.gpus[2].failure = "GPU is lost";
   EXPECT_THAT(DeviceNames(Build(in)),
               ::testing::ElementsAre("gpu-0", "gpu-3-mig-19-0-1"));
@@ -118,7 +118,7 @@ TEST(BuildSlicesTest, UnhealthyDevicesAreLeftOut) {
 
 TEST(BuildSlicesTest, UnhealthyDevicesAreTaintedWhenAsked) {
   NodeDevices in = Node({Gpu(0), Gpu(1)});
-  in.unhealthy = {"GPU-1"};
+  in.unhealthy = {"gpu-1"};
   SliceOptions options = Options();
   options.taint_unhealthy = true;
   std::vector<Json> slices = Build(in, options);
@@ -178,7 +178,7 @@ TEST(BuildSlicesTest, LargePoolsAreSplitWithinTheLimits) {
   EXPECT_EQ(slices[2]["metadata"]["name"], "node-1-gpu.nvidia.com-2");
 
   NodeDevices tainted = Node(gpus);
-  tainted.unhealthy = {"GPU-7"};
+  tainted.unhealthy = {"gpu-7"};
   SliceOptions options = Options();
   options.taint_unhealthy = true;
   slices = Build(tainted, options);
@@ -236,7 +236,7 @@ TEST(BuildSlicesPropertyTest, RandomNodesKeepTheInvariants) {
       const bool mig = rng() % 3 == 0;
       gpus.push_back(mig ? MigGpu(i, rng() % 8) : Gpu(i));
       const bool sick = rng() % 10 == 0;
-      if (sick) in.unhealthy.insert(gpus.back().uuid);
+      if (sick) in.unhealthy.insert(absl::StrCat("gpu-", i));
       if (!sick) expected += mig ? gpus.back().mig_devices.size() : 1;
     }
     in.node = Node(gpus).node;

@@ -121,7 +121,7 @@ TEST_F(DraApiServerTest, GenerationMovesOnlyWhenTheDevicesChange) {
 
   // An Xid on GPU 3: the device leaves the pool at a new generation.
   NodeDevices sick = *devices;
-  sick.unhealthy.insert(sick.node.gpus[3].uuid);
+  sick.unhealthy.insert("gpu-3");
   ASSERT_TRUE(restarted.Publish(sick).ok());
   std::vector<Json> after = SlicesOf("gen-node");
   ASSERT_EQ(after.size(), 1u);
@@ -156,7 +156,7 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
     gpu.cc_major = 9;
     big.node.gpus.push_back(gpu);
   }
-  big.unhealthy = {"GPU-5"};
+  big.unhealthy = {"gpu-5"};
   Publisher publisher(*client_, {.node_name = "big-node",
                                  .taint_unhealthy = true});
   const absl::Status published = publisher.Publish(big);
