@@ -15,7 +15,8 @@
 
 namespace gpulet::draslice {
 
-// Standard attribute names (k8s.io/dynamic-resource-allocation/deviceattribute).
+// Standard attribute names, as in Kubernetes'
+// k8s.io/dynamic-resource-allocation/deviceattribute.
 inline constexpr char kPciBusIdAttribute[] = "resource.kubernetes.io/pciBusID";
 inline constexpr char kPcieRootAttribute[] = "resource.kubernetes.io/pcieRoot";
 

@@ -203,7 +203,8 @@ TEST(ComparableSpecTest, DropsEmptyValuesAndTaintTimes) {
                 R"({"devices":[{"name":"a","attributes":{},
                     "taints":[{"key":"k","timeAdded":"2026-01-01T00:00:00Z"}]}],
                     "sharedCounters":[]})")),
-            Json::parse(R"({"devices":[{"name":"a","taints":[{"key":"k"}]}]})"));
+            Json::parse(
+                R"({"devices":[{"name":"a","taints":[{"key":"k"}]}]})"));
 }
 
 }  // namespace

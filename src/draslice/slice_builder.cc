@@ -32,7 +32,9 @@ DeviceFacts FactsOf(const NodeDevices& in, size_t position) {
   if (position < in.nvlink_domains.size()) {
     facts.nvlink_domain = in.nvlink_domains[position];
   }
-  if (position < in.pcie_roots.size()) facts.pcie_root = in.pcie_roots[position];
+  if (position < in.pcie_roots.size()) {
+    facts.pcie_root = in.pcie_roots[position];
+  }
   return facts;
 }
 

@@ -114,7 +114,8 @@ class ApiServerHost {
     const std::string key = Write("apiserver.key", serving.key_pem);
     const std::string sa_key = kube::tls_test::MakeCa("sa").key_pem;
     const std::string sa = Write("sa.key", sa_key);
-    const std::string sa_pub = Write("sa.pub", kube::tls_test::PublicKeyPem(sa_key));
+    const std::string sa_pub =
+        Write("sa.pub", kube::tls_test::PublicKeyPem(sa_key));
     const std::string tokens = Write(
         "tokens.csv",
         absl::StrCat(kAdminToken, ",test-admin,1,\"system:masters\"\n"));

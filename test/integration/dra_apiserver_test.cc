@@ -186,7 +186,8 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
     absl::StatusOr<std::string> text = common::ReadFile(entry.path());
     ASSERT_TRUE(text.ok()) << text.status();
     for (absl::string_view doc : absl::StrSplit(*text, "\n---\n")) {
-      absl::StatusOr<nlohmann::ordered_json> object = config::YamlToJson(doc, entry.path().string());
+      absl::StatusOr<nlohmann::ordered_json> object =
+          config::YamlToJson(doc, entry.path().string());
       ASSERT_TRUE(object.ok()) << entry.path() << ": " << object.status();
       if (!object->is_object() || !object->contains("kind")) continue;
       const std::string kind = (*object)["kind"];
