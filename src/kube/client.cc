@@ -192,4 +192,21 @@ absl::StatusOr<nlohmann::json> Client::Create(const std::string& path,
   return DecodeObject(Describe(request), response.body);
 }
 
+absl::StatusOr<nlohmann::json> Client::Replace(const std::string& path,
+                                               const nlohmann::json& body,
+                                               std::stop_token stop) {
+  Request request{.method = "PUT", .path = path,
+                  .content_type = "application/json", .body = Encode(body),
+                  .timeout = options_.request_timeout};
+  GPULET_ASSIGN_OR_RETURN(Response response,
+                          Send(request, /*idempotent=*/false, stop));
+  return DecodeObject(Describe(request), response.body);
+}
+
+absl::Status Client::Delete(const std::string& path, std::stop_token stop) {
+  Request request{.method = "DELETE", .path = path,
+                  .timeout = options_.request_timeout};
+  return Send(request, /*idempotent=*/true, stop).status();
+}
+
 }  // namespace gpulet::kube

@@ -8,7 +8,10 @@
 //                                included, decoded as the stream arrives
 //   MergePatch(path, patch)      application/merge-patch+json (a Node's
 //                                labels and annotations)
-//   Create(path, body)           POST (pods/<name>/binding)
+//   Create(path, body)           POST (pods/<name>/binding, ResourceSlices)
+//   Replace(path, body)          PUT, the whole object with its
+//                                resourceVersion (ResourceSlices)
+//   Delete(path)                 DELETE
 //
 // Every request first waits for a token of the QPS/burst limiter. Failures
 // come back as absl::Status carrying the API server's message and code
@@ -16,7 +19,8 @@
 // backoff, up to `max_attempts` in all: 429 Too Many Requests for every
 // verb (after the server's Retry-After when given); connection failures,
 // timeouts and 500/502/503/504 only for GET and merge patches, which are
-// safe to repeat. A POST that may have reached the server is not repeated.
+// safe to repeat, and for DELETE (a repeat finds the object gone: NotFound).
+// A POST or PUT that may have reached the server is not repeated.
 //
 // Watch() does not retry: it returns when the stream ends and the caller
 // (ListWatcher, list_watcher.h) decides whether to watch again or re-list.
@@ -109,6 +113,15 @@ class Client {
   absl::StatusOr<nlohmann::json> Create(const std::string& path,
                                         const nlohmann::json& body,
                                         std::stop_token stop = {});
+
+  // PUTs `body`, which carries metadata.resourceVersion; a stale version is
+  // Aborted (409 Conflict). The stored object is returned.
+  absl::StatusOr<nlohmann::json> Replace(const std::string& path,
+                                         const nlohmann::json& body,
+                                         std::stop_token stop = {});
+
+  // DELETEs the object; NotFound when it is not there.
+  absl::Status Delete(const std::string& path, std::stop_token stop = {});
 
  private:
   // Sends with limiter and retries; the 2xx response or the decoded error.

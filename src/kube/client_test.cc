@@ -118,6 +118,39 @@ TEST_F(ClientTest, CreateAlreadyExists) {
             absl::StatusCode::kAlreadyExists);
 }
 
+TEST_F(ClientTest, ReplaceIsNotRepeatedAfterAServerError) {
+  transport_.AddResponse(429, StatusBody(429, "TooManyRequests"));
+  transport_.AddResponse(200, R"({"metadata":{"resourceVersion":"8"}})");
+  absl::StatusOr<nlohmann::json> got = client_.Replace(
+      "/apis/resource.k8s.io/v1/resourceslices/s",
+      {{"metadata", {{"name", "s"}, {"resourceVersion", "7"}}}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)["metadata"]["resourceVersion"], "8");
+  ASSERT_EQ(transport_.requests().size(), 2u);
+  const Request r = transport_.requests()[1];
+  EXPECT_EQ(r.method, "PUT");
+  EXPECT_EQ(r.content_type, "application/json");
+  EXPECT_EQ(nlohmann::json::parse(r.body)["metadata"]["resourceVersion"], "7");
+
+  transport_.AddResponse(503, StatusBody(503, "ServiceUnavailable"));
+  EXPECT_EQ(client_.Replace("/p", {}).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(transport_.requests().size(), 3u);
+  transport_.AddResponse(409, StatusBody(409, "Conflict"));
+  EXPECT_EQ(client_.Replace("/p", {}).status().code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST_F(ClientTest, DeleteIsRepeatedAfterAServerError) {
+  transport_.AddResponse(503, StatusBody(503, "ServiceUnavailable"));
+  transport_.AddResponse(200, R"({"kind":"Status","status":"Success"})");
+  EXPECT_TRUE(client_.Delete("/apis/resource.k8s.io/v1/resourceslices/s").ok());
+  ASSERT_EQ(transport_.requests().size(), 2u);
+  EXPECT_EQ(transport_.requests()[1].method, "DELETE");
+  transport_.AddResponse(404, StatusBody(404, "NotFound"));
+  EXPECT_EQ(client_.Delete("/p").code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(ClientTest, MergePatchSendsTheRightContentType) {
   transport_.AddResponse(200, R"({"metadata":{"annotations":{"a":"1"}}})");
   nlohmann::json patch = {{"metadata", {{"annotations", {{"a", "1"}}}}}};

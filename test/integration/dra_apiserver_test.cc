@@ -1,0 +1,226 @@
+// The node's DRA ResourceSlices (src/draslice/) and the DRA manifests in
+// deploy/dra/ against a real kube-apiserver of the pinned version, with its
+// default feature gates: the server's validation is the judge of what is
+// published (attribute names and types, capacities, counter sets, taints,
+// size limits), the pool generation moves only when the devices change,
+// and the DeviceClasses, RBAC and admission policy are accepted as written.
+#include <filesystem>
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/common/clock.h"
+#include "src/config/yaml_json.h"
+#include "src/draslice/publisher.h"
+#include "src/draslice/sim_devices.h"
+#include "src/kube/client.h"
+#include "src/kube/sleeper.h"
+#include "test/integration/apiserver_host.h"
+
+namespace gpulet::draslice {
+namespace {
+
+using Json = nlohmann::json;
+
+class DraApiServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    host_ = new gpulet::testing::ApiServerHost();
+    skip_ = host_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete host_;
+    host_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    absl::StatusOr<std::unique_ptr<kube::CurlTransport>> t =
+        kube::CurlTransport::Create(host_->AdminConfig());
+    ASSERT_TRUE(t.ok()) << t.status();
+    transport_ = *std::move(t);
+    client_ = std::make_unique<kube::Client>(*transport_, clock_, sleeper_,
+                                             kube::ClientOptions{.qps = 0});
+    const std::string died = host_->WaitReady(*transport_);
+    ASSERT_EQ(died, "");
+  }
+
+  std::vector<Json> SlicesOf(const std::string& node) {
+    absl::StatusOr<kube::ListResult> listed = client_->List(
+        kResourceSlicesPath,
+        {.field_selector = NodeSlicesSelector(node, "gpu.nvidia.com")});
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    return listed.ok() ? listed->items : std::vector<Json>{};
+  }
+
+  // Publishes `machine`'s devices as node `node` and checks that the server
+  // holds them at one generation.
+  void PublishMachine(const std::string& machine, const std::string& node,
+                      SliceOptions options = {}) {
+    absl::StatusOr<NodeDevices> devices = testing::SimNodeDevices(machine);
+    ASSERT_TRUE(devices.ok()) << devices.status();
+    options.node_name = node;
+    Publisher publisher(*client_, options);
+    const absl::Status published = publisher.Publish(*devices);
+    ASSERT_TRUE(published.ok()) << machine << ": " << published;
+    absl::StatusOr<std::vector<Json>> wanted =
+        BuildSlices(*devices, options, publisher.generation());
+    ASSERT_TRUE(wanted.ok());
+    std::vector<Json> stored = SlicesOf(node);
+    ASSERT_EQ(stored.size(), wanted->size()) << machine;
+    for (size_t i = 0; i < stored.size(); ++i) {
+      // The server keeps exactly what was sent (no field dropped by a
+      // disabled gate, quantities in the same spelling).
+      EXPECT_EQ(ComparableSpec(stored[i]["spec"]),
+                ComparableSpec((*wanted)[i]["spec"]))
+          << machine << " slice " << i;
+    }
+  }
+
+  static inline gpulet::testing::ApiServerHost* host_ = nullptr;
+  static inline std::string skip_;
+  common::RealClock& clock_ = common::RealClock::Get();
+  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
+  std::unique_ptr<kube::CurlTransport> transport_;
+  std::unique_ptr<kube::Client> client_;
+};
+
+TEST_F(DraApiServerTest, SimulatedNodesArePublishedAsBuilt) {
+  PublishMachine("dgx-h100", "dgx-h100");
+  PublishMachine("islands-16", "islands-16");
+  PublishMachine("a100-mig", "a100-mig");
+  PublishMachine("a100-mig-single", "a100-mig-single");
+  PublishMachine("gb200-nvl", "gb200-nvl");
+  SliceOptions plain;
+  plain.partitionable_mig = false;
+  PublishMachine("a100-mig", "a100-mig-plain", plain);
+}
+
+TEST_F(DraApiServerTest, GenerationMovesOnlyWhenTheDevicesChange) {
+  absl::StatusOr<NodeDevices> devices = testing::SimNodeDevices("dgx-h100");
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  Publisher publisher(*client_, {.node_name = "gen-node"});
+  ASSERT_TRUE(publisher.Publish(*devices).ok());
+  const std::vector<Json> first = SlicesOf("gen-node");
+  ASSERT_EQ(first.size(), 1u);
+  const int64_t g0 = first[0]["spec"]["pool"]["generation"];
+
+  // Unchanged: nothing written, not even by a restarted publisher.
+  ASSERT_TRUE(publisher.Publish(*devices).ok());
+  Publisher restarted(*client_, {.node_name = "gen-node"});
+  ASSERT_TRUE(restarted.Publish(*devices).ok());
+  EXPECT_EQ(SlicesOf("gen-node")[0]["metadata"]["resourceVersion"],
+            first[0]["metadata"]["resourceVersion"]);
+
+  // An Xid on GPU 3: the device leaves the pool at a new generation.
+  NodeDevices sick = *devices;
+  sick.unhealthy.insert("gpu-3");
+  ASSERT_TRUE(restarted.Publish(sick).ok());
+  std::vector<Json> after = SlicesOf("gen-node");
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0]["spec"]["pool"]["generation"], g0 + 1);
+  EXPECT_EQ(after[0]["spec"]["devices"].size(), 7u);
+
+  // Tainted instead (DRADeviceTaints, on by default in 1.36).
+  Publisher tainting(*client_, {.node_name = "gen-node",
+                                .taint_unhealthy = true});
+  ASSERT_TRUE(tainting.Publish(sick).ok());
+  after = SlicesOf("gen-node");
+  EXPECT_EQ(after[0]["spec"]["pool"]["generation"], g0 + 2);
+  ASSERT_EQ(after[0]["spec"]["devices"].size(), 8u);
+  EXPECT_EQ(after[0]["spec"]["devices"][3]["taints"][0]["key"],
+            kUnhealthyTaintKey);
+
+  ASSERT_TRUE(tainting.DeleteAll().ok());
+  EXPECT_TRUE(SlicesOf("gen-node").empty());
+}
+
+TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
+  NodeDevices big;
+  big.node.driver_version = "550.54.15";
+  big.node.cuda_driver_version = 12040;
+  for (unsigned i = 0; i < 300; ++i) {
+    device::Gpu gpu;
+    gpu.index = gpu.minor = i;
+    gpu.uuid = absl::StrCat("GPU-", i);
+    gpu.name = "NVIDIA H100 80GB HBM3";
+    gpu.bus_id = absl::StrFormat("00000000:%02X:00.0", i % 256);
+    gpu.memory_total_bytes = 80ull << 30;
+    gpu.cc_major = 9;
+    big.node.gpus.push_back(gpu);
+  }
+  big.unhealthy = {"gpu-5"};
+  Publisher publisher(*client_, {.node_name = "big-node",
+                                 .taint_unhealthy = true});
+  const absl::Status published = publisher.Publish(big);
+  ASSERT_TRUE(published.ok()) << published;
+  EXPECT_EQ(SlicesOf("big-node").size(), 5u);  // 64 per slice with a taint
+  ASSERT_TRUE(publisher.DeleteAll().ok());
+}
+
+// deploy/dra/*.yaml, every document created as written.
+TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
+  const std::map<std::string, std::string> paths = {
+      {"ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"},
+      {"ClusterRoleBinding",
+       "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"},
+      {"DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses"},
+      {"ServiceAccount", "/api/v1/namespaces/kube-system/serviceaccounts"},
+      {"ValidatingAdmissionPolicy",
+       "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"},
+      {"ValidatingAdmissionPolicyBinding",
+       "/apis/admissionregistration.k8s.io/v1/"
+       "validatingadmissionpolicybindings"},
+  };
+  std::set<std::string> created;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::string(GPULET_SOURCE_DIR) + "/deploy/dra")) {
+    if (entry.path().extension() != ".yaml") continue;
+    absl::StatusOr<std::string> text = common::ReadFile(entry.path());
+    ASSERT_TRUE(text.ok()) << text.status();
+    for (absl::string_view doc : absl::StrSplit(*text, "\n---\n")) {
+      absl::StatusOr<nlohmann::ordered_json> object =
+          config::YamlToJson(doc, entry.path().string());
+      ASSERT_TRUE(object.ok()) << entry.path() << ": " << object.status();
+      if (!object->is_object() || !object->contains("kind")) continue;
+      const std::string kind = (*object)["kind"];
+      ASSERT_TRUE(paths.contains(kind)) << entry.path() << ": " << kind;
+      absl::StatusOr<Json> made =
+          client_->Create(paths.at(kind), Json::parse(object->dump()));
+      EXPECT_TRUE(made.ok()) << entry.path() << ": " << made.status();
+      created.insert((*object)["metadata"]["name"].get<std::string>());
+    }
+  }
+  EXPECT_TRUE(created.contains("gpu.nvidia.com"));
+  EXPECT_TRUE(created.contains("mig.nvidia.com"));
+  EXPECT_TRUE(created.contains("gpulet-own-resourceslices"));
+}
+
+// The claims docs/dra.md shows: the server compiles their CEL against the
+// attribute types and checks the constraint's attribute name.
+TEST_F(DraApiServerTest, DocumentedClaimsAreAccepted) {
+  const Json claim = Json::parse(R"json({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "two-linked-big-gpus"},
+    "spec": {"spec": {"devices": {
+      "requests": [{"name": "gpus", "exactly": {
+        "deviceClassName": "gpu.nvidia.com", "count": 2,
+        "selectors": [{"cel": {"expression":
+          "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0 && device.attributes['gpu.nvidia.com'].cudaComputeCapability.compareTo(semver('9.0.0')) >= 0"}}]}}],
+      "constraints": [{"requests": ["gpus"],
+                       "matchAttribute": "gpu.nvidia.com/nvlinkDomain"}]}}}})json");
+  absl::StatusOr<Json> made = client_->Create(
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+      claim);
+  EXPECT_TRUE(made.ok()) << made.status();
+}
+
+}  // namespace
+}  // namespace gpulet::draslice
