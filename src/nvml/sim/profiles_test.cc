@@ -83,8 +83,9 @@ TEST(ProfilesTest, NamesAreSortedAndComplete) {
   EXPECT_THAT(ProfileNames(),
               ElementsAre("a100-mig", "a100-mig-single", "b200-mig",
                           "dgx-a100", "dgx-b200", "dgx-h100", "gb200-nvl",
-                          "hgx-h200", "islands-16", "no-driver", "none",
-                          "pcie-t4", "rtx-pro-6000-mig"));
+                          "hgx-h200", "islands-16", "mixed-memory",
+                          "no-driver", "none", "pcie-t4",
+                          "rtx-pro-6000-mig"));
   EXPECT_TRUE(ProfileYaml("dgx-h100").has_value());
   EXPECT_FALSE(ProfileYaml("dgx-h200").has_value());
 }
@@ -474,7 +475,8 @@ TEST(LoadMachineTest, UnknownProfileListsBuiltIns) {
               StartsWith("unknown machine profile \"dgx-z\" (built-in: "
                          "a100-mig, a100-mig-single, b200-mig, dgx-a100, "
                          "dgx-b200, dgx-h100, gb200-nvl, hgx-h200, "
-                         "islands-16, no-driver, none, pcie-t4, "
+                         "islands-16, mixed-memory, no-driver, none, "
+                         "pcie-t4, "
                          "rtx-pro-6000-mig"));
 }
 
