@@ -65,16 +65,15 @@ std::vector<std::string> FirstAvailable(
 // The GPU the answer comes from; -1 when none fits.
 int ChooseFor(const MemoryHandlerOptions& o,
               const std::vector<sharing::GpuSpace>& spaces, int size) {
+  // The pending pods as the API server has them now. The extender records
+  // a pod there before it binds it, so this read holds the pod being
+  // admitted and every pod bound before it; the copy of the last sync may
+  // lack some, and when one of those has this request's size, the copy
+  // would send this container into the room another one needs.
   std::vector<sharing::Request> pending;
-  if (o.pending) pending = o.pending(false);
+  if (o.pending) pending = o.pending(true);
   absl::StatusOr<sharing::Choice> c =
       sharing::ChooseGpu(spaces, pending, size, o.policy);
-  if (c.ok() && !c->matched_pending && o.pending) {
-    // No pending pod asks for this size: the Node we know is older than the
-    // pod being admitted. Read it once more before deciding.
-    pending = o.pending(true);
-    c = sharing::ChooseGpu(spaces, pending, size, o.policy);
-  }
   return c.ok() ? c->gpu : -1;
 }
 
