@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "src/common/logging.h"
 #include "src/sharing/unit_id.h"
 
 namespace gpulet::resources {
@@ -74,6 +75,24 @@ int ChooseFor(const MemoryHandlerOptions& o,
   if (o.pending) pending = o.pending(true);
   absl::StatusOr<sharing::Choice> c =
       sharing::ChooseGpu(spaces, pending, size, o.policy);
+  if (!c.ok() || !c->pending_fits) {
+    // Never expected: the extender binds a pod only when it fits beside
+    // every pending one. Say what the choice saw.
+    std::vector<std::string> free, sizes;
+    for (const sharing::GpuSpace& g : spaces) {
+      free.push_back(absl::StrCat(g.uuid, ":", sharing::FreeUnits(g)));
+    }
+    for (const sharing::Request& r : pending) {
+      sizes.push_back(absl::StrCat(r.key, ":", r.units));
+    }
+    GPULET_LOG(WARNING) << "memory units: " << size
+                        << " unit(s) asked for; no GPU keeps the pending "
+                           "requests fitting (free "
+                        << absl::StrJoin(free, ", ") << "; pending "
+                        << absl::StrJoin(sizes, ", ") << ")"
+                        << (c.ok() ? ""
+                                   : absl::StrCat("; ", c.status().message()));
+  }
   return c.ok() ? c->gpu : -1;
 }
 
