@@ -49,7 +49,7 @@ func (n *Node) schedulerKubeconfig() string {
 // StartScheduler starts kube-scheduler, or restarts it when it runs: with
 // the fixture's flags (config ""), or with a KubeSchedulerConfiguration
 // file. It waits until the new scheduler answers /readyz.
-func (n *Node) StartScheduler(config string) error {
+func (n *Node) StartScheduler(ctx context.Context, config string) error {
 	if n.Scheduler != nil {
 		n.Procs.Stop(n.Scheduler, 20*time.Second)
 		n.Scheduler = nil
@@ -70,7 +70,7 @@ func (n *Node) StartScheduler(config string) error {
 	// The scheduler's own self-signed serving certificate, on loopback.
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	return n.waitFor(context.Background(), "kube-scheduler to be ready", 60*time.Second, func(ctx context.Context) (bool, error) {
+	return n.waitFor(ctx, "kube-scheduler to be ready", 60*time.Second, func(ctx context.Context) (bool, error) {
 		return httpOK(ctx, c, "https://127.0.0.1:10259/readyz"), nil
 	})
 }
@@ -101,7 +101,7 @@ func (n *Node) StartExtender(ctx context.Context, policy string) (*Extender, fun
 	cleanup := func(ctx context.Context) error {
 		var first error
 		if n.Scheduler != nil {
-			first = n.StartScheduler("")
+			first = n.StartScheduler(ctx, "")
 		}
 		e.Stop()
 		if err := undo(ctx); err != nil && first == nil {
@@ -133,7 +133,7 @@ func (n *Node) StartExtender(ctx context.Context, policy string) (*Extender, fun
 	if err != nil {
 		return fail(err)
 	}
-	if err := n.StartScheduler(config); err != nil {
+	if err := n.StartScheduler(ctx, config); err != nil {
 		return fail(err)
 	}
 	return e, cleanup, nil

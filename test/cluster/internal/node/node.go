@@ -224,7 +224,7 @@ func (n *Node) controlPlane(ctx context.Context) error {
 		"--profiling=false", "--v=1"); err != nil {
 		return err
 	}
-	if err := n.StartScheduler(""); err != nil {
+	if err := n.StartScheduler(ctx, ""); err != nil {
 		return err
 	}
 	return n.writeKubeletConfig(kc["kubelet"])

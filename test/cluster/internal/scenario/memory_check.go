@@ -242,7 +242,8 @@ func (s *memState) settled(gpus map[string]int, used map[string]int) (string, er
 				return p.Name + " is not scheduled yet", nil
 			}
 			if !isExtenderReason(msg) && !strings.Contains(msg, nodeCountReason) {
-				return "", fmt.Errorf("pod %s is unschedulable for a reason neither the extender's nor %q: %s", p.Name, nodeCountReason, msg)
+				// Such as the node's not-ready taint while the kubelet restarts.
+				return fmt.Sprintf("%s waits for a reason neither the extender's nor %q: %s", p.Name, nodeCountReason, msg), nil
 			}
 			if fits(podUnits(p), free) {
 				return fmt.Sprintf("%s %v waits but fits the free memory %v", p.Name, podUnits(p), free), nil
