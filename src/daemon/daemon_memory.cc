@@ -18,6 +18,13 @@
 namespace gpulet::daemon {
 namespace {
 
+kube::ClientOptions MemoryClientOptions() {
+  kube::ClientOptions o;
+  o.qps = 50;
+  o.burst = 100;
+  return o;
+}
+
 sharing::Policy PolicyOf(config::MemoryPolicy policy) {
   return policy == config::MemoryPolicy::kSpread ? sharing::Policy::kSpread
                                                  : sharing::Policy::kBinpack;
@@ -95,8 +102,12 @@ void Daemon::Impl::EnsurePublisher(const config::Config& config) {
                                   transport.status().message()));
     }
     kube_transport_ = *std::move(transport);
+    // A GET per preferred allocation and a GET and a PATCH per Allocate:
+    // client-go's 5 per second would make a burst of pods wait on the
+    // node agent (the extender's default is the same 50).
     kube_client_ = std::make_unique<kube::Client>(
-        *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get());
+        *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get(),
+        MemoryClientOptions());
   }
   if (pod_resources_ == nullptr) {
     pod_resources_ =
