@@ -18,6 +18,17 @@
 namespace gpulet::daemon {
 namespace {
 
+// The process's API client: a GET per preferred allocation and a GET and
+// a PATCH per Allocate for memory shares; client-go's 5 per second would
+// make a burst of pods wait on the node agent (the extender's default is
+// the same 50).
+kube::ClientOptions ApiClientOptions() {
+  kube::ClientOptions o;
+  o.qps = 50;
+  o.burst = 100;
+  return o;
+}
+
 sharing::Policy PolicyOf(config::MemoryPolicy policy) {
   return policy == config::MemoryPolicy::kSpread ? sharing::Policy::kSpread
                                                  : sharing::Policy::kBinpack;
@@ -58,7 +69,8 @@ absl::StatusOr<kube::Client*> Daemon::Impl::ApiClient() {
   if (!transport.ok()) return transport.status();
   kube_transport_ = *std::move(transport);
   kube_client_ = std::make_unique<kube::Client>(
-      *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get());
+      *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get(),
+      ApiClientOptions());
   return kube_client_.get();
 }
 

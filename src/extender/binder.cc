@@ -1,5 +1,6 @@
 #include "src/extender/binder.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +60,8 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
         request.pod_uid, " (deleted and created again)"));
   }
   if (!pod->empty()) {
+    std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
+    absl::MutexLock hold(lock.get());
     absl::Status reserved = Reserve(request.node, *pod, outcome, stop);
     if (!reserved.ok()) return Prefixed(what, reserved);
   }
@@ -72,6 +75,8 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
   absl::StatusOr<json> bound = client_.Create(binding_path, binding, stop);
   if (bound.ok()) return absl::OkStatus();
   if (outcome->reserved) {
+    std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
+    absl::MutexLock hold(lock.get());
     absl::Status released = Release(request.node, *pod, stop);
     if (!released.ok()) {
       GPULET_LOG(WARNING) << what << "the pending entry stays until the node "
@@ -80,6 +85,13 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
     }
   }
   return Prefixed(what, bound.status());
+}
+
+std::shared_ptr<absl::Mutex> Binder::NodeLock(const std::string& node) {
+  absl::MutexLock lock(&locks_mu_);
+  std::shared_ptr<absl::Mutex>& m = node_locks_[node];
+  if (m == nullptr) m = std::make_shared<absl::Mutex>();
+  return m;
 }
 
 absl::Status Binder::WritePending(const NodeView& view,

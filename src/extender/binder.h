@@ -9,8 +9,11 @@
 // carries the resourceVersion that was read. The API server answers 409
 // Conflict when anyone (another extender replica, the node agent) wrote
 // the Node in between; the Binder reads again and retries. That
-// compare-and-swap is the only serialisation, so any number of replicas,
-// and a replica that just restarted, never book the same units twice.
+// compare-and-swap is the only serialisation between replicas, so any
+// number of them, and a replica that just restarted, never book the same
+// units twice. Within one binder the writes to one Node take turns: the
+// scheduler binds many pods at once, and to one Node they would otherwise
+// only conflict with each other (every success a 409 for the rest).
 // When creating the Binding fails, the entry is removed again the same way.
 //
 // Thread safety: Bind() may be called from many threads at once; the
@@ -19,11 +22,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stop_token>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/extender/gone_pods.h"
@@ -84,9 +90,15 @@ class Binder {
                             const sharing::Pending& pending,
                             std::stop_token stop);
 
+  // The lock this binder's writes to `node` take turns under.
+  std::shared_ptr<absl::Mutex> NodeLock(const std::string& node);
+
   kube::Client& client_;
   NodeCache& cache_;
   const BinderOptions options_;
+  absl::Mutex locks_mu_;
+  std::map<std::string, std::shared_ptr<absl::Mutex>> node_locks_
+      ABSL_GUARDED_BY(locks_mu_);
 };
 
 }  // namespace gpulet::extender

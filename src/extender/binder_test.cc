@@ -320,5 +320,45 @@ TEST(BinderReplicas, NeverDoubleBook) {
   EXPECT_EQ(units, 16);
 }
 
+// The scheduler binds many pods at once. One binder's writes to one Node
+// take turns, so they never conflict with each other: with no retry
+// allowed, every pod that fits is recorded and bound.
+TEST(BinderReplicas, BindsOfOneReplicaToOneNodeTakeTurns) {
+  testing::FakeApiServer api;
+  const sharing::NodeMemory memory = Memory("n1", {{16, 0}});
+  api.AddNode(NodeObject("n1", &memory));
+  for (int i = 0; i < 4; ++i) {
+    api.AddPod(PodObject("p" + std::to_string(i), {4}));
+  }
+  common::FakeClock clock;
+  kube::FakeSleeper sleeper(clock);
+  kube::Client client(api, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  NodeCache cache;
+  cache.Update(api.Node("n1"));
+  Binder binder(client, cache, {.max_conflicts = 0});
+  std::vector<absl::Status> results(4);
+  std::vector<BindOutcome> outcomes(4);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        const std::string name = "p" + std::to_string(i);
+        BindRequest request{.pod_name = name,
+                            .pod_namespace = "default",
+                            .pod_uid = "uid-" + name,
+                            .node = "n1"};
+        request.pod = std::make_shared<const PodRequest>(*ReadPod(
+            PodObject(name, {4}), testing::kResource, Policy::kBinpack, "pod"));
+        results[i] = binder.Bind(request, &outcomes[i]);
+      });
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(results[i].ok()) << results[i];
+    EXPECT_EQ(outcomes[i].conflicts, 0);
+  }
+  EXPECT_EQ(api.bindings().size(), 4u);
+}
+
 }  // namespace
 }  // namespace gpulet::extender

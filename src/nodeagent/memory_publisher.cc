@@ -172,7 +172,7 @@ std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
     }
   }
   absl::MutexLock lock(&mu_);
-  return sharing::PendingRequests(pending_, node_, ledger_.unmatched());
+  return sharing::PendingRequests(pending_, listed_, ledger_.unmatched());
 }
 
 absl::Status MemoryPublisher::Sync(std::stop_token stop) {
@@ -200,6 +200,7 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
     built = sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
                                      now, std::move(gpus), std::move(listed),
                                      ledger_.unmatched());
+    listed_ = built;
   }
   absl::Status status;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {

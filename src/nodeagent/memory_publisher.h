@@ -123,6 +123,11 @@ class MemoryPublisher {
   sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
   sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
   sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
+  // As last listed by the kubelet: the listing the ledger was last matched
+  // against, written or not. Pending() must pair the ledger with this one:
+  // with node_, a container the ledger no longer counts (it is listed)
+  // would count as pending again until the write succeeds.
+  sharing::NodeMemory listed_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
   // The last complaint per annotation, so a bad value is logged once.

@@ -164,6 +164,24 @@ TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
               ElementsAre(Field(&sharing::Request::units, 4)));
 }
 
+// p's Allocate answer stops counting once the kubelet lists p; the write
+// of that sync fails. The plugin's pending requests must not count p again
+// meanwhile: its units are in use, not pending.
+TEST_F(PublisherTest, AListedPodIsNotPendingWhileTheWriteFails) {
+  publisher_->OnAllocate("GPU-a", 2);
+  const std::string node = NodeJson("7", PendingJson({{"u-p", "p", 2},
+                                                      {"u-q", "q", 4}}));
+  transport_.AddResponse(200, node);
+  transport_.AddResponse(
+      200, R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
+  transport_.AddResponse(
+      500, R"({"kind":"Status","reason":"InternalError","code":500})");
+  EXPECT_FALSE(publisher_->Sync().ok());
+  transport_.AddResponse(200, node);
+  EXPECT_THAT(publisher_->Pending(true),
+              ElementsAre(Field(&sharing::Request::units, 4)));
+}
+
 TEST_F(PublisherTest, ConflictReadsAgainAndRetries) {
   transport_.AddResponse(200, NodeJson("7", ""));
   transport_.AddResponse(

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "src/common/logging.h"
 #include "src/sharing/mps_paths.h"
 #include "src/sharing/unit_id.h"
 
@@ -66,15 +67,32 @@ std::vector<std::string> FirstAvailable(
 // The GPU the answer comes from; -1 when none fits.
 int ChooseFor(const MemoryHandlerOptions& o,
               const std::vector<sharing::GpuSpace>& spaces, int size) {
+  // The pending pods as the API server has them now. The extender records
+  // a pod there before it binds it, so this read holds the pod being
+  // admitted and every pod bound before it; the copy of the last sync may
+  // lack some, and when one of those has this request's size, the copy
+  // would send this container into the room another one needs.
   std::vector<sharing::Request> pending;
-  if (o.pending) pending = o.pending(false);
+  if (o.pending) pending = o.pending(true);
   absl::StatusOr<sharing::Choice> c =
       sharing::ChooseGpu(spaces, pending, size, o.policy);
-  if (c.ok() && !c->matched_pending && o.pending) {
-    // No pending pod asks for this size: the Node we know is older than the
-    // pod being admitted. Read it once more before deciding.
-    pending = o.pending(true);
-    c = sharing::ChooseGpu(spaces, pending, size, o.policy);
+  if (!c.ok() || !c->pending_fits) {
+    // Never expected: the extender binds a pod only when it fits beside
+    // every pending one. Say what the choice saw.
+    std::vector<std::string> free, sizes;
+    for (const sharing::GpuSpace& g : spaces) {
+      free.push_back(absl::StrCat(g.uuid, ":", sharing::FreeUnits(g)));
+    }
+    for (const sharing::Request& r : pending) {
+      sizes.push_back(absl::StrCat(r.key, ":", r.units));
+    }
+    GPULET_LOG(WARNING) << "memory units: " << size
+                        << " unit(s) asked for; no GPU keeps the pending "
+                           "requests fitting (free "
+                        << absl::StrJoin(free, ", ") << "; pending "
+                        << absl::StrJoin(sizes, ", ") << ")"
+                        << (c.ok() ? ""
+                                   : absl::StrCat("; ", c.status().message()));
   }
   return c.ok() ? c->gpu : -1;
 }

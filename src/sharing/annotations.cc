@@ -2,6 +2,8 @@
 // annotations. A Reader collects the first error with its field path.
 #include "src/sharing/annotations.h"
 
+#include <algorithm>
+
 #include <initializer_list>
 #include <limits>
 #include <utility>
@@ -321,18 +323,46 @@ bool SamePod(std::string_view uid_a, std::string_view ns_a,
   return ns_a == ns_b && name_a == name_b;
 }
 
+namespace {
+
+// The containers of `pod` that node lists, or nullptr when it does not list
+// the pod at all.
+const UsedPod* FindListed(const PendingPod& pod, const NodeMemory& node) {
+  for (const UsedPod& used : node.pods) {
+    if (SamePod(pod.uid, pod.ns, pod.name, used.uid, used.ns, used.name)) {
+      return &used;
+    }
+  }
+  return nullptr;
+}
+
+bool HoldsContainer(const UsedPod* used, const std::string& name) {
+  return used != nullptr &&
+         std::any_of(used->containers.begin(), used->containers.end(),
+                     [&](const UsedContainer& c) { return c.name == name; });
+}
+
+}  // namespace
+
+bool Admitted(const PendingPod& pod, const NodeMemory& node) {
+  const UsedPod* used = FindListed(pod, node);
+  return used != nullptr &&
+         std::all_of(pod.containers.begin(), pod.containers.end(),
+                     [&](const PendingContainer& c) {
+                       return HoldsContainer(used, c.name);
+                     });
+}
+
 std::vector<Request> OutstandingRequests(const Pending& pending,
                                          const NodeMemory& node) {
   std::vector<Request> out;
   for (const PendingPod& pod : pending.pods) {
-    bool listed = false;
-    for (const UsedPod& used : node.pods) {
-      listed = listed || SamePod(pod.uid, pod.ns, pod.name, used.uid, used.ns,
-                                 used.name);
-    }
-    if (listed) continue;
+    // The kubelet allocates a pod's containers one after the other: a pod
+    // it lists may still have containers waiting for their units.
+    const UsedPod* used = FindListed(pod, node);
     const std::string key = PodKey(pod.uid, pod.ns, pod.name);
     for (const PendingContainer& c : pod.containers) {
+      if (HoldsContainer(used, c.name)) continue;
       out.push_back(Request{absl::StrCat(key, "/", c.name), c.units});
     }
   }

@@ -68,8 +68,13 @@ bool SamePod(std::string_view uid_a, std::string_view ns_a,
              std::string_view name_a, std::string_view uid_b,
              std::string_view ns_b, std::string_view name_b);
 
-// The container requests of the pending pods not yet listed in node.pods,
-// keyed "<uid or ns/name>/<container>", in annotation order.
+// True when node.pods lists the pod with every one of its containers: the
+// kubelet admitted all of them.
+bool Admitted(const PendingPod& pod, const NodeMemory& node);
+
+// The container requests of the pending pods that node.pods does not list
+// yet (a listed pod's containers that it does not list are still
+// outstanding), keyed "<uid or ns/name>/<container>", in annotation order.
 std::vector<Request> OutstandingRequests(const Pending& pending,
                                          const NodeMemory& node);
 

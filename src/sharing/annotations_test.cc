@@ -155,15 +155,35 @@ TEST(OutstandingRequests, SkipsPodsTheNodeAlreadyLists) {
                       {.uid = "u9", .ns = "ns", .name = "d",
                        .containers = {{"c", 5}}},
                   }};
-  NodeMemory node{.pods = {{.uid = "u2", .ns = "other", .name = "x"},
-                           {.ns = "ns", .name = "c"},
-                           {.uid = "u8", .ns = "ns", .name = "d"}}};
+  NodeMemory node{.pods = {{.uid = "u2", .ns = "other", .name = "x",
+                            .containers = {{"c", "GPU-a", 3}}},
+                           {.ns = "ns", .name = "c",
+                            .containers = {{"c", "GPU-a", 1}}},
+                           {.uid = "u8", .ns = "ns", .name = "d",
+                            .containers = {{"c", "GPU-a", 5}}}}};
   auto reqs = OutstandingRequests(pending, node);
   ASSERT_EQ(reqs.size(), 3u);
   EXPECT_EQ(reqs[0].key, "u1/c");
   EXPECT_EQ(reqs[0].units, 4);
   EXPECT_EQ(reqs[1].key, "u1/d");
   EXPECT_EQ(reqs[2].key, "u9/c");
+}
+
+// The kubelet allocates a pod's containers one at a time; between two, it
+// lists the pod with the first only. The second still needs its units.
+TEST(OutstandingRequests, KeepsContainersOfAPartlyListedPod) {
+  Pending pending{.pods = {{.uid = "u1", .ns = "ns", .name = "a",
+                            .containers = {{"c0", 4}, {"c1", 16}}}}};
+  NodeMemory node{.pods = {{.uid = "u1", .ns = "ns", .name = "a",
+                            .containers = {{"c0", "GPU-a", 4}}}}};
+  auto reqs = OutstandingRequests(pending, node);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].key, "u1/c1");
+  EXPECT_EQ(reqs[0].units, 16);
+  EXPECT_FALSE(Admitted(pending.pods[0], node));
+  node.pods[0].containers.push_back({"c1", "GPU-b", 16});
+  EXPECT_TRUE(OutstandingRequests(pending, node).empty());
+  EXPECT_TRUE(Admitted(pending.pods[0], node));
 }
 
 }  // namespace

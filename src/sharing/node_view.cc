@@ -13,14 +13,6 @@ std::string ContainerKey(const UsedPod& pod, const UsedContainer& c) {
   return absl::StrCat(pod.ns, "/", pod.name, "/", c.name, "@", c.gpu);
 }
 
-bool Listed(const PendingPod& p, const NodeMemory& node) {
-  return std::any_of(node.pods.begin(), node.pods.end(),
-                     [&](const UsedPod& u) {
-                       return SamePod(p.uid, p.ns, p.name, u.uid, u.ns,
-                                      u.name);
-                     });
-}
-
 }  // namespace
 
 void AllocationLedger::Record(Allocation allocation) {
@@ -89,7 +81,7 @@ Pending PrunePending(const Pending& pending, const NodeMemory& node,
                      const std::function<PodFate(const PendingPod&)>& fate) {
   Pending out;
   for (const PendingPod& p : pending.pods) {
-    if (Listed(p, node) || now - p.time > timeout) continue;
+    if (Admitted(p, node) || now - p.time > timeout) continue;
     if (fate && fate(p) == PodFate::kGone) continue;
     out.pods.push_back(p);
   }

@@ -66,8 +66,8 @@ enum class PodFate {
   kGone,     // deleted, replaced (other uid), terminal, or bound elsewhere
 };
 
-// The pending annotation without the entries whose pod `node` lists (the
-// kubelet admitted it), whose pod is gone, or that are older than
+// The pending annotation without the entries whose pod `node` lists with
+// all its containers (the kubelet admitted it), whose pod is gone, or that are older than
 // `timeout`. `fate` is asked only about entries that are neither listed
 // nor timed out.
 Pending PrunePending(const Pending& pending, const NodeMemory& node,

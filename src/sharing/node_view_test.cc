@@ -87,5 +87,17 @@ TEST(PrunePending, DropsAdmittedGoneAndTimedOut) {
   EXPECT_THAT(asked, ElementsAre("gone", "waiting"));
 }
 
+TEST(PrunePending, KeepsAPodWhoseContainersAreNotAllListed) {
+  Pending pending{.pods = {{.uid = "u1", .ns = "ns", .name = "two",
+                            .time = kT0,
+                            .containers = {{"c0", 4}, {"c1", 16}}}}};
+  NodeMemory node;
+  node.pods = {Pod("ns", "two", "c0", "GPU-a", 4)};
+  Pending out =
+      PrunePending(pending, node, kT0, absl::Minutes(5),
+                   [](const PendingPod&) { return PodFate::kWaiting; });
+  EXPECT_THAT(out.pods, ElementsAre(Field(&PendingPod::name, "two")));
+}
+
 }  // namespace
 }  // namespace gpulet::sharing

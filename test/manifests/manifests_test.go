@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/kubernetes/pkg/apis/rbac"
 	"sigs.k8s.io/yaml"
 )
 
@@ -560,5 +562,36 @@ spec:
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// deploy/optional/memory-shares-rbac.yaml grants the memory-share node
+// agent exactly what it calls, to gpulet's service account of deploy/, as
+// the chart does with memoryShares.enabled.
+func TestMemorySharesRBAC(t *testing.T) {
+	deploy, _ := dirs(t)
+	objs, err := LoadDir(deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := LoadFile(filepath.Join(deploy, "optional", "memory-shares-rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(append(objs, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range extra {
+		if b, ok := o.Internal.(*rbac.ClusterRoleBinding); ok {
+			if err := set.checkBinding(b); err != nil {
+				t.Errorf("%s: %v", o.Source, err)
+			}
+		}
+		if role, ok := o.Versioned.(*rbacv1.ClusterRole); ok {
+			if got := fmt.Sprint(role.Rules); got != MemorySharesRules {
+				t.Errorf("%s: rules %s, want %s", o.Source, got, MemorySharesRules)
+			}
+		}
 	}
 }

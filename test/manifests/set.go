@@ -380,3 +380,8 @@ func CheckConfigSyntax(data string) error {
 	}
 	return nil
 }
+
+// MemorySharesRules are the rules of the memory-share node agent's
+// ClusterRole as fmt prints the rbac/v1 rules: the chart's
+// (memoryShares.enabled) and deploy/optional/memory-shares-rbac.yaml's.
+const MemorySharesRules = "[{[get patch] [] [nodes] [] []} {[get list watch] [] [pods] [] []}]"

@@ -83,9 +83,10 @@ TEST(ProfilesTest, NamesAreSortedAndComplete) {
   EXPECT_THAT(ProfileNames(),
               ElementsAre("a100-mig", "a100-mig-single", "b200-mig",
                           "dgx-a100", "dgx-b200", "dgx-h100", "gb200-nvl",
-                          "hgx-h200", "islands-16", "mixed-vfio",
-                          "no-driver", "none", "pcie-t4", "rtx-pro-6000-mig",
-                          "vfio-groups", "vfio-iommufd", "vgpu-host"));
+                          "hgx-h200", "islands-16", "mixed-memory",
+                          "mixed-vfio", "no-driver", "none", "pcie-t4",
+                          "rtx-pro-6000-mig", "vfio-groups", "vfio-iommufd",
+                          "vgpu-host"));
   EXPECT_TRUE(ProfileYaml("dgx-h100").has_value());
   EXPECT_FALSE(ProfileYaml("dgx-h200").has_value());
 }
@@ -510,8 +511,8 @@ TEST(LoadMachineTest, UnknownProfileListsBuiltIns) {
               StartsWith("unknown machine profile \"dgx-z\" (built-in: "
                          "a100-mig, a100-mig-single, b200-mig, dgx-a100, "
                          "dgx-b200, dgx-h100, gb200-nvl, hgx-h200, "
-                         "islands-16, mixed-vfio, no-driver, none, "
-                         "pcie-t4, rtx-pro-6000-mig, vfio-groups, "
+                         "islands-16, mixed-memory, mixed-vfio, no-driver, "
+                         "none, pcie-t4, rtx-pro-6000-mig, vfio-groups, "
                          "vfio-iommufd, vgpu-host"));
 }
 

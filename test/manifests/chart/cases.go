@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"gpulet.dev/test/manifests"
 )
 
 // Case is one set of values the chart is checked with.
@@ -101,6 +104,36 @@ nodeLabels:
 				}
 				if t := r.DaemonSet.Spec.Template.Spec.AutomountServiceAccountToken; t == nil || *t {
 					return fmt.Errorf("the token is mounted with nodeLabels.enabled=false")
+				}
+				return nil
+			},
+		},
+		{
+			Name: "memory shares, no node labels",
+			Values: `
+memoryShares:
+  enabled: true
+nodeLabels:
+  enabled: false
+`,
+			Expect: func(r *Rendered) error {
+				if t := r.DaemonSet.Spec.Template.Spec.AutomountServiceAccountToken; t == nil || !*t {
+					return fmt.Errorf("the token is not mounted with memoryShares.enabled=true")
+				}
+				if v := r.Volume("pod-resources"); v == nil || v.HostPath == nil || v.HostPath.Path != "/var/lib/kubelet/pod-resources" {
+					return fmt.Errorf("pod-resources volume %+v, want hostPath /var/lib/kubelet/pod-resources", v)
+				}
+				var roles []string
+				for _, o := range r.Objects {
+					if role, ok := o.Versioned.(*rbacv1.ClusterRole); ok {
+						roles = append(roles, role.Name)
+						if got := fmt.Sprint(role.Rules); role.Name != "gpulet-memory-shares" || got != manifests.MemorySharesRules {
+							return fmt.Errorf("ClusterRole %s rules %s, want gpulet-memory-shares with %s", role.Name, got, manifests.MemorySharesRules)
+						}
+					}
+				}
+				if len(roles) != 1 {
+					return fmt.Errorf("ClusterRoles %v, want gpulet-memory-shares only", roles)
 				}
 				return nil
 			},

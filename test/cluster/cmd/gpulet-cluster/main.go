@@ -2,7 +2,7 @@
 // of its own, deploys gpulet from deploy/ onto a simulated GPU node, runs
 // the scenarios and brings everything down again. See docs/testing.md.
 //
-//	gpulet-cluster --build build --k8s-bin DIR [--run REGEX] [--keep] [--list]
+//	gpulet-cluster --build build --k8s-bin DIR [--run REGEX] [--seed N] [--keep] [--list]
 package main
 
 import (
@@ -36,6 +36,7 @@ func main() {
 	run := flag.String("run", "", "run only the scenarios whose names match this regular expression")
 	keep := flag.Bool("keep", false, "after the scenarios, keep the cluster up until interrupted (prints how to reach it)")
 	list := flag.Bool("list", false, "list the scenarios and exit")
+	flag.Int64Var(&scenario.Seed, "seed", 0, "seed of the memory scenarios' random pods (0: from the clock; each run logs its seed)")
 	flag.Parse()
 
 	if *list {

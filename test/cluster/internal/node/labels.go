@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -47,7 +48,7 @@ func (n *Node) SetNodeLabel(ctx context.Context, key string, value *string) erro
 }
 
 // ApplyOptional creates the objects of deploy/optional/<file> (admission
-// policies and their bindings) and returns a function that deletes them.
+// policies, RBAC, and their bindings) and returns a function that deletes them.
 func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Context) error, error) {
 	objs, err := readObjects(filepath.Join(n.Cfg.SourceDir, "deploy/optional", file))
 	if err != nil {
@@ -83,6 +84,24 @@ func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Con
 			name := x.Name
 			undo = append(undo, func(ctx context.Context) error {
 				return api.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+			})
+		case *rbacv1.ClusterRole:
+			if _, err := n.Client.RbacV1().ClusterRoles().Create(ctx, x, metav1.CreateOptions{}); err != nil {
+				_ = cleanup(ctx)
+				return nil, fmt.Errorf("deploy/optional/%s: %w", file, err)
+			}
+			name := x.Name
+			undo = append(undo, func(ctx context.Context) error {
+				return n.Client.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+			})
+		case *rbacv1.ClusterRoleBinding:
+			if _, err := n.Client.RbacV1().ClusterRoleBindings().Create(ctx, x, metav1.CreateOptions{}); err != nil {
+				_ = cleanup(ctx)
+				return nil, fmt.Errorf("deploy/optional/%s: %w", file, err)
+			}
+			name := x.Name
+			undo = append(undo, func(ctx context.Context) error {
+				return n.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
 			})
 		default:
 			_ = cleanup(ctx)

@@ -16,6 +16,8 @@ type simMachine struct {
 		Index int    `json:"index"`
 		UUID  string `json:"uuid"`
 		Minor int    `json:"minor"`
+		// MemoryBytes: the GPU's memory as NVML reports it.
+		MemoryBytes int64 `json:"memoryTotalBytes"`
 		// MIG devices (a MIG-enabled GPU), as `gpulet devices --json` lists them.
 		MigEnabled bool `json:"migEnabled"`
 		MigDevices []struct {

@@ -34,10 +34,12 @@ type Node struct {
 	Machine    *simMachine
 	Kubelet    *proc.Process
 	Containerd *proc.Process
+	Scheduler  *proc.Process
 	// Times of the bring-up phases, for the report.
 	Phases  []Phase
 	created []string
 	started time.Time
+	pki     *pki
 }
 
 // Phase is one timed step of the bring-up.
@@ -127,6 +129,7 @@ func (n *Node) controlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.pki = ca
 	ip := net.ParseIP(NodeIP)
 	certs := []struct {
 		name, cn string
@@ -221,12 +224,7 @@ func (n *Node) controlPlane(ctx context.Context) error {
 		"--profiling=false", "--v=1"); err != nil {
 		return err
 	}
-	if _, err := n.Procs.Start("kube-scheduler", nil, n.k8s("kube-scheduler"),
-		"--kubeconfig", kc["scheduler"],
-		"--authentication-kubeconfig", kc["scheduler"],
-		"--authorization-kubeconfig", kc["scheduler"],
-		"--bind-address", "127.0.0.1",
-		"--leader-elect=false", "--profiling=false", "--v=1"); err != nil {
+	if err := n.StartScheduler(ctx, ""); err != nil {
 		return err
 	}
 	return n.writeKubeletConfig(kc["kubelet"])

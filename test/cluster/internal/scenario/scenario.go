@@ -45,6 +45,11 @@ func (t *T) Figure(name string, d time.Duration) {
 	t.Figures = append(t.Figures, Figure{name, fmt.Sprintf("%.2f s", d.Seconds())})
 }
 
+// FigureText records a measured value that is not a duration.
+func (t *T) FigureText(name, value string) {
+	t.Figures = append(t.Figures, Figure{name, value})
+}
+
 type fatal struct{}
 
 // Scenario is one registered test.
@@ -64,7 +69,8 @@ func register(s Scenario) { all = append(all, s) }
 // order is the order scenarios run in: the basic claim first, then the
 // ones that restart or reconfigure gpulet.
 var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
-	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload", "helm"}
+	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload",
+	"memory-shares", "memory-latency", "helm"}
 
 func rank(name string) int {
 	for i, n := range order {
