@@ -289,11 +289,14 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
           client_->Create(paths.at(kind), Json::parse(object->dump()));
       EXPECT_TRUE(made.ok()) << entry.path() << ": " << made.status();
       created.insert((*object)["metadata"]["name"].get<std::string>());
+      created.insert(
+          absl::StrCat(kind, "/", (*object)["metadata"]["name"].get<std::string>()));
     }
   }
   EXPECT_TRUE(created.contains("gpu.nvidia.com"));
   EXPECT_TRUE(created.contains("mig.nvidia.com"));
   EXPECT_TRUE(created.contains("gpulet-own-resourceslices"));
+  EXPECT_TRUE(created.contains("DaemonSet/gpulet-dra"));
 }
 
 // The claims docs/dra.md shows: the server compiles their CEL against the
