@@ -22,10 +22,11 @@ DraSlices::DraSlices(kube::Client& client, dra::DeviceHealthBoard& board,
       board_(board),
       devices_(std::move(devices)),
       node_name_(std::move(node_name)) {
-  subscription_ = board_.Subscribe([this](const std::vector<dra::DeviceHealth>&) {
-    absl::MutexLock lock(&mu_);
-    dirty_ = true;
-  });
+  subscription_ =
+      board_.Subscribe([this](const std::vector<dra::DeviceHealth>&) {
+        absl::MutexLock lock(&mu_);
+        dirty_ = true;
+      });
   thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
 }
 

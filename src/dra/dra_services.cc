@@ -26,7 +26,8 @@ struct V1 {
   using UnprepareRequest = drav1::NodeUnprepareResourcesRequest;
   using UnprepareResponse = drav1::NodeUnprepareResourcesResponse;
   using Device = drav1::Device;
-  static constexpr char kPrefix[] = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/";
+  static constexpr char kPrefix[] =
+      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/";
   static constexpr bool kHasShareId = true;
 };
 struct V1beta1 {
@@ -40,7 +41,8 @@ struct V1beta1 {
   static constexpr bool kHasShareId = false;
 };
 
-constexpr char kHealthWatch[] = "/v1alpha1.DRAResourceHealth/NodeWatchResources";
+constexpr char kHealthWatch[] =
+    "/v1alpha1.DRAResourceHealth/NodeWatchResources";
 
 template <typename Message>
 absl::Status Parse(std::string_view bytes, const char* method, Message& out) {
@@ -81,7 +83,8 @@ void Prepare(ClaimPreparer& preparer, const typename Api::PrepareRequest& req,
   for (auto& [uid, result] : preparer.Prepare(Claims(req))) {
     auto& answer = (*resp.mutable_claims())[uid];
     if (!result.status.ok()) {
-      GPULET_LOG(WARNING) << "NodePrepareResources: " << result.status.message();
+      GPULET_LOG(WARNING) << "NodePrepareResources: "
+                          << result.status.message();
       answer.set_error(std::string(result.status.message()));
       continue;
     }
@@ -197,7 +200,8 @@ h2::Service RegistrationMethods(
   info.add_supported_versions("v1.DRAPlugin");
   info.add_supported_versions("v1beta1.DRAPlugin");
   service.unary["/pluginregistration.Registration/GetInfo"] =
-      Unary<::pluginregistration::InfoRequest, ::pluginregistration::PluginInfo>(
+      Unary<::pluginregistration::InfoRequest,
+            ::pluginregistration::PluginInfo>(
           "GetInfo", [info](const ::pluginregistration::InfoRequest&,
                             ::pluginregistration::PluginInfo& out) {
             out = info;

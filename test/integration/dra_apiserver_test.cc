@@ -288,9 +288,9 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
       absl::StatusOr<Json> made =
           client_->Create(paths.at(kind), Json::parse(object->dump()));
       EXPECT_TRUE(made.ok()) << entry.path() << ": " << made.status();
-      created.insert((*object)["metadata"]["name"].get<std::string>());
-      created.insert(
-          absl::StrCat(kind, "/", (*object)["metadata"]["name"].get<std::string>()));
+      const std::string name = (*object)["metadata"]["name"];
+      created.insert(name);
+      created.insert(absl::StrCat(kind, "/", name));
     }
   }
   EXPECT_TRUE(created.contains("gpu.nvidia.com"));
