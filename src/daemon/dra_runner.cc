@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <system_error>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,13 +17,16 @@
 #include "src/config/config.h"
 #include "src/config/kubeconfig.h"
 #include "src/config/resolve.h"
+#include "src/daemon/dra_slices.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/discovery.h"
 #include "src/device/nvml_error_kind.h"
+#include "src/device/topology.h"
 #include "src/dra/claim_preparer.h"
 #include "src/dra/device_names.h"
 #include "src/dra/dra_server.h"
 #include "src/dra/node_devices.h"
+#include "src/draslice/node_facts.h"
 #include "src/health/health_config.h"
 #include "src/health/health_monitor.h"
 #include "src/kube/api_path.h"
@@ -108,6 +112,25 @@ dra::ClaimGetter ClaimsFrom(kube::Client& client) {
   };
 }
 
+// What the ResourceSlices publish: the node with its NVLink domains and
+// PCIe roots. Without a topology (NVML would not give it) the GPUs carry no
+// NVLink domain, which a claim's matchAttribute then cannot satisfy.
+draslice::NodeDevices SliceDevices(nvml::Library& lib, const device::Node& node,
+                                   const std::string& sysfs_root) {
+  std::optional<device::Topology> topology;
+  if (!node.gpus.empty()) {
+    absl::StatusOr<device::Topology> built = device::BuildTopology(lib, node);
+    if (built.ok()) {
+      topology = *std::move(built);
+    } else {
+      GPULET_LOG(WARNING) << "dra: no NVLink domains in the ResourceSlices: "
+                          << built.status().message();
+    }
+  }
+  return draslice::CollectNodeDevices(
+      node, topology ? &*topology : nullptr, sysfs_root, {});
+}
+
 }  // namespace
 
 absl::Status RunDra(const DraRunOptions& options) {
@@ -164,12 +187,18 @@ absl::Status RunDra(const DraRunOptions& options) {
                    << ", " << node.gpus.size() << " GPUs, "
                    << preparer->Prepared().size()
                    << " claims prepared before; API server " << api.server;
+  // Slices are published after the kubelet can reach the driver; they
+  // stay on the API server when gpulet stops (dra_slices.h).
+  auto slices = std::make_unique<DraSlices>(
+      client, board, SliceDevices(*lib, node, options.sysfs_root),
+      options.node_name);
   if (options.on_serving) options.on_serving(board);
   const int signo = signals->Wait();
   GPULET_LOG(INFO) << "dra: "
                    << (signo < 0 ? "signal wait failed" : SignalName(signo))
                    << ", stopping";
   server.Stop();
+  slices.reset();
   if (monitor) monitor->Stop();
   return signo < 0 ? absl::InternalError("waiting for signals failed")
                    : absl::OkStatus();

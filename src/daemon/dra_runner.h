@@ -1,6 +1,6 @@
 // `gpulet dra` as a process: the kubelet-facing DRA driver (src/dra) wired
-// to NVML, the API server and the kubelet. Owns the threads: gRPC's, the
-// health monitor's. No policy here.
+// to NVML, the API server and the kubelet. Owns the threads: the two h2
+// servers', the health monitor's, the slice publisher's. No policy here.
 //
 // RunDra() blocks SIGTERM/SIGINT first (before any thread exists), loads
 // the API server configuration (claims are read from it), loads NVML and
@@ -9,8 +9,10 @@
 // monitor (a fatal Xid marks the GPU's DRA devices unhealthy on the
 // DeviceHealthBoard, which the DRA health service streams to the kubelet and
 // the ResourceSlice publisher reads), then serves the registration and DRA
-// sockets until a signal arrives. A node runs either this or the device
-// plugin (`gpulet plugin`) for its GPUs, never both.
+// sockets and keeps the node's ResourceSlices published (DraSlices,
+// dra_slices.h; left in place on a stop) until a signal arrives. A node
+// runs either this or the device plugin (`gpulet plugin`) for its GPUs,
+// never both.
 //
 // Thread safety: call once, from the main thread, before any other thread
 // is created.

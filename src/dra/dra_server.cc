@@ -1,14 +1,10 @@
 #include "src/dra/dra_server.h"
 
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -18,11 +14,10 @@
 #include "src/common/socket_path.h"
 #include "src/common/status_macros.h"
 #include "src/dra/dra_services.h"
+#include "src/h2/server.h"
 
 namespace gpulet::dra {
 namespace {
-
-constexpr auto kShutdownGrace = std::chrono::seconds(1);
 
 void RemoveSocket(const std::string& path) {
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -51,7 +46,7 @@ class DraServer::Impl {
 
   absl::Status Start() {
     absl::MutexLock lock(&mu_);
-    if (server_ != nullptr) {
+    if (dra_server_ != nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("DRA driver ", options_.driver, " already served on ",
                        dra_socket_));
@@ -63,30 +58,28 @@ class DraServer::Impl {
         reg_socket_));
     GPULET_RETURN_IF_ERROR(common::RemoveStaleSocket(dra_socket_));
     GPULET_RETURN_IF_ERROR(common::RemoveStaleSocket(reg_socket_));
-    registration_ = std::make_unique<RegistrationService>(
-        options_.driver, dra_socket_, options_.on_registration);
-    v1_ = std::make_unique<DraPluginService<V1>>(preparer_);
-    v1beta1_ = std::make_unique<DraPluginService<V1beta1>>(preparer_);
-    health_service_ = std::make_unique<HealthService>(options_.pool, health_);
-    grpc::ServerBuilder builder;
     // The DRA socket first: once the registration socket exists the
-    // kubelet may dial the DRA one.
-    builder.AddListeningPort(absl::StrCat("unix:", dra_socket_),
-                             grpc::InsecureServerCredentials());
-    builder.AddListeningPort(absl::StrCat("unix:", reg_socket_),
-                             grpc::InsecureServerCredentials());
-    builder.RegisterService(registration_.get());
-    builder.RegisterService(v1_.get());
-    builder.RegisterService(v1beta1_.get());
-    builder.RegisterService(health_service_.get());
-    // Bound 0600 from the start (see PluginServer): only root may connect.
-    const mode_t old_umask = ::umask(0177);
-    server_ = builder.BuildAndStart();
-    ::umask(old_umask);
-    if (server_ == nullptr) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot serve DRA driver ", options_.driver, " on ", dra_socket_,
-          " and ", reg_socket_, ": gRPC failed to listen (see its log above)"));
+    // kubelet may dial the DRA one. h2::Server binds both 0600: only root
+    // (the kubelet) may connect.
+    dra_server_ = std::make_unique<h2::Server>();
+    if (absl::Status s = dra_server_->Start(
+            dra_socket_, DraMethods(preparer_, health_, options_.pool));
+        !s.ok()) {
+      dra_server_.reset();
+      return Unavailable(s);
+    }
+    h2::Server* dra = dra_server_.get();
+    subscription_ = health_.Subscribe(
+        [dra](const std::vector<DeviceHealth>&) { dra->WakeStreams(); });
+    reg_server_ = std::make_unique<h2::Server>();
+    if (absl::Status s = reg_server_->Start(
+            reg_socket_,
+            RegistrationMethods(options_.driver, dra_socket_,
+                                options_.on_registration));
+        !s.ok()) {
+      reg_server_.reset();
+      StopLocked();
+      return Unavailable(s);
     }
     GPULET_LOG(INFO) << "serving DRA driver " << options_.driver << " on "
                      << dra_socket_ << ", registration on " << reg_socket_;
@@ -95,25 +88,14 @@ class DraServer::Impl {
 
   void Stop() {
     absl::MutexLock lock(&mu_);
-    if (server_ == nullptr) return;
-    // The registration socket goes first, so the kubelet's plugin watcher
-    // sees the driver leave.
-    RemoveSocket(reg_socket_);
-    health_service_->Stop();
-    server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-    server_->Wait();
-    server_.reset();
-    registration_.reset();
-    v1_.reset();
-    v1beta1_.reset();
-    health_service_.reset();
-    RemoveSocket(dra_socket_);
+    if (dra_server_ == nullptr) return;
+    StopLocked();
     GPULET_LOG(INFO) << "stopped serving DRA driver " << options_.driver;
   }
 
   bool running() const {
     absl::MutexLock lock(&mu_);
-    return server_ != nullptr;
+    return dra_server_ != nullptr;
   }
 
   const DraServerOptions options_;
@@ -121,14 +103,31 @@ class DraServer::Impl {
   const std::string dra_socket_;
 
  private:
+  absl::Status Unavailable(const absl::Status& s) const {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve DRA driver ", options_.driver, ": ", s.message()));
+  }
+
+  void StopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // The registration socket goes first, so the kubelet's plugin watcher
+    // sees the driver leave.
+    RemoveSocket(reg_socket_);
+    if (reg_server_ != nullptr) reg_server_->Stop();
+    reg_server_.reset();
+    // No wake-up may reach the DRA server once it stops: Unsubscribe
+    // returns after any listener call in progress.
+    health_.Unsubscribe(subscription_);
+    dra_server_->Stop();
+    dra_server_.reset();
+    RemoveSocket(dra_socket_);
+  }
+
   ClaimPreparer& preparer_;
   DeviceHealthBoard& health_;
   mutable absl::Mutex mu_;
-  std::unique_ptr<RegistrationService> registration_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<DraPluginService<V1>> v1_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<DraPluginService<V1beta1>> v1beta1_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<HealthService> health_service_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<h2::Server> reg_server_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<h2::Server> dra_server_ ABSL_GUARDED_BY(mu_);
+  int subscription_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 DraServer::DraServer(DraServerOptions options, ClaimPreparer& preparer,

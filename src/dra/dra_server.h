@@ -1,5 +1,5 @@
 // DraServer: `gpulet dra`'s gRPC face towards the kubelet, on two unix
-// sockets served by one gRPC server:
+// sockets, each served by an h2::Server (src/h2) of its own:
 //  - <registry_dir>/<driver>-reg.sock: plugin registration (GetInfo,
 //    NotifyRegistrationStatus). The kubelet's plugin watcher notices the
 //    socket, asks GetInfo (type "DRAPlugin", the driver name, the DRA
@@ -11,9 +11,14 @@
 //    NodeWatchResources, streamed from a DeviceHealthBoard).
 // Both sockets are 0600 (the kubelet runs as root).
 //
+// Handlers run inline on their socket's loop thread: a NodePrepareResources
+// that reads its claims from the API server holds the DRA socket's loop
+// (and so the health streams beside it) for as long; the registration
+// socket is never held up by it.
+//
 // Lifecycle: Start() removes stale sockets, listens and serves; Stop() ends
-// the health streams, shuts the server down and removes both sockets. It
-// can start again after Stop().
+// the health streams, stops both servers and removes both sockets. It can
+// start again after Stop().
 //
 // Thread safety: Start/Stop from one controlling thread; the accessors from
 // any. The preparer and the board must outlive the server.
@@ -55,7 +60,7 @@ class DraServer {
   // Errors name the path: InvalidArgument for a path too long for a unix
   // socket, NotFound for a missing directory, FailedPrecondition when a
   // non-socket sits at a path or the server already runs, Unavailable when
-  // gRPC cannot listen.
+  // it cannot listen.
   absl::Status Start();
   void Stop();
   bool running() const;

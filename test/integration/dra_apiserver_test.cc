@@ -3,12 +3,16 @@
 // default feature gates: the server's validation is the judge of what is
 // published (attribute names and types, capacities, counter sets, taints,
 // size limits), the pool generation moves only when the devices change,
-// and the DeviceClasses, RBAC and admission policy are accepted as written.
+// `gpulet dra` itself keeps its node's slices published, and the
+// DeviceClasses, RBAC and admission policy are accepted as written.
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -165,12 +169,101 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
   ASSERT_TRUE(publisher.DeleteAll().ok());
 }
 
+// `gpulet dra` as a process on the simulated dgx-h100: its slices reach the
+// API server owned by the Node, and a fatal Xid the simulator injects takes
+// the GPU out of the pool at a new generation.
+TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
+  const std::string node = "dra-node";
+  absl::StatusOr<Json> made = client_->Create(
+      "/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"},
+                        {"metadata", {{"name", node}}}});
+  ASSERT_TRUE(made.ok()) << made.status();
+  const std::string node_uid = (*made)["metadata"]["uid"];
+  char tmpl[] = "/tmp/dra-pub-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  for (const char* sub : {"/reg", "/plug", "/cdi"}) {
+    std::filesystem::create_directories(dir + sub);
+  }
+  const config::ApiServerConfig admin = host_->AdminConfig();
+  ASSERT_TRUE(common::WriteFileAtomic(dir + "/ca.crt", admin.ca_pem,
+                                      {.mode = 0600, .durable = false})
+                  .ok());
+  ASSERT_TRUE(common::WriteFileAtomic(
+                  dir + "/kubeconfig",
+                  absl::StrCat(
+                      "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                      "clusters:\n- name: c\n  cluster:\n    server: ",
+                      admin.server, "\n    certificate-authority: ca.crt\n",
+                      "users:\n- name: u\n  user:\n    token: ", admin.token,
+                      "\ncontexts:\n- name: t\n  context: {cluster: c, "
+                      "user: u}\n"),
+                  {.mode = 0600, .durable = false})
+                  .ok());
+  const std::string sim_socket = dir + "/sim.sock";
+  auto gpulet = std::make_unique<gpulet::testing::ChildProcess>(
+      std::vector<std::string>{
+          "/usr/bin/env", "GPULET_SIM_MACHINE=dgx-h100",
+          "GPULET_SIM_SOCKET=" + sim_socket, GPULET_BINARY, "--nvml-lib",
+          std::string(GPULET_SIM_LIB_DIR) + "/libnvidia-ml.so.1", "dra",
+          "--node-name", node, "--kubeconfig", dir + "/kubeconfig",
+          "--registry-dir", dir + "/reg", "--plugin-dir", dir + "/plug",
+          "--state-dir", dir + "/plug", "--cdi-dir", dir + "/cdi"},
+      dir + "/gpulet.log");
+  auto log = [&dir] {
+    absl::StatusOr<std::string> text = common::ReadFile(dir + "/gpulet.log");
+    return text.ok() ? *text : std::string();
+  };
+  // Polls the node's slices until `done` holds for the one slice; a guard
+  // against a hang, not a timing assertion.
+  auto await = [&](auto done) -> Json {
+    for (int i = 0; i < 1200; ++i) {
+      if (!gpulet->Running()) break;
+      std::vector<Json> slices = SlicesOf(node);
+      if (slices.size() == 1 && done(slices[0])) return slices[0];
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "gpulet dra log:\n" << log();
+    return Json();
+  };
+  auto names = [](const Json& slice) {
+    std::set<std::string> out;
+    for (const Json& d : slice["spec"]["devices"]) out.insert(d["name"]);
+    return out;
+  };
+  const Json first = await(
+      [&](const Json& slice) { return names(slice).size() == 8; });
+  ASSERT_FALSE(first.is_null());
+  EXPECT_EQ(first["metadata"]["ownerReferences"][0]["uid"], node_uid);
+  EXPECT_TRUE(names(first).contains("gpu-1"));
+  const int64_t g0 = first["spec"]["pool"]["generation"];
+
+  // (The paths hold no characters the shell would interpret.)
+  ASSERT_EQ(std::system(absl::StrCat(GPULET_BINARY, " sim --socket ",
+                                     sim_socket, " xid --gpu 1 --xid 79")
+                            .c_str()),
+            0);
+  const Json after = await([&](const Json& slice) {
+    return !names(slice).contains("gpu-1");
+  });
+  ASSERT_FALSE(after.is_null());
+  EXPECT_GT(after["spec"]["pool"]["generation"].get<int64_t>(), g0);
+  EXPECT_EQ(names(after).size(), 7u);
+
+  // A stop leaves the slices for the scheduler (docs/dra.md).
+  gpulet.reset();
+  EXPECT_EQ(SlicesOf(node).size(), 1u);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+}
+
 // deploy/dra/*.yaml, every document created as written.
 TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
   const std::map<std::string, std::string> paths = {
       {"ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"},
       {"ClusterRoleBinding",
        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"},
+      {"DaemonSet", "/apis/apps/v1/namespaces/kube-system/daemonsets"},
       {"DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses"},
       {"ServiceAccount", "/api/v1/namespaces/kube-system/serviceaccounts"},
       {"ValidatingAdmissionPolicy",
@@ -195,12 +288,15 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
       absl::StatusOr<Json> made =
           client_->Create(paths.at(kind), Json::parse(object->dump()));
       EXPECT_TRUE(made.ok()) << entry.path() << ": " << made.status();
-      created.insert((*object)["metadata"]["name"].get<std::string>());
+      const std::string name = (*object)["metadata"]["name"];
+      created.insert(name);
+      created.insert(absl::StrCat(kind, "/", name));
     }
   }
   EXPECT_TRUE(created.contains("gpu.nvidia.com"));
   EXPECT_TRUE(created.contains("mig.nvidia.com"));
   EXPECT_TRUE(created.contains("gpulet-own-resourceslices"));
+  EXPECT_TRUE(created.contains("DaemonSet/gpulet-dra"));
 }
 
 // The claims docs/dra.md shows: the server compiles their CEL against the
