@@ -64,7 +64,7 @@ func register(s Scenario) { all = append(all, s) }
 // order is the order scenarios run in: the basic claim first, then the
 // ones that restart or reconfigure gpulet.
 var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
-	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload", "helm"}
+	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload", "vfio-mixed", "helm"}
 
 func rank(name string) int {
 	for i, n := range order {
