@@ -92,6 +92,8 @@ func TestBadValuesAreRejected(t *testing.T) {
 			"passthrough.bind.gpus: needs passthrough.enabled"},
 		{"bad GPU to bind", "passthrough:\n  enabled: true\n  bind:\n    gpus: [gpu4]\n", "",
 			"/passthrough/bind/gpus/0"},
+		{"UUID to bind", "passthrough:\n  enabled: true\n  bind:\n    gpus: [\"0000:9d:00.0\", GPU-cccd02ab-8116-568f-884a-21353f0a0a66]\n", "",
+			"/passthrough/bind/gpus/1"},
 		{"bad port", "metrics:\n  enabled: true\n  port: 70000\n", "", "/metrics/port"},
 		{"bad pull policy", "image:\n  pullPolicy: Sometimes\n", "", "/image/pullPolicy"},
 		{"misspelt value", "migStratgy: mixed\n", "", "migStratgy"},
