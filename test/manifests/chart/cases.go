@@ -78,7 +78,7 @@ func all(checks ...error) error {
 // them): the defaults, then every value with each of its documented
 // settings, values that work together in one case.
 func Cases() []Case {
-	return []Case{
+	return append([]Case{
 		{
 			Name: "defaults",
 			Expect: func(r *Rendered) error {
@@ -457,7 +457,7 @@ env:
 				return expectEnv(r, map[string]string{"DP_DISABLE_HEALTHCHECKS": "109", "GPULET_HEALTH_QUIET_PERIOD": "30s"})
 			},
 		},
-	}
+	}, passthroughCases()...)
 }
 
 // configMapYAML is a ConfigMap in kube-system holding a config file at key.

@@ -22,6 +22,7 @@ const ns = "default"
 // reportScript prints what the container sees, then sleeps until stopped.
 const reportScript = `echo "== dev"; ls /dev
 echo "== nvidia-caps"; ls /dev/nvidia-caps 2>/dev/null
+echo "== vfio"; ls /dev/vfio 2>/dev/null
 echo "== cgroup devices"; cat /sys/fs/cgroup/devices/devices.list 2>/dev/null
 echo "== env"; env
 echo "== mounts"; cat /proc/self/mountinfo

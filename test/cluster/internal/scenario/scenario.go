@@ -70,7 +70,7 @@ func register(s Scenario) { all = append(all, s) }
 // ones that restart or reconfigure gpulet.
 var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
 	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload",
-	"memory-shares", "memory-latency", "helm"}
+	"memory-shares", "memory-latency", "vfio-mixed", "helm"}
 
 func rank(name string) int {
 	for i, n := range order {
