@@ -1,7 +1,8 @@
 // ApiServerHost: a real kube-apiserver (the build of test/cluster/build-k8s)
 // over a real etcd, both on 127.0.0.1 in a temporary directory, with a CA,
 // serving certificate and an admin token made here. For the tests that must
-// know what the API server itself accepts (dra_apiserver_test).
+// know what the API server itself accepts (dra_apiserver_test,
+// kube_apiserver_test).
 //
 // Both processes are killed by PID and reaped, and the directory removed,
 // when the host is destroyed. Not thread-safe.
@@ -97,8 +98,9 @@ class ApiServerHost {
     return std::string(absl::StripAsciiWhitespace(std::string(buf, n)));
   }
 
-  // Starts etcd and the API server; "" on success, else why not.
-  std::string Start() {
+  // Starts etcd and the API server, with `extra_args` after the API
+  // server's own; "" on success, else why not.
+  std::string Start(const std::vector<std::string>& extra_args = {}) {
     const std::string bin = K8sBinDir();
     if (bin.empty() || !std::filesystem::exists("/usr/bin/etcd")) {
       return "kube-apiserver (test/cluster/build-k8s) or etcd not installed";
@@ -119,8 +121,9 @@ class ApiServerHost {
     const std::string tokens = Write(
         "tokens.csv",
         absl::StrCat(kAdminToken, ",test-admin,1,\"system:masters\"\n"));
+    etcd_port_ = FreeLoopbackPort();
     const std::string etcd_url =
-        absl::StrCat("http://127.0.0.1:", FreeLoopbackPort());
+        absl::StrCat("http://127.0.0.1:", etcd_port_);
     const std::string peer_url =
         absl::StrCat("http://127.0.0.1:", FreeLoopbackPort());
     port_ = FreeLoopbackPort();
@@ -132,8 +135,7 @@ class ApiServerHost {
             "--initial-advertise-peer-urls", peer_url, "--initial-cluster",
             "t=" + peer_url, "--listen-metrics-urls", "", "--unsafe-no-fsync"},
         dir_ + "/etcd.log");
-    apiserver_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
+    std::vector<std::string> apiserver_argv{
             bin + "/kube-apiserver", "--etcd-servers", etcd_url,
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
             "--secure-port", absl::StrCat(port_),
@@ -143,8 +145,11 @@ class ApiServerHost {
             "--token-auth-file", tokens, "--service-account-issuer",
             "https://kubernetes.default.svc", "--service-account-key-file",
             sa_pub, "--service-account-signing-key-file", sa, "--cert-dir",
-            dir_ + "/generated", "--profiling=false"},
-        dir_ + "/apiserver.log");
+            dir_ + "/generated", "--profiling=false"};
+    apiserver_argv.insert(apiserver_argv.end(), extra_args.begin(),
+                          extra_args.end());
+    apiserver_ =
+        std::make_unique<ChildProcess>(apiserver_argv, dir_ + "/apiserver.log");
     return "";
   }
 
@@ -180,6 +185,11 @@ class ApiServerHost {
     }
   }
 
+  const std::string& dir() const { return dir_; }
+  const kube::tls_test::KeyPair& ca() const { return ca_; }
+  int port() const { return port_; }
+  int etcd_port() const { return etcd_port_; }
+
   std::string Log(const std::string& name) const {
     absl::StatusOr<std::string> text = common::ReadFile(dir_ + "/" + name);
     if (!text.ok()) return "";
@@ -196,6 +206,7 @@ class ApiServerHost {
   std::string dir_;
   kube::tls_test::KeyPair ca_;
   int port_ = 0;
+  int etcd_port_ = 0;
   std::unique_ptr<ChildProcess> etcd_;
   std::unique_ptr<ChildProcess> apiserver_;
 };

@@ -40,6 +40,7 @@
 #include "src/kube/list_watcher.h"
 #include "src/kube/test_tls.h"
 #include "src/labels/node_patch.h"
+#include "test/integration/apiserver_host.h"
 
 namespace gpulet::kube {
 namespace {
@@ -47,132 +48,21 @@ namespace {
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-constexpr char kAdminToken[] = "admin-token-for-the-test";
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// A server process with its output in a log file; killed by PID and reaped
-// when destroyed.
-class Server {
- public:
-  Server(const std::vector<std::string>& argv, const std::string& log) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> args;
-      for (const std::string& a : argv) {
-        args.push_back(const_cast<char*>(a.c_str()));
-      }
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  bool Running() const {
-    return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-std::string K8sBinDir() {
-  std::string cmd = std::string(GPULET_SOURCE_DIR) +
-                    "/test/cluster/build-k8s --check 2>/dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return "";
-  char buf[4096] = {};
-  size_t n = ::fread(buf, 1, sizeof(buf) - 1, p);
-  int rc = ::pclose(p);
-  if (rc != 0) return "";
-  return std::string(absl::StripAsciiWhitespace(std::string(buf, n)));
-}
-
 class KubeApiServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string bin = K8sBinDir();
-    if (bin.empty() || !std::filesystem::exists("/usr/bin/etcd")) {
-      skip_ = "kube-apiserver (test/cluster/build-k8s) or etcd not installed";
-      return;
+    host_ = new testing::ApiServerHost();
+    // Watches go to etcd, so compacting etcd makes old versions Gone.
+    skip_ = host_->Start({"--watch-cache=false"});
+    if (skip_.empty()) {
+      node_cert_ = new tls_test::KeyPair(
+          tls_test::MakeLeaf(host_->ca(), "gpulet-test-node", false));
     }
-    char tmpl[] = "/tmp/kapi.XXXXXX";
-    dir_ = new std::string(::mkdtemp(tmpl));
-    const std::string& d = *dir_;
-    ca_ = new tls_test::KeyPair(tls_test::MakeCa("kapi-ca"));
-    tls_test::KeyPair serving = tls_test::MakeLeaf(*ca_, "apiserver", true);
-    node_cert_ = new tls_test::KeyPair(
-        tls_test::MakeLeaf(*ca_, "gpulet-test-node", false));
-    auto write = [&](const std::string& name, const std::string& text) {
-      EXPECT_TRUE(common::WriteFileAtomic(d + "/" + name, text,
-                                          {.mode = 0600, .durable = false})
-                      .ok());
-      return d + "/" + name;
-    };
-    const std::string ca_file = write("ca.crt", ca_->cert_pem);
-    const std::string crt = write("apiserver.crt", serving.cert_pem);
-    const std::string key = write("apiserver.key", serving.key_pem);
-    const std::string sa_key = tls_test::MakeCa("sa").key_pem;
-    const std::string sa = write("sa.key", sa_key);
-    const std::string sa_pub = write("sa.pub", tls_test::PublicKeyPem(sa_key));
-    const std::string tokens = write(
-        "tokens.csv",
-        absl::StrCat(kAdminToken, ",test-admin,1,\"system:masters\"\n"));
-
-    const int etcd_port = FreePort(), peer_port = FreePort();
-    etcd_port_ = etcd_port;
-    port_ = FreePort();
-    const std::string etcd_url = absl::StrCat("http://127.0.0.1:", etcd_port);
-    const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
-    etcd_ = new Server(
-        {"/usr/bin/etcd", "--name", "t", "--data-dir", d + "/etcd",
-         "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
-         "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls",
-         peer_url, "--initial-cluster", "t=" + peer_url,
-         "--listen-metrics-urls", "", "--unsafe-no-fsync"},
-        d + "/etcd.log");
-    apiserver_ = new Server(
-        {bin + "/kube-apiserver", "--etcd-servers", etcd_url,
-         "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-         "--secure-port", absl::StrCat(port_), "--service-cluster-ip-range",
-         "10.96.0.0/24", "--authorization-mode", "RBAC", "--client-ca-file",
-         ca_file, "--tls-cert-file", crt, "--tls-private-key-file", key,
-         "--token-auth-file", tokens, "--service-account-issuer",
-         "https://kubernetes.default.svc", "--service-account-key-file", sa_pub,
-         "--service-account-signing-key-file", sa, "--cert-dir",
-         d + "/generated", "--profiling=false",
-         // Watches go to etcd, so compacting etcd makes old versions Gone.
-         "--watch-cache=false"},
-        d + "/apiserver.log");
   }
 
   static void TearDownTestSuite() {
-    delete apiserver_;
-    delete etcd_;
-    if (dir_ != nullptr) std::filesystem::remove_all(*dir_);
-    delete dir_;
-    delete ca_;
+    delete host_;
+    host_ = nullptr;
     delete node_cert_;
   }
 
@@ -186,12 +76,7 @@ class KubeApiServerTest : public ::testing::Test {
   }
 
   static config::ApiServerConfig AdminConfig() {
-    config::ApiServerConfig config;
-    config.server = absl::StrCat("https://127.0.0.1:", port_);
-    config.ca_pem = ca_->cert_pem;
-    config.token = kAdminToken;
-    config.source = "test";
-    return config;
+    return host_->AdminConfig();
   }
 
   static std::unique_ptr<CurlTransport> Connect(
@@ -205,13 +90,8 @@ class KubeApiServerTest : public ::testing::Test {
   // Polls /readyz until the server says ok; fails if a server died.
   void WaitReady() {
     if (ready_) return;
-    for (;;) {
-      ASSERT_TRUE(etcd_->Running()) << Log("etcd.log");
-      ASSERT_TRUE(apiserver_->Running()) << Log("apiserver.log");
-      absl::StatusOr<Response> r = transport_->Do({.path = "/readyz"});
-      if (r.ok() && r->status == 200) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    const std::string died = host_->WaitReady(*transport_);
+    ASSERT_EQ(died, "");
     // The default service account is made by the controller manager, which
     // does not run here; pods need it to pass admission.
     absl::StatusOr<Json> sa = client_->Create(
@@ -221,12 +101,6 @@ class KubeApiServerTest : public ::testing::Test {
                 sa.status().code() == absl::StatusCode::kAlreadyExists)
         << sa.status();
     ready_ = true;
-  }
-
-  static std::string Log(const std::string& name) {
-    absl::StatusOr<std::string> text = common::ReadFile(*dir_ + "/" + name);
-    if (!text.ok()) return "";
-    return text->size() > 3000 ? text->substr(text->size() - 3000) : *text;
   }
 
   absl::StatusOr<Json> CreatePod(const std::string& name,
@@ -242,13 +116,8 @@ class KubeApiServerTest : public ::testing::Test {
   }
 
   static inline std::string skip_;
-  static inline std::string* dir_ = nullptr;
-  static inline tls_test::KeyPair* ca_ = nullptr;
+  static inline testing::ApiServerHost* host_ = nullptr;
   static inline tls_test::KeyPair* node_cert_ = nullptr;
-  static inline Server* etcd_ = nullptr;
-  static inline Server* apiserver_ = nullptr;
-  static inline int port_ = 0;
-  static inline int etcd_port_ = 0;
   static inline bool ready_ = false;
 
   common::RealClock& clock_ = common::RealClock::Get();
@@ -378,15 +247,16 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
 }
 
 TEST_F(KubeApiServerTest, KubeconfigLoadedByConfigConnects) {
-  const std::string path = *dir_ + "/kubeconfig";
+  const std::string path = host_->dir() + "/kubeconfig";
   ASSERT_TRUE(common::WriteFileAtomic(
                   path,
                   absl::StrCat(
                       "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
                       "clusters:\n- name: c\n  cluster:\n    server: https://"
                       "127.0.0.1:",
-                      port_, "\n    certificate-authority: ca.crt\n",
-                      "users:\n- name: u\n  user:\n    token: ", kAdminToken,
+                      host_->port(), "\n    certificate-authority: ca.crt\n",
+                      "users:\n- name: u\n  user:\n    token: ",
+                      testing::ApiServerHost::kAdminToken,
                       "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
                       "u}\n"),
                   {.mode = 0600, .durable = false})
@@ -507,7 +377,7 @@ void CompactEtcd(int etcd_port) {
 
 TEST_F(KubeApiServerTest, WatchFromAnExpiredVersionIsGone) {
   ASSERT_TRUE(CreatePod("before-compaction", "").ok());
-  ASSERT_NO_FATAL_FAILURE(CompactEtcd(etcd_port_));
+  ASSERT_NO_FATAL_FAILURE(CompactEtcd(host_->etcd_port()));
   absl::Status status = client_->Watch(
       *PodsPath(), {.resource_version = "1", .timeout = absl::Seconds(20)},
       [](const WatchEvent&) { return true; });
@@ -542,15 +412,16 @@ TEST_F(KubeApiServerTest, KubectlPluginShowsMemoryShares) {
   create("share-none", Json::object());
   create("share-bad", {{"gpulet.dev/gpu-memory", "{garbage"}});
 
-  const std::string path = *dir_ + "/plugin-kubeconfig";
+  const std::string path = host_->dir() + "/plugin-kubeconfig";
   ASSERT_TRUE(common::WriteFileAtomic(
                   path,
                   absl::StrCat(
                       "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
                       "clusters:\n- name: c\n  cluster:\n    server: https://"
                       "127.0.0.1:",
-                      port_, "\n    certificate-authority: ca.crt\n",
-                      "users:\n- name: u\n  user:\n    token: ", kAdminToken,
+                      host_->port(), "\n    certificate-authority: ca.crt\n",
+                      "users:\n- name: u\n  user:\n    token: ",
+                      testing::ApiServerHost::kAdminToken,
                       "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
                       "u}\n"),
                   {.mode = 0600, .durable = false})
