@@ -46,8 +46,8 @@ func init() {
 	})
 	register(Scenario{
 		Name: "dra-xid", Machine: draMachine, DRA: true,
-		Doc: "Xid 79 on GPU 5 takes gpu-5 out of the ResourceSlices; a claim for all GPUs then gets the " +
-			"other 15 and never gpu-5",
+		Doc: "Xid 79 on GPU 5 takes gpu-5 out of the ResourceSlices; a claim selecting index 5 then waits " +
+			"unschedulable, a claim for all GPUs gets the other 15 and never gpu-5",
 		Run: draXidScenario,
 	})
 }
@@ -177,6 +177,17 @@ func draXidScenario(t *T) {
 	})
 	if err != nil {
 		t.Fatalf("%v", err)
+	}
+	// A claim for that very GPU waits.
+	createTemplate(t, "gpu-five", claimRequest{class: node.DRADriver, count: 1,
+		selector: "device.attributes['gpu.nvidia.com'].index == 5"})
+	defer deleteTemplate(t, "gpu-five")
+	if _, err := n.Client.CoreV1().Pods(ns).Create(t.Ctx, claimPod("gpu-five", "gpu-five", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod gpu-five: %v", err)
+	}
+	defer deletePods(t, "gpu-five")
+	if msg := waitUnschedulable(t, "gpu-five"); !strings.Contains(msg, "cannot allocate all claims") {
+		t.Errorf("gpu-five is unschedulable with %q, want the DRA plugin's \"cannot allocate all claims\"", msg)
 	}
 	createTemplate(t, "every-gpu", claimRequest{class: node.DRADriver})
 	defer deleteTemplate(t, "every-gpu")
