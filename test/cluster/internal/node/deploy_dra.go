@@ -115,7 +115,9 @@ func (n *Node) create(ctx context.Context, o runtime.Object) error {
 
 // DeployGpuletDra labels the node for DRA, applies deploy/dra/ and waits
 // until gpulet dra's pod runs and the node's ResourceSlices hold every GPU
-// and MIG device of the machine.
+// and MIG device of the machine, in the API server and in kube-scheduler's
+// copy (WaitSchedulerSlices): a claim a scenario expects to wait then waits
+// for its own reason, not for slices the scheduler has yet to see.
 func (n *Node) DeployGpuletDra(ctx context.Context) error {
 	patch := []byte(`{"metadata":{"labels":{"gpulet.io/dra":"true"}}}`)
 	if _, err := n.Client.CoreV1().Nodes().Patch(ctx, NodeName, types.StrategicMergePatchType, patch,
@@ -135,7 +137,7 @@ func (n *Node) DeployGpuletDra(ctx context.Context) error {
 		return err
 	}
 	want := n.Machine.DRADeviceCount()
-	return n.waitFor(ctx, fmt.Sprintf("%d devices in the node's ResourceSlices", want), 120*time.Second,
+	err = n.waitFor(ctx, fmt.Sprintf("%d devices in the node's ResourceSlices", want), 120*time.Second,
 		func(ctx context.Context) (bool, error) {
 			if pod, err := n.GpuletPod(ctx); err == nil && pod != nil {
 				for _, cs := range pod.Status.ContainerStatuses {
@@ -148,6 +150,10 @@ func (n *Node) DeployGpuletDra(ctx context.Context) error {
 			got, err := n.SliceDevices(ctx)
 			return err == nil && len(got) == want, nil
 		})
+	if err != nil {
+		return err
+	}
+	return n.WaitSchedulerSlices(ctx)
 }
 
 // SliceDevices returns the devices of the node's pool at its highest

@@ -123,7 +123,7 @@ func Up(ctx context.Context, cfg Config) (*Node, error) {
 		if err := n.DeployGpuletDra(ctx); err != nil {
 			return n, err
 		}
-		n.phase("gpulet dra deployed, slices published", t)
+		n.phase("gpulet dra deployed, slices published and seen by the scheduler", t)
 	} else {
 		if err := n.DeployGpulet(ctx, NoSharingConfig); err != nil {
 			return n, err

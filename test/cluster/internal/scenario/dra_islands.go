@@ -178,6 +178,13 @@ func draXidScenario(t *T) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	// The scheduler's copy of the slices, not only the API server's,
+	// must be without gpu-5 before the claims below.
+	start := time.Now()
+	if err := n.WaitSchedulerSlices(t.Ctx); err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Figure("scheduler barrier: probe slice created -> its claim allocated -> probe objects gone", time.Since(start))
 	// A claim for that very GPU waits.
 	createTemplate(t, "gpu-five", claimRequest{class: node.DRADriver, count: 1,
 		selector: "device.attributes['gpu.nvidia.com'].index == 5"})
