@@ -35,6 +35,10 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
       ->capture_default_str();
   cmd->add_option("--dev-root", options.dev_root,
                   "root of the device nodes (default: the driver root)");
+  cmd->add_option("--proc-root", options.proc_root,
+                  "root of the kernel's /proc/driver files (MIG capability "
+                  "minors)")
+      ->capture_default_str();
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
       ->check(CLI::Range(1.0, 10000.0))

@@ -71,9 +71,7 @@ absl::StatusOr<cdi::Spec> NodeSpec(const device::Node& node,
   cdi::DriverOptions driver_files;
   driver_files.driver_root = options.nvml.driver_root;
   driver_files.dev_root = options.dev_root;
-  // /proc is the kernel's, in or out of a container. (std::string(1, ...)
-  // keeps GCC 12's -Wrestrict false positive on a one-character literal away.)
-  driver_files.proc_root = std::string(1, '/');
+  driver_files.proc_root = options.proc_root;
   return cdi::GenerateSpec(node, driver_files);
 }
 

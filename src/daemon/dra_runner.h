@@ -40,6 +40,10 @@ struct DraRunOptions {
   nvml::LoadOptions nvml;
   std::string sysfs_root = "/sys";
   std::string dev_root;  // empty: the driver root
+  // Where the kernel's /proc/driver/nvidia-caps/mig-minors is read (the
+  // minors of MIG devices' capability nodes): "/" on a node, in or out of
+  // a container.
+  std::string proc_root = "/";
   double kube_qps = 20;
   int kube_burst = 40;
   // Called once serving, with the health board (the slice publisher's

@@ -2,7 +2,7 @@
 // of its own, deploys gpulet from deploy/ onto a simulated GPU node, runs
 // the scenarios and brings everything down again. See docs/testing.md.
 //
-//	gpulet-cluster --build build --k8s-bin DIR [--run REGEX] [--seed N] [--keep] [--list]
+//	gpulet-cluster --build build --k8s-bin DIR [--dra] [--run REGEX] [--seed N] [--keep] [--list]
 package main
 
 import (
@@ -36,15 +36,18 @@ func main() {
 	run := flag.String("run", "", "run only the scenarios whose names match this regular expression")
 	keep := flag.Bool("keep", false, "after the scenarios, keep the cluster up until interrupted (prints how to reach it)")
 	list := flag.Bool("list", false, "list the scenarios and exit")
+	dra := flag.Bool("dra", false, "run gpulet dra (deploy/dra/) instead of the device plugin, with the DRA feature gates; runs the dra- scenarios")
 	flag.Int64Var(&scenario.Seed, "seed", 0, "seed of the memory scenarios' random pods (0: from the clock; each run logs its seed)")
 	flag.Parse()
 
 	if *list {
-		all, _ := scenario.Select("", "")
-		for _, s := range all {
+		for _, s := range scenario.All() {
 			doc := s.Doc
 			if s.Machine != "" {
 				doc = "(machine " + s.Machine + ") " + doc
+			}
+			if s.DRA {
+				doc = "(--dra) " + doc
 			}
 			fmt.Printf("%-20s %s\n", s.Name, doc)
 		}
@@ -63,7 +66,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "gpulet-cluster: --k8s-bin is required (run test/cluster/build-k8s)")
 			os.Exit(2)
 		}
-		if _, err := scenario.Select(*run, *machine); err != nil && !*keep {
+		if _, err := scenario.Select(*run, *machine, *dra); err != nil && !*keep {
 			fmt.Fprintln(os.Stderr, "gpulet-cluster:", err)
 			os.Exit(2)
 		}
@@ -101,6 +104,7 @@ func main() {
 		SourceDir:  abs(*source),
 		Machine:    *machine,
 		CgroupName: cgroup,
+		DRA:        *dra,
 		Log:        logf,
 	}
 	os.Exit(runner(cfg, *run, *keep))
@@ -127,7 +131,7 @@ func runner(cfg node.Config, run string, keep bool) int {
 	}
 	var results []*scenario.T
 	if err == nil {
-		selected, _ := scenario.Select(run, cfg.Machine)
+		selected, _ := scenario.Select(run, cfg.Machine, cfg.DRA)
 		for _, s := range selected {
 			if ctx.Err() != nil {
 				break

@@ -65,7 +65,10 @@ type Config struct {
 	SourceDir  string // the checkout (deploy/ is read from here)
 	Machine    string // simulator machine: profile name or file
 	CgroupName string // the kubelet's cgroup root
-	Log        func(format string, args ...any)
+	// DRA: the node runs gpulet dra (deploy/dra/) instead of the device
+	// plugin, with DRAFeatureGates on and the kubelet behind the CRI relay.
+	DRA bool
+	Log func(format string, args ...any)
 }
 
 func (c *Config) check() error {

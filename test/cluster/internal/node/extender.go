@@ -56,7 +56,7 @@ func (n *Node) StartScheduler(ctx context.Context, config string) error {
 	}
 	kc := n.schedulerKubeconfig()
 	args := []string{"--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--v=1"}
+		"--bind-address", "127.0.0.1", "--v=1", n.featureGates()}
 	if config == "" {
 		args = append(args, "--kubeconfig", kc, "--leader-elect=false", "--profiling=false")
 	} else {

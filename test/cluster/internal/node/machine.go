@@ -42,3 +42,17 @@ func querySimMachine(gpulet, simLib, machine string) (*simMachine, error) {
 	}
 	return &m, nil
 }
+
+// DRADeviceCount is how many devices gpulet dra publishes for the machine:
+// one per GPU without MIG, one per MIG device.
+func (m *simMachine) DRADeviceCount() int {
+	c := 0
+	for _, g := range m.GPUs {
+		if g.MigEnabled {
+			c += len(g.MigDevices)
+		} else {
+			c++
+		}
+	}
+	return c
+}

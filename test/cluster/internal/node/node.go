@@ -35,6 +35,7 @@ type Node struct {
 	Kubelet    *proc.Process
 	Containerd *proc.Process
 	Scheduler  *proc.Process
+	criRelay   *criRelay
 	// Times of the bring-up phases, for the report.
 	Phases  []Phase
 	created []string
@@ -98,6 +99,11 @@ func Up(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.startContainerd(ctx); err != nil {
 		return n, err
 	}
+	if cfg.DRA {
+		if n.criRelay, err = startCRIRelay(CRIRelaySocket, ContainerdSocket); err != nil {
+			return n, err
+		}
+	}
 	n.phase("containerd + images", t)
 
 	t = time.Now()
@@ -113,12 +119,28 @@ func Up(ctx context.Context, cfg Config) (*Node, error) {
 	n.phase("node Ready, untainted", t)
 
 	t = time.Now()
-	if err := n.DeployGpulet(ctx, NoSharingConfig); err != nil {
-		return n, err
+	if cfg.DRA {
+		if err := n.DeployGpuletDra(ctx); err != nil {
+			return n, err
+		}
+		n.phase("gpulet dra deployed, slices published and seen by the scheduler", t)
+	} else {
+		if err := n.DeployGpulet(ctx, NoSharingConfig); err != nil {
+			return n, err
+		}
+		n.phase("gpulet deployed, GPUs advertised", t)
 	}
-	n.phase("gpulet deployed, GPUs advertised", t)
 	n.Phases = append(n.Phases, Phase{"cluster up (total)", time.Since(n.started)})
 	return n, nil
+}
+
+// featureGates is the --feature-gates flag of every component: the DRA
+// gates in DRA mode, else the empty --feature-gates= (the defaults).
+func (n *Node) featureGates() string {
+	if n.Cfg.DRA {
+		return "--feature-gates=" + DRAFeatureGates
+	}
+	return "--feature-gates="
 }
 
 func (n *Node) k8s(name string) string { return filepath.Join(n.Cfg.K8sBin, name) }
@@ -193,7 +215,7 @@ func (n *Node) controlPlane(ctx context.Context) error {
 		"--service-account-key-file", pki("sa.pub"),
 		"--service-account-signing-key-file", pki("sa.key"),
 		"--cert-dir", filepath.Join(p.PKI(), "apiserver-generated"),
-		"--profiling=false", "--v=1"); err != nil {
+		"--profiling=false", "--v=1", n.featureGates()); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.Kubeconfig)
@@ -221,7 +243,7 @@ func (n *Node) controlPlane(ctx context.Context) error {
 		"--root-ca-file", pki("ca.crt"),
 		"--cluster-signing-cert-file", pki("ca.crt"), "--cluster-signing-key-file", pki("ca.key"),
 		"--service-cluster-ip-range", ServiceCIDR,
-		"--profiling=false", "--v=1"); err != nil {
+		"--profiling=false", "--v=1", n.featureGates()); err != nil {
 		return err
 	}
 	if err := n.StartScheduler(ctx, ""); err != nil {
@@ -367,6 +389,9 @@ func (n *Node) Down() error {
 		}
 	}
 	n.Procs.StopAll(20 * time.Second)
+	if n.criRelay != nil {
+		n.criRelay.stop()
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(sandbox.OtherPids()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

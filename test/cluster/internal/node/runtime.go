@@ -173,11 +173,33 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.availab
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
-`, filepath.Join(p.PKI(), "ca.crt"), n.Cfg.CgroupName, ContainerdSocket, p.PodLogs())
+%s`, filepath.Join(p.PKI(), "ca.crt"), n.Cfg.CgroupName, n.criEndpoint(), p.PodLogs(), n.kubeletGates())
 	if err := os.WriteFile(filepath.Join(p.PKI(), "kubelet-config.yaml"), []byte(text), 0644); err != nil {
 		return err
 	}
 	return nil
+}
+
+// criEndpoint is the kubelet's runtime socket: containerd's, or in DRA
+// mode the relay that hands it the CDI devices of claims (cri_relay.go).
+func (n *Node) criEndpoint() string {
+	if n.Cfg.DRA {
+		return CRIRelaySocket
+	}
+	return ContainerdSocket
+}
+
+// kubeletGates is the kubelet configuration's featureGates (DRA mode).
+func (n *Node) kubeletGates() string {
+	if !n.Cfg.DRA {
+		return ""
+	}
+	out := "featureGates:\n"
+	for _, g := range strings.Split(DRAFeatureGates, ",") {
+		name, value, _ := strings.Cut(g, "=")
+		out += "  " + name + ": " + value + "\n"
+	}
+	return out
 }
 
 // StartKubelet starts (or restarts) the kubelet.

@@ -59,7 +59,10 @@ type Scenario struct {
 	// Machine: the simulator machine the scenario needs ("" = any); it is
 	// selected only when the cluster runs that machine.
 	Machine string
-	Run     func(t *T)
+	// DRA: the scenario needs a node running gpulet dra (--dra); the
+	// others need the device plugin. Each runs only on its kind of node.
+	DRA bool
+	Run func(t *T)
 }
 
 var all []Scenario
@@ -70,7 +73,9 @@ func register(s Scenario) { all = append(all, s) }
 // ones that restart or reconfigure gpulet.
 var order = []string{"gpu-pod", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
 	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload",
-	"memory-shares", "memory-latency", "vfio-mixed", "helm"}
+	"memory-shares", "memory-latency", "vfio-mixed", "helm",
+	"dra-nvlink", "dra-shared", "dra-extended-resource", "dra-memory", "dra-mig", "dra-unsatisfiable", "dra-xid",
+	"dra-claim-latency"}
 
 func rank(name string) int {
 	for i, n := range order {
@@ -81,22 +86,32 @@ func rank(name string) int {
 	return len(order)
 }
 
-// Select returns the scenarios whose names match re ("" = all) and that
-// run on machine ("" = any machine), in run order.
-func Select(re, machine string) ([]Scenario, error) {
+// All returns every scenario, in run order.
+func All() []Scenario {
 	sort.SliceStable(all, func(i, j int) bool { return rank(all[i].Name) < rank(all[j].Name) })
+	return all
+}
+
+// Select returns the scenarios whose names match re ("" = all) and that
+// run on machine ("" = any machine) with the device plugin or, when dra,
+// with gpulet dra, in run order.
+func Select(re, machine string, dra bool) ([]Scenario, error) {
 	r, err := regexp.Compile(re)
 	if err != nil {
 		return nil, err
 	}
 	var out []Scenario
-	for _, s := range all {
-		if r.MatchString(s.Name) && (machine == "" || s.Machine == "" || s.Machine == machine) {
+	for _, s := range All() {
+		if r.MatchString(s.Name) && s.DRA == dra && (machine == "" || s.Machine == "" || s.Machine == machine) {
 			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no scenario for machine %q matches %q (have: %s)", machine, re, strings.Join(Names(), ", "))
+		mode := "the device plugin"
+		if dra {
+			mode = "gpulet dra"
+		}
+		return nil, fmt.Errorf("no scenario for machine %q and %s matches %q (have: %s)", machine, mode, re, strings.Join(Names(), ", "))
 	}
 	return out, nil
 }

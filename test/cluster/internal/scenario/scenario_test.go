@@ -15,22 +15,38 @@ func names(ss []Scenario) string {
 
 // A scenario made for one machine runs only on a cluster of that machine.
 func TestSelectLeavesOutScenariosOfOtherMachines(t *testing.T) {
-	h100, err := Select(".", "dgx-h100")
+	h100, err := Select(".", "dgx-h100", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(h100); strings.Contains(got, "mig-") || !strings.Contains(got, "reload-xid") {
+	if got := names(h100); strings.Contains(got, "mig-") || strings.Contains(got, "dra-") || !strings.Contains(got, "reload-xid") {
 		t.Errorf("dgx-h100 runs %s", got)
 	}
-	mig, err := Select("^mig-", "a100-mig")
+	mig, err := Select("^mig-", "a100-mig", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := names(mig); got != "mig-pod mig-reload" {
 		t.Errorf("a100-mig runs %s", got)
 	}
-	if _, err := Select("^mig-", "dgx-h100"); err == nil {
+	if _, err := Select("^mig-", "dgx-h100", false); err == nil {
 		t.Errorf("selecting only MIG scenarios on dgx-h100 is no error")
+	}
+}
+
+// The DRA scenarios run only on a node running gpulet dra, and only they.
+func TestSelectKeepsDraScenariosToDraNodes(t *testing.T) {
+	dra, err := Select(".", "islands-16", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range dra {
+		if !strings.HasPrefix(s.Name, "dra-") {
+			t.Errorf("a gpulet dra node runs %s", s.Name)
+		}
+	}
+	if _, err := Select("^gpu-pod$", "dgx-h100", true); err == nil {
+		t.Errorf("selecting gpu-pod on a gpulet dra node is no error")
 	}
 }
 
