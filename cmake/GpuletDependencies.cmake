@@ -27,7 +27,7 @@ endif()
 
 # gpulet_link_archives(<target>): link abseil, protobuf and yaml-cpp into
 # the program from Debian's archives instead of loading their shared
-# libraries at every start (36 fewer libraries for `gpulet`; start-up and
+# libraries at every start (32 fewer libraries for `gpulet`; start-up and
 # resident memory in docs/benchmarks.md). Off with GPULET_STATIC_DEPS=OFF.
 option(GPULET_STATIC_DEPS
   "Link abseil, protobuf and yaml-cpp into gpulet's programs" ON)
