@@ -183,8 +183,13 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
           ? allocation::SharedPolicy::kPacked
           : allocation::SharedPolicy::kDistributed;
   RecordPassthrough(passthrough.plan);
+  auto topology = std::make_shared<TopologyRead>();
   ServeResources(*std::move(prepared),
-                 ScoreTopologyMeanwhile(node, preferred_options));
+                 PreferredOverTopology(topology, preferred_options));
+  // Registered by now (or waiting to retry): the topology is read after,
+  // so its thousands of NVML calls do not compete with the registration
+  // round trip for the CPU.
+  ReadTopologyMeanwhile(node, topology);
   EnsurePassthroughWatcher(config);
   node_ = node;
   PublishLabels(config, node);
@@ -372,27 +377,28 @@ std::shared_ptr<const allocation::ScoreMatrix> Daemon::Impl::ScoreTopology(
 // GPU, P2P status per ordered pair: about 20 ms for 16 GPUs on the
 // simulator, more where the driver reads sysfs), and only
 // GetPreferredAllocation needs it, which the kubelet sends once a pod is
-// scheduled. So the plugins start and register while it is read.
-pluginapi::PreferredHandler Daemon::Impl::ScoreTopologyMeanwhile(
-    const device::Node& node, allocation::PreferredOptions options) {
+// scheduled. So the plugins start and register before it is read.
+pluginapi::PreferredHandler Daemon::Impl::PreferredOverTopology(
+    std::shared_ptr<TopologyRead> topology,
+    allocation::PreferredOptions options) {
+  return [topology, options](const pluginapi::DeviceSnapshot& snapshot,
+                             const std::vector<std::string>& available,
+                             const std::vector<std::string>& must_include,
+                             int size) {
+    topology->read.WaitForNotification();
+    return allocation::PreferredAllocation(topology->matrix, options,
+                                           snapshot, available, must_include,
+                                           size);
+  };
+}
+
+void Daemon::Impl::ReadTopologyMeanwhile(
+    const device::Node& node, std::shared_ptr<TopologyRead> topology) {
   JoinTopology();
-  struct Pending {
-    absl::Notification read;
-    std::shared_ptr<const allocation::ScoreMatrix> matrix;  // set before read
-  };
-  auto pending = std::make_shared<Pending>();
-  topology_thread_ = std::jthread([this, node, pending] {
-    pending->matrix = ScoreTopology(node);
-    pending->read.Notify();
+  topology_thread_ = std::jthread([this, node, topology] {
+    topology->matrix = ScoreTopology(node);
+    topology->read.Notify();
   });
-  return [pending, options](const pluginapi::DeviceSnapshot& snapshot,
-                            const std::vector<std::string>& available,
-                            const std::vector<std::string>& must_include,
-                            int size) {
-    pending->read.WaitForNotification();
-    return allocation::PreferredAllocation(pending->matrix, options, snapshot,
-                                           available, must_include, size);
-  };
 }
 
 void Daemon::Impl::JoinTopology() {

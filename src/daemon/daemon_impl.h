@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "src/allocation/preferred_handler.h"
 #include "src/allocation/score.h"
 #include "src/common/unique_fd.h"
@@ -123,10 +124,20 @@ class Daemon::Impl {
   absl::Status EnsureWatcher(const std::vector<std::string>& sockets);
   std::shared_ptr<const allocation::ScoreMatrix> ScoreTopology(
       const device::Node& node);
-  // The preferred-allocation handler over `node`'s topology, which is read
-  // on topology_thread_ meanwhile; a call before it is read waits for it.
-  pluginapi::PreferredHandler ScoreTopologyMeanwhile(
-      const device::Node& node, allocation::PreferredOptions options);
+  // A node's topology as ReadTopologyMeanwhile reads it: `matrix` is set
+  // (null when the topology is unavailable) before `read` is notified.
+  struct TopologyRead {
+    absl::Notification read;
+    std::shared_ptr<const allocation::ScoreMatrix> matrix;
+  };
+  // The preferred-allocation handler over `topology`; a call before it is
+  // read waits for it.
+  pluginapi::PreferredHandler PreferredOverTopology(
+      std::shared_ptr<TopologyRead> topology,
+      allocation::PreferredOptions options);
+  // Reads `node`'s topology into `topology` on topology_thread_.
+  void ReadTopologyMeanwhile(const device::Node& node,
+                             std::shared_ptr<TopologyRead> topology);
   // Waits for the topology being read, if any. Before NVML shuts down and
   // before the next one is read.
   void JoinTopology();
@@ -264,7 +275,7 @@ class Daemon::Impl {
   std::unique_ptr<health::PassthroughWatcher> passthrough_watcher_
       ABSL_GUARDED_BY(mu_);
   std::string passthrough_watcher_key_;  // the loop thread's
-  // Reads the topology of the last Apply (ScoreTopologyMeanwhile). Last:
+  // Reads the topology of the last Apply (ReadTopologyMeanwhile). Last:
   // joined before the library it reads goes.
   std::jthread topology_thread_;
 };

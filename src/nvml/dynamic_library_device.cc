@@ -41,12 +41,17 @@ PciInfo ToPciInfo(const nvmlPciInfo_t& raw, bool current_layout) {
 }
 
 // Room for every CPU the kernel may bring online, and at least 4096 so a
-// driver that reports more than sysconf knows about is not cut short.
+// driver that reports more than sysconf knows about is not cut short. The
+// possible CPUs are fixed at boot, so sysconf (a read of
+// /sys/devices/system/cpu/possible) is asked once, not once per GPU.
 size_t CpuMaskWords() {
-  constexpr long kMinCpus = 4096;
-  constexpr long kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
-  const long cpus = std::max(kMinCpus, ::sysconf(_SC_NPROCESSORS_CONF));
-  return static_cast<size_t>((cpus + kBitsPerWord - 1) / kBitsPerWord);
+  static const size_t words = [] {
+    constexpr long kMinCpus = 4096;
+    constexpr long kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
+    const long cpus = std::max(kMinCpus, ::sysconf(_SC_NPROCESSORS_CONF));
+    return static_cast<size_t>((cpus + kBitsPerWord - 1) / kBitsPerWord);
+  }();
+  return words;
 }
 
 // NVML's 16 raw bytes in the usual 8-4-4-4-12 spelling; "" for all zeros (a

@@ -178,7 +178,14 @@ func TestH2LargeStreamAndManyCalls(t *testing.T) {
 func TestH2DeadlineCancelAndGoaway(t *testing.T) {
 	s := startServer(t)
 	conn := s.dial(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Connected first, so that the deadline below bounds the stream and not
+	// the dial (which a loaded machine can stretch past it).
+	warm, warmCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer warmCancel()
+	if _, err := echo(warm, conn, "/test.T/Echo", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	st := openStream(ctx, t, conn, "-1,10")
 	var m []byte
