@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -388,6 +389,31 @@ TEST_F(TlsTransportTest, StopEndsAnOpenWatch) {
     script.release = true;
   }
   script.cv.notify_all();
+}
+
+TEST_F(TlsTransportTest, ThreadsShareOneTransport) {
+  TlsServer server(*server_cert_);
+  server.http().Get("/x", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content("{}", "application/json");
+  });
+  auto transport = MustCreate(Config(server));
+  constexpr int kThreads = 4;
+  constexpr int kRequests = 20;
+  std::atomic<int> ok{0};
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kRequests; ++i) {
+          absl::StatusOr<Response> got = transport->Do({.path = "/x"});
+          if (got.ok() && got->status == 200 && got->body == "{}") ++ok;
+        }
+      });
+    }
+  }
+  EXPECT_EQ(ok.load(), kThreads * kRequests);
+  // Connections are reused (the server ends each after a few requests).
+  EXPECT_LT(transport->connections_opened(), kThreads * kRequests / 2);
 }
 
 TEST_F(TlsTransportTest, ClientOperationsOverTls) {

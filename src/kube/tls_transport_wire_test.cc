@@ -2,6 +2,10 @@
 // (raw_tls_server.h): connection reuse, servers closing pooled
 // connections, chunked and truncated bodies, size bounds, timeouts and a
 // stop from another thread.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <stop_token>
@@ -261,11 +265,16 @@ TEST_F(TlsTransportWireTest, StopFromAnotherThreadEndsABlockedStream) {
 }
 
 TEST_F(TlsTransportWireTest, ConnectionRefusedNamesTheHost) {
-  int port = 0;
-  {
-    RawTlsServer server(*leaf_, AnswerAll);
-    port = std::stoi(server.url().substr(server.url().rfind(':') + 1));
-  }
+  // A port bound but not listening refuses connections, and stays ours.
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
   config::ApiServerConfig config;
   config.server = absl::StrCat("https://127.0.0.1:", port);
   config.ca_pem = ca_->cert_pem;
@@ -273,9 +282,11 @@ TEST_F(TlsTransportWireTest, ConnectionRefusedNamesTheHost) {
   auto transport = TlsTransport::Create(config);
   ASSERT_TRUE(transport.ok());
   absl::StatusOr<Response> got = (*transport)->Do({.path = "/x"});
+  ::close(fd);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(got.status().message()),
-              HasSubstr(absl::StrCat("connect to 127.0.0.1:", port)));
+              HasSubstr(absl::StrCat("connect to 127.0.0.1:", port,
+                                     ": Connection refused")));
 }
 
 TEST_F(TlsTransportWireTest, CreateRefusesBadUrlsAndPem) {
