@@ -188,7 +188,9 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
                                   ? absl::InfiniteFuture()
                                   : absl::Now() + request.timeout;
   for (int tries = 0;; ++tries) {
-    TlsConnectionPtr conn = on_chunk == nullptr ? TakeIdle() : nullptr;
+    // A second try always dials: another pooled connection may be as stale.
+    TlsConnectionPtr conn =
+        on_chunk == nullptr && tries == 0 ? TakeIdle() : nullptr;
     const bool reused = conn != nullptr;
     if (!reused) conn = std::make_unique<TlsConnection>();
     std::optional<std::stop_callback<std::function<void()>>> on_stop;
