@@ -13,7 +13,8 @@ namespace {
 
 bool AllDigits(absl::string_view s) {
   return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
+         std::all_of(s.begin(), s.end(),
+                     [](char c) { return absl::ascii_isdigit(c); });
 }
 
 // `value` as a decimal Content-Length; false when it is not one.
@@ -215,8 +216,8 @@ absl::Status HttpResponseParser::OnChunkSize(absl::string_view line) {
       return absl::InvalidArgumentError(absl::StrCat(
           "bad chunk size \"", absl::CHexEscape(size.substr(0, 32)), "\""));
     }
-    const int digit = absl::ascii_isdigit(c) ? c - '0'
-                                             : absl::ascii_tolower(c) - 'a' + 10;
+    const int digit =
+        absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10;
     n = n * 16 + static_cast<uint64_t>(digit);
   }
   remaining_ = n;

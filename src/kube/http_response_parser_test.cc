@@ -33,7 +33,8 @@ Parsed Parse(const std::string& wire, const std::vector<size_t>& cuts = {},
   std::vector<size_t> ends = cuts;
   ends.push_back(wire.size());
   for (size_t end : ends) {
-    out.status = parser.Feed(absl::string_view(wire).substr(at, end - at), sink);
+    out.status =
+        parser.Feed(absl::string_view(wire).substr(at, end - at), sink);
     at = end;
     if (!out.status.ok()) break;
   }
@@ -90,7 +91,8 @@ TEST(HttpResponseParserTest, BodyUntilCloseAndConnectionClose) {
   EXPECT_TRUE(p.done);
   EXPECT_FALSE(p.keep_alive);
 
-  p = Parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+  p = Parse(
+      "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
   EXPECT_TRUE(p.done);
   EXPECT_FALSE(p.keep_alive);
   p = Parse("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");

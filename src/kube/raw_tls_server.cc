@@ -47,7 +47,8 @@ std::optional<std::string> RawConnection::ReadRequest() {
   while (true) {
     const size_t head_end = pending_.find("\r\n\r\n");
     if (head_end != std::string::npos) {
-      const size_t total = head_end + 4 + ContentLength(pending_.substr(0, head_end + 2));
+      const size_t total =
+          head_end + 4 + ContentLength(pending_.substr(0, head_end + 2));
       if (pending_.size() >= total) {
         std::string request = pending_.substr(0, total);
         pending_.erase(0, total);

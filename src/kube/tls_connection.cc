@@ -125,7 +125,9 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
     }
     const int n = ::poll(fds, 2, timeout_ms);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::UnavailableError(absl::StrCat("poll: ", strerror(errno)));
+    if (n < 0) {
+      return absl::UnavailableError(absl::StrCat("poll: ", strerror(errno)));
+    }
     if (fds[1].revents != 0) return absl::CancelledError("stopped");
     if (fds[0].revents != 0) return absl::OkStatus();
     if (n == 0 && absl::Now() >= deadline) {
@@ -147,7 +149,8 @@ absl::Status TlsConnection::ConnectTcp(const std::string& host,
     return absl::UnavailableError(
         absl::StrCat("resolve ", host, ": ", gai_strerror(rc)));
   }
-  absl::Status last = absl::UnavailableError(absl::StrCat("connect to ", name_, ": no address"));
+  absl::Status last = absl::UnavailableError(
+      absl::StrCat("connect to ", name_, ": no address"));
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     const int fd = ::socket(a->ai_family,
                             a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -256,7 +259,8 @@ absl::Status TlsConnection::SslFailure(int ret, absl::string_view step,
         detail = saved_errno != 0 ? strerror(saved_errno)
                                   : "the server closed the connection";
       }
-      return absl::UnavailableError(absl::StrCat(step, " ", name_, ": ", detail));
+      return absl::UnavailableError(
+          absl::StrCat(step, " ", name_, ": ", detail));
     }
     default:
       return absl::UnavailableError(

@@ -252,7 +252,8 @@ absl::StatusOr<Response> TlsTransport::Exchange(
   const bool may_retry = reused && request.method == "GET";
   std::string buffer(kReadBuffer, '\0');
   while (!parser.done() && !parser.stopped()) {
-    absl::StatusOr<size_t> n = conn.Read(buffer.data(), buffer.size(), deadline);
+    absl::StatusOr<size_t> n =
+        conn.Read(buffer.data(), buffer.size(), deadline);
     if (!n.ok()) {
       attempt.retry = may_retry && !parser.started() &&
                       n.status().code() == absl::StatusCode::kUnavailable;
