@@ -7,7 +7,8 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(toml11 CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
-find_package(CURL REQUIRED)
+# TLS for the Kubernetes API client (src/kube) and the HTTP server.
+find_package(OpenSSL REQUIRED)
 # HTTP/2 framing, HPACK and flow control for the kubelet-facing transport.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)
@@ -15,7 +16,6 @@ if(GPULET_BUILD_TESTS)
   # A local HTTPS server for the API client's transport tests. Debian's
   # cpp-httplib is a compiled library; its pkg-config file carries the
   # defines its ABI was built with.
-  find_package(OpenSSL REQUIRED)
   pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 endif()
 if(GPULET_BUILD_TESTS)

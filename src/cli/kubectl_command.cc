@@ -14,7 +14,7 @@
 #include "src/config/kubeconfig.h"
 #include "src/kube/api_path.h"
 #include "src/kube/client.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 
 namespace gpulet::cli {
 namespace {
@@ -147,8 +147,8 @@ int RunKubectlGpulet(const std::vector<std::string>& args, std::ostream& out,
     err << "kubectl-gpulet: " << config.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<kube::CurlTransport>> transport =
-      kube::CurlTransport::Create(*config);
+  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
+      kube::TlsTransport::Create(*config);
   if (!transport.ok()) {
     err << "kubectl-gpulet: " << transport.status().message() << "\n";
     return 1;

@@ -10,7 +10,7 @@
 #include "src/common/logging.h"
 #include "src/config/kubeconfig.h"
 #include "src/daemon/daemon_impl.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 #include "src/kube/sleeper.h"
 #include "src/resources/memory_handlers.h"
 #include "src/sharing/unit_id.h"
@@ -64,8 +64,8 @@ absl::StatusOr<kube::Client*> Daemon::Impl::ApiClient() {
   absl::StatusOr<config::ApiServerConfig> api =
       config::LoadApiServerConfig(options_.kubeconfig);
   if (!api.ok()) return api.status();
-  absl::StatusOr<std::unique_ptr<kube::CurlTransport>> transport =
-      kube::CurlTransport::Create(*api);
+  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
+      kube::TlsTransport::Create(*api);
   if (!transport.ok()) return transport.status();
   kube_transport_ = *std::move(transport);
   kube_client_ = std::make_unique<kube::Client>(

@@ -31,7 +31,7 @@
 #include "src/health/health_monitor.h"
 #include "src/kube/api_path.h"
 #include "src/kube/client.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 #include "src/nvml/dynamic_library.h"
 
 namespace gpulet::daemon {
@@ -145,8 +145,8 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(
       config::ApiServerConfig api,
       config::LoadApiServerConfig(options.kubeconfig, options.context));
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::CurlTransport> transport,
-                          kube::CurlTransport::Create(api));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
+                          kube::TlsTransport::Create(api));
   kube::ClientOptions client_options;
   client_options.qps = options.kube_qps;
   client_options.burst = options.kube_burst;

@@ -17,7 +17,7 @@
 #include "src/extender/node_cache.h"
 #include "src/http/server.h"
 #include "src/kube/client.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 #include "src/kube/list_watcher.h"
 #include "src/metrics/registry.h"
 
@@ -41,8 +41,8 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(
       config::ApiServerConfig api,
       config::LoadApiServerConfig(options.kubeconfig, options.context));
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::CurlTransport> transport,
-                          kube::CurlTransport::Create(api));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
+                          kube::TlsTransport::Create(api));
   kube::ClientOptions client_options;
   client_options.qps = options.kube_qps;
   client_options.burst = options.kube_burst;

@@ -14,7 +14,7 @@
 #include "src/config/kubeconfig.h"
 #include "src/device/discovery.h"
 #include "src/kube/api_path.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 #include "src/kube/sleeper.h"
 #include "src/labels/node_patch.h"
 
@@ -42,8 +42,8 @@ absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
   absl::StatusOr<config::ApiServerConfig> api =
       config::LoadApiServerConfig(options.kubeconfig);
   if (!api.ok()) return common::Annotate(api.status(), context);
-  absl::StatusOr<std::unique_ptr<kube::CurlTransport>> transport =
-      kube::CurlTransport::Create(*api);
+  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
+      kube::TlsTransport::Create(*api);
   if (!transport.ok()) return common::Annotate(transport.status(), context);
   auto client = std::make_unique<kube::Client>(
       **transport, common::RealClock::Get(), kube::RealSleeper::Get());

@@ -1,7 +1,7 @@
 // Transport: one HTTP exchange with the Kubernetes API server. The seam
 // between the API client's logic (paging, watching, retries, rate limits,
-// error decoding: client.h) and the wire (HTTPS with libcurl:
-// curl_transport.h), so the logic is tested against a fake.
+// error decoding: client.h) and the wire (HTTP/1.1 over TLS on OpenSSL:
+// tls_transport.h), so the logic is tested against a fake.
 //
 // A transport owns the connection details and the credentials: it adds
 // authentication (client certificate, bearer token) to every request itself,
@@ -58,7 +58,7 @@ class Transport {
   // Sends `request`; a 2xx body goes to `on_chunk` as it arrives and is not
   // kept, any other body is collected into the Response. Returns when the
   // server ends the response or `on_chunk` returns false (OK either way),
-  // or when `stop` is requested (Cancelled; noticed within about a second).
+  // or when `stop` is requested (Cancelled, at once).
   virtual absl::StatusOr<Response> Stream(const Request& request,
                                           const ChunkFn& on_chunk,
                                           std::stop_token stop) = 0;

@@ -27,7 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/common/file_util.h"
 #include "src/config/kubeconfig.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 #include "src/kube/test_tls.h"
 
 namespace gpulet::testing {

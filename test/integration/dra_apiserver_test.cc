@@ -46,8 +46,8 @@ class DraApiServerTest : public ::testing::Test {
 
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
-    absl::StatusOr<std::unique_ptr<kube::CurlTransport>> t =
-        kube::CurlTransport::Create(host_->AdminConfig());
+    absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
+        kube::TlsTransport::Create(host_->AdminConfig());
     ASSERT_TRUE(t.ok()) << t.status();
     transport_ = *std::move(t);
     client_ = std::make_unique<kube::Client>(*transport_, clock_, sleeper_,
@@ -92,7 +92,7 @@ class DraApiServerTest : public ::testing::Test {
   static inline std::string skip_;
   common::RealClock& clock_ = common::RealClock::Get();
   kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
-  std::unique_ptr<kube::CurlTransport> transport_;
+  std::unique_ptr<kube::TlsTransport> transport_;
   std::unique_ptr<kube::Client> client_;
 };
 

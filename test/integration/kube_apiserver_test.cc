@@ -36,7 +36,7 @@
 #include "src/kube/api_path.h"
 #include "src/kube/api_status.h"
 #include "src/kube/client.h"
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 #include "src/kube/list_watcher.h"
 #include "src/kube/test_tls.h"
 #include "src/labels/node_patch.h"
@@ -79,10 +79,10 @@ class KubeApiServerTest : public ::testing::Test {
     return host_->AdminConfig();
   }
 
-  static std::unique_ptr<CurlTransport> Connect(
+  static std::unique_ptr<TlsTransport> Connect(
       const config::ApiServerConfig& config) {
-    absl::StatusOr<std::unique_ptr<CurlTransport>> t =
-        CurlTransport::Create(config);
+    absl::StatusOr<std::unique_ptr<TlsTransport>> t =
+        TlsTransport::Create(config);
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? *std::move(t) : nullptr;
   }
@@ -122,7 +122,7 @@ class KubeApiServerTest : public ::testing::Test {
 
   common::RealClock& clock_ = common::RealClock::Get();
   RealSleeper& sleeper_ = RealSleeper::Get();
-  std::unique_ptr<CurlTransport> transport_;
+  std::unique_ptr<TlsTransport> transport_;
   std::unique_ptr<Client> client_;
 };
 
@@ -226,7 +226,7 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
   config.token.clear();
   config.client_cert_pem = node_cert_->cert_pem;
   config.client_key_pem = node_cert_->key_pem;
-  std::unique_ptr<CurlTransport> transport = Connect(config);
+  std::unique_ptr<TlsTransport> transport = Connect(config);
   common::FakeClock clock;
   FakeSleeper sleeper(clock);
   Client client(*transport, clock, sleeper, {.qps = 0});
@@ -264,7 +264,7 @@ TEST_F(KubeApiServerTest, KubeconfigLoadedByConfigConnects) {
   absl::StatusOr<config::ApiServerConfig> config =
       config::LoadKubeconfig(path);
   ASSERT_TRUE(config.ok()) << config.status();
-  std::unique_ptr<CurlTransport> transport = Connect(*config);
+  std::unique_ptr<TlsTransport> transport = Connect(*config);
   Client client(*transport, clock_, sleeper_, {.qps = 0});
   absl::StatusOr<Json> ns = client.Get("/api/v1/namespaces/default");
   ASSERT_TRUE(ns.ok()) << ns.status();

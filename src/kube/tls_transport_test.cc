@@ -1,13 +1,14 @@
-// The libcurl transport against a real HTTPS server on 127.0.0.1
+// The TLS transport against a real HTTPS server on 127.0.0.1
 // (cpp-httplib) with certificates made by the test: certificate
 // verification, client certificates, bearer tokens and their rotation,
 // streamed watches, and the Client on top.
-#include "src/kube/curl_transport.h"
+#include "src/kube/tls_transport.h"
 
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -85,7 +86,7 @@ class TlsServer {
   std::thread thread_;
 };
 
-class CurlTransportTest : public ::testing::Test {
+class TlsTransportTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ca_ = new KeyPair(tls_test::MakeCa("test-ca"));
@@ -114,21 +115,21 @@ class CurlTransportTest : public ::testing::Test {
   static KeyPair* server_cert_;
   static KeyPair* client_cert_;
 };
-KeyPair* CurlTransportTest::ca_;
-KeyPair* CurlTransportTest::other_ca_;
-KeyPair* CurlTransportTest::server_cert_;
-KeyPair* CurlTransportTest::client_cert_;
+KeyPair* TlsTransportTest::ca_;
+KeyPair* TlsTransportTest::other_ca_;
+KeyPair* TlsTransportTest::server_cert_;
+KeyPair* TlsTransportTest::client_cert_;
 
-std::unique_ptr<CurlTransport> MustCreate(
+std::unique_ptr<TlsTransport> MustCreate(
     const config::ApiServerConfig& config,
-    const CurlTransportOptions& options = {}) {
-  absl::StatusOr<std::unique_ptr<CurlTransport>> t =
-      CurlTransport::Create(config, options);
+    const TlsTransportOptions& options = {}) {
+  absl::StatusOr<std::unique_ptr<TlsTransport>> t =
+      TlsTransport::Create(config, options);
   EXPECT_TRUE(t.ok()) << t.status();
   return t.ok() ? *std::move(t) : nullptr;
 }
 
-TEST_F(CurlTransportTest, VerifiesTheServerWithTheConfiguredCa) {
+TEST_F(TlsTransportTest, VerifiesTheServerWithTheConfiguredCa) {
   TlsServer server(*server_cert_);
   std::string auth;
   server.http().Get("/api/v1/nodes/n1", [&](const httplib::Request& req,
@@ -147,7 +148,7 @@ TEST_F(CurlTransportTest, VerifiesTheServerWithTheConfiguredCa) {
   EXPECT_EQ(auth, "Bearer static-token-1234");
 }
 
-TEST_F(CurlTransportTest, RefusesAServerSignedByAnotherCa) {
+TEST_F(TlsTransportTest, RefusesAServerSignedByAnotherCa) {
   TlsServer server(*server_cert_);
   int calls = 0;
   server.http().Get("/x", [&](const httplib::Request&, httplib::Response&) {
@@ -162,12 +163,17 @@ TEST_F(CurlTransportTest, RefusesAServerSignedByAnotherCa) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(got.status().message(), HasSubstr("did not verify"));
   EXPECT_THAT(got.status().message(), HasSubstr("GET https://127.0.0.1:"));
+  // OpenSSL's verify error, after the host and the step.
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("TLS handshake with 127.0.0.1:"));
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("unable to get local issuer certificate"));
   EXPECT_THAT(got.status().message(),
               ::testing::Not(HasSubstr("static-token-1234")));
   EXPECT_EQ(calls, 0);
 }
 
-TEST_F(CurlTransportTest, VerifiesTheHostName) {
+TEST_F(TlsTransportTest, VerifiesTheHostName) {
   TlsServer server(*server_cert_);  // valid for IP:127.0.0.1 only
   server.http().Get("/x", [](const httplib::Request&, httplib::Response&) {});
   config::ApiServerConfig config = Config(server);
@@ -176,9 +182,10 @@ TEST_F(CurlTransportTest, VerifiesTheHostName) {
   absl::StatusOr<Response> got = transport->Do({.path = "/x"});
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(got.status().message(), HasSubstr("hostname mismatch"));
 }
 
-TEST_F(CurlTransportTest, PresentsTheClientCertificate) {
+TEST_F(TlsTransportTest, PresentsTheClientCertificate) {
   TlsServer server(*server_cert_, ca_->cert_pem);
   int calls = 0;
   server.http().Get("/x", [&](const httplib::Request&, httplib::Response& r) {
@@ -199,14 +206,14 @@ TEST_F(CurlTransportTest, PresentsTheClientCertificate) {
   EXPECT_EQ(calls, 1);
 }
 
-TEST_F(CurlTransportTest, CreateRefusesPlainHttpAndHalfACertificate) {
+TEST_F(TlsTransportTest, CreateRefusesPlainHttpAndHalfACertificate) {
   config::ApiServerConfig config;
   config.server = "http://127.0.0.1:8080";
-  EXPECT_EQ(CurlTransport::Create(config).status().code(),
+  EXPECT_EQ(TlsTransport::Create(config).status().code(),
             absl::StatusCode::kInvalidArgument);
   config.server = "https://127.0.0.1:6443";
   config.client_cert_pem = "x";
-  EXPECT_EQ(CurlTransport::Create(config).status().code(),
+  EXPECT_EQ(TlsTransport::Create(config).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -232,7 +239,7 @@ class TempFile {
   std::string dir_;
 };
 
-TEST_F(CurlTransportTest, RereadsARotatedTokenFileAndNeverLogsIt) {
+TEST_F(TlsTransportTest, RereadsARotatedTokenFileAndNeverLogsIt) {
   TempFile token;
   token.Write("tok-one-SECRET\n");
   TlsServer server(*server_cert_);
@@ -299,7 +306,7 @@ struct StreamScript {
   bool release = false;     // the server may finish
 };
 
-TEST_F(CurlTransportTest, WatchEventsArriveWhileTheStreamIsOpen) {
+TEST_F(TlsTransportTest, WatchEventsArriveWhileTheStreamIsOpen) {
   TlsServer server(*server_cert_);
   StreamScript script;
   std::string query;
@@ -349,7 +356,7 @@ TEST_F(CurlTransportTest, WatchEventsArriveWhileTheStreamIsOpen) {
   EXPECT_EQ(query, "5 spec.nodeName=n1 true");
 }
 
-TEST_F(CurlTransportTest, StopEndsAnOpenWatch) {
+TEST_F(TlsTransportTest, StopEndsAnOpenWatch) {
   TlsServer server(*server_cert_);
   StreamScript script;
   const std::string ev =
@@ -384,7 +391,32 @@ TEST_F(CurlTransportTest, StopEndsAnOpenWatch) {
   script.cv.notify_all();
 }
 
-TEST_F(CurlTransportTest, ClientOperationsOverTls) {
+TEST_F(TlsTransportTest, ThreadsShareOneTransport) {
+  TlsServer server(*server_cert_);
+  server.http().Get("/x", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content("{}", "application/json");
+  });
+  auto transport = MustCreate(Config(server));
+  constexpr int kThreads = 4;
+  constexpr int kRequests = 20;
+  std::atomic<int> ok{0};
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < kRequests; ++i) {
+          absl::StatusOr<Response> got = transport->Do({.path = "/x"});
+          if (got.ok() && got->status == 200 && got->body == "{}") ++ok;
+        }
+      });
+    }
+  }
+  EXPECT_EQ(ok.load(), kThreads * kRequests);
+  // Connections are reused (the server ends each after a few requests).
+  EXPECT_LT(transport->connections_opened(), kThreads * kRequests / 2);
+}
+
+TEST_F(TlsTransportTest, ClientOperationsOverTls) {
   TlsServer server(*server_cert_);
   std::string patch_type, patch_body, post_body;
   server.http().Get("/api/v1/nodes/n9", [](const httplib::Request&,
