@@ -35,6 +35,13 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
       ->capture_default_str();
   cmd->add_option("--dev-root", options.dev_root,
                   "root of the device nodes (default: the driver root)");
+  cmd->add_flag("--memory-shares", options.memory_shares,
+               "publish whole GPUs shareable by memory "
+               "(DRAConsumableCapacity): claims ask for a memory amount");
+  cmd->add_option("--memory-share-unit", options.memory_share_unit,
+                  "the step of a memory share: MiB, GiB or a size such as "
+                  "512MiB or 2GiB")
+      ->capture_default_str();
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
       ->check(CLI::Range(1.0, 10000.0))

@@ -40,6 +40,11 @@ struct DraRunOptions {
   nvml::LoadOptions nvml;
   std::string sysfs_root = "/sys";
   std::string dev_root;  // empty: the driver root
+  // --memory-shares: whole GPUs published shareable by memory
+  // (DRAConsumableCapacity), in steps of --memory-share-unit ("GiB",
+  // "512MiB", as sharing.memory.unit).
+  bool memory_shares = false;
+  std::string memory_share_unit = "GiB";
   double kube_qps = 20;
   int kube_burst = 40;
   // Called once serving, with the health board (the slice publisher's

@@ -18,6 +18,7 @@
 #include "src/dra/claim_cdi.h"
 #include "src/dra/claim_config.h"
 #include "src/dra/device_names.h"
+#include "src/sharing/mps_paths.h"
 
 namespace gpulet::dra {
 namespace {
@@ -120,12 +121,24 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
                           absl::StrCat("claim ", ClaimName(ref), ": ",
                                        uuid.status().message()));
     }
-    cdi_devices.push_back({.dra_name = d.device, .uuid = *uuid});
-    claim.devices.push_back({.requests = d.requests,
-                             .pool = d.pool,
-                             .device = d.device,
-                             .cdi_device_ids = {ClaimCdiId(ref.uid, d.device)},
-                             .share_id = d.share_id});
+    const std::string share = d.share_id.value_or("");
+    std::vector<std::string> env;
+    if (d.consumed_memory.has_value()) {
+      // MiB, as the device plugin's memory shares tell it; a share is
+      // whole steps of the GPU's request policy, so nothing is lost.
+      env.push_back(absl::StrCat(sharing::kMemoryLimitEnv, "=",
+                                 *d.consumed_memory >> 20));
+    }
+    cdi_devices.push_back({.dra_name = d.device,
+                           .uuid = *uuid,
+                           .share_id = share,
+                           .env = std::move(env)});
+    claim.devices.push_back(
+        {.requests = d.requests,
+         .pool = d.pool,
+         .device = d.device,
+         .cdi_device_ids = {ClaimCdiId(ref.uid, d.device, share)},
+         .share_id = d.share_id});
   }
   GPULET_ASSIGN_OR_RETURN(cdi::Spec spec,
                           BuildClaimSpec(node_spec_, ref.uid, cdi_devices,

@@ -192,6 +192,58 @@ TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {
   EXPECT_TRUE(restarted->Prepared().contains("uid-b"));
 }
 
+// Memory shares (DRAConsumableCapacity): one GPU prepared for several
+// claims, each with its share's limit; one claim may hold two shares of it.
+// Unpreparing one claim leaves the others' specs and entries alone.
+TEST_F(ClaimPreparerTest, SharesOfOneGpuArePreparedAndUnpreparedPerClaim) {
+  const std::string s1 = "0b0e7f6c-0000-4000-8000-000000000001";
+  const std::string s2 = "0b0e7f6c-0000-4000-8000-000000000002";
+  const std::string s3 = "0b0e7f6c-0000-4000-8000-000000000003";
+  api_.AddShare(Ref("a"), "gpu-0", s1, "4Gi");
+  api_.AddShare(Ref("b"), "gpu-0", s2, "2Gi");
+  api_.AddShare(Ref("b"), "gpu-0", s3, "1Gi");
+  auto p = Start();
+  auto got = p->Prepare({Ref("a"), Ref("b")});
+  ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+  ASSERT_TRUE(got["uid-b"].status.ok()) << got["uid-b"].status;
+  ASSERT_EQ(got["uid-a"].devices.size(), 1u);
+  EXPECT_EQ(got["uid-a"].devices[0].share_id, s1);
+  EXPECT_THAT(got["uid-a"].devices[0].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-0-" + s1));
+  ASSERT_EQ(got["uid-b"].devices.size(), 2u);
+  EXPECT_EQ(got["uid-b"].devices[1].share_id, s3);
+
+  auto env_of = [&](const std::string& uid) {
+    std::map<std::string, std::vector<std::string>> out;
+    absl::StatusOr<cdi::Spec> spec =
+        cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", uid));
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    if (spec.ok()) {
+      for (const cdi::Device& d : spec->devices) out[d.name] = d.edits.env;
+    }
+    return out;
+  };
+  EXPECT_EQ(env_of("uid-a")["uid-a-gpu-0-" + s1],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=4096"});
+  std::map<std::string, std::vector<std::string>> b = env_of("uid-b");
+  EXPECT_EQ(b["uid-b-gpu-0-" + s2],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=2048"});
+  EXPECT_EQ(b["uid-b-gpu-0-" + s3],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=1024"});
+
+  EXPECT_TRUE(p->Unprepare({Ref("a")})["uid-a"].ok());
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-b.json"});
+  // A restart finds b's two shares as answered, without asking again.
+  auto restarted = Start();
+  ASSERT_TRUE(restarted->Prepared().contains("uid-b"));
+  EXPECT_FALSE(restarted->Prepared().contains("uid-a"));
+  auto again = restarted->Prepare({Ref("b")});
+  EXPECT_EQ(again["uid-b"].devices, got["uid-b"].devices);
+  EXPECT_EQ(api_.gets["ns/b"], 1);
+  EXPECT_EQ(env_of("uid-b"), b);
+}
+
 // A crash after the checkpoint and before the answer: the kubelet never saw
 // the answer and asks again; the restarted plugin answers from the
 // checkpoint and reads nothing from the API server.

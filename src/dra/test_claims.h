@@ -85,6 +85,20 @@ struct FakeApi {
          {{"namespace", ref.namespace_name}, {"name", ref.name}, {"uid", ref.uid}}},
         {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
   }
+  // A share of `device` (DRAConsumableCapacity) added to the claim's
+  // results: its shareID and the memory it consumes.
+  void AddShare(const ClaimRef& ref, const std::string& device,
+                const std::string& share_id, const std::string& memory) {
+    json& claim = claims[ClaimName(ref)];
+    if (claim.is_null()) Add(ref, {});
+    claim["status"]["allocation"]["devices"]["results"].push_back(
+        {{"request", "req"},
+         {"driver", "gpu.nvidia.com"},
+         {"pool", kPool},
+         {"device", device},
+         {"shareID", share_id},
+         {"consumedCapacity", {{"memory", memory}}}});
+  }
   ClaimGetter Getter() {
     return [this](const ClaimRef& ref) -> absl::StatusOr<json> {
       ++gets[ClaimName(ref)];
