@@ -42,6 +42,10 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
                   "the step of a memory share: MiB, GiB or a size such as "
                   "512MiB or 2GiB")
       ->capture_default_str();
+  cmd->add_option("--mps-root", options.mps_root,
+                  "host directory of the claims' MPS control daemons (pipes, "
+                  "logs, shm); needed by claims configured for MPS sharing")
+      ->envname("MPS_ROOT");
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
       ->check(CLI::Range(1.0, 10000.0))

@@ -18,6 +18,8 @@
 #include "src/config/kubeconfig.h"
 #include "src/config/names.h"
 #include "src/config/resolve.h"
+#include "src/cdi/driver.h"
+#include "src/daemon/dra_sharing.h"
 #include "src/daemon/dra_slices.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/discovery.h"
@@ -148,6 +150,25 @@ absl::StatusOr<draslice::SliceOptions> SliceOptionsOf(
   return slices;
 }
 
+// The driver's tools under the driver root; one not found fails only the
+// claims that need it.
+DraSharingOptions SharingOptions(const DraRunOptions& options) {
+  DraSharingOptions out;
+  const std::string root =
+      options.nvml.driver_root.empty() ? "/" : options.nvml.driver_root;
+  if (absl::StatusOr<std::string> smi = cdi::FindDriverBinary(root, "nvidia-smi");
+      smi.ok()) {
+    out.nvidia_smi = *smi;
+  }
+  if (absl::StatusOr<std::string> control =
+          cdi::FindDriverBinary(root, "nvidia-cuda-mps-control");
+      control.ok()) {
+    out.mps_control = *control;
+  }
+  out.mps_root = options.mps_root;
+  return out;
+}
+
 }  // namespace
 
 absl::Status RunDra(const DraRunOptions& options) {
@@ -179,7 +200,11 @@ absl::Status RunDra(const DraRunOptions& options) {
                           DiscoverGpus(*lib, options.sysfs_root));
   GPULET_ASSIGN_OR_RETURN(cdi::Spec node_spec, NodeSpec(node, options));
 
+  // Destroyed after the preparer and the server: stops the claims' MPS
+  // daemons last.
+  DraSharing sharing(SharingOptions(options));
   dra::PreparerOptions preparer_options;
+  preparer_options.sharing = &sharing;
   preparer_options.driver = driver;
   preparer_options.pool = options.node_name;
   preparer_options.checkpoint_path = absl::StrCat(state_dir, "/checkpoint.json");

@@ -380,6 +380,24 @@ TEST_F(DraApiServerTest, DocumentedClaimsAreAccepted) {
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
       claim);
   EXPECT_TRUE(made.ok()) << made.status();
+
+  const Json share = Json::parse(R"json({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "gpu-memory-4gi-mps"},
+    "spec": {"spec": {"devices": {
+      "requests": [{"name": "share", "exactly": {
+        "deviceClassName": "gpu.nvidia.com",
+        "capacity": {"requests": {"memory": "4Gi"}}}}],
+      "config": [{"requests": ["share"], "opaque": {
+        "driver": "gpu.nvidia.com",
+        "parameters": {"apiVersion": "resource.nvidia.com/v1beta1",
+                       "kind": "GpuConfig",
+                       "sharing": {"strategy": "MPS", "mpsConfig": {
+                         "defaultActiveThreadPercentage": 25}}}}}]}}}})json");
+  made = client_->Create(
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+      share);
+  EXPECT_TRUE(made.ok()) << made.status();
 }
 
 }  // namespace
