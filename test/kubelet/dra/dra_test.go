@@ -27,6 +27,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -147,6 +148,21 @@ func newClaim(name string, pod *v1.Pod, devices ...string) *resourceapi.Resource
 	}
 }
 
+// newShareClaim is allocated shares of `device` (DRAConsumableCapacity), one
+// per entry of `memory` (the consumed amount), as the scheduler writes them.
+func newShareClaim(name string, pod *v1.Pod, device string, memory ...string) *resourceapi.ResourceClaim {
+	claim := newClaim(name, pod)
+	for i, m := range memory {
+		share := types.UID(fmt.Sprintf("5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a1%d", i))
+		claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{
+				Request: "gpu", Driver: driver, Pool: nodeName, Device: device, ShareID: &share,
+				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
+					"memory": resource.MustParse(m)}})
+	}
+	return claim
+}
+
 func cdiDevices(t *testing.T, mgr *dra.Manager, pod *v1.Pod) []string {
 	t.Helper()
 	info, err := mgr.GetResources(pod, &pod.Spec.Containers[0])
@@ -203,9 +219,10 @@ func TestGpulet(t *testing.T) {
 		}
 	}
 
-	podA, podB := newPod("a", "claim-a"), newPod("b", "claim-b")
-	active := &activePods{pods: []*v1.Pod{podA, podB}}
-	cs := fake.NewClientset(newClaim("claim-a", podA, "gpu-0", "gpu-1"), newClaim("claim-b", podB, "gpu-2"))
+	podA, podB, podC := newPod("a", "claim-a"), newPod("b", "claim-b"), newPod("c", "claim-c")
+	active := &activePods{pods: []*v1.Pod{podA, podB, podC}}
+	cs := fake.NewClientset(newClaim("claim-a", podA, "gpu-0", "gpu-1"), newClaim("claim-b", podB, "gpu-2"),
+		newShareClaim("claim-c", podC, "gpu-3", "4Gi", "2Gi"))
 	api := startClaimServer(t, cs)
 	argv := []string{bin, "--nvml-lib", lib, "dra", "--node-name", nodeName,
 		"--kubeconfig", api.kubeconfig(t, dir), "--registry-dir", registry,
@@ -280,6 +297,27 @@ func TestGpulet(t *testing.T) {
 	prepareOnceRegistered(t, k.mgr, podB)
 	if got := cdiDevices(t, k.mgr, podB); fmt.Sprint(got) != "[k8s.gpu.nvidia.com/claim=uid-claim-b-gpu-2]" {
 		t.Fatalf("pod b after plugin restart: got %v", got)
+	}
+	// Two memory shares of gpu-3 in one claim: a CDI device each, with its
+	// limit in MiB.
+	prepareOnceRegistered(t, k.mgr, podC)
+	wantC := []string{"k8s.gpu.nvidia.com/claim=uid-claim-c-gpu-3-5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a10",
+		"k8s.gpu.nvidia.com/claim=uid-claim-c-gpu-3-5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a11"}
+	if got := cdiDevices(t, k.mgr, podC); fmt.Sprint(got) != fmt.Sprint(wantC) {
+		t.Fatalf("pod c's shares: got %v, want %v", got, wantC)
+	}
+	specC, err := os.ReadFile(filepath.Join(cdi, "k8s.gpu.nvidia.com-claim_uid-claim-c.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []string{"GPULET_GPU_MEMORY_LIMIT=4096", "GPULET_GPU_MEMORY_LIMIT=2048"} {
+		if !strings.Contains(string(specC), limit) {
+			t.Fatalf("claim-c's spec lacks %s:\n%s", limit, specC)
+		}
+	}
+	active.remove(podC)
+	if err := k.mgr.UnprepareResources(context.Background(), podC); err != nil {
+		t.Fatalf("UnprepareResources(c): %v", err)
 	}
 	active.remove(podA)
 	if err := k.mgr.UnprepareResources(context.Background(), podA); err != nil {
