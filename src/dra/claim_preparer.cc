@@ -122,8 +122,24 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
   PreparedClaim claim;
   claim.ref = ref;
   claim.cdi_spec_path = ClaimSpecPath(options_.cdi_dir, ref.uid);
+  GPULET_ASSIGN_OR_RETURN(std::vector<ClaimDevice> cdi_devices,
+                          ResolveDevices(ref, allocation.devices, claim));
+  GPULET_ASSIGN_OR_RETURN(SharingEdits edits,
+                          ApplySharing(ref, sharing, allocation.devices,
+                                       cdi_devices, claim));
+  absl::Status written = WriteSpec(ref, cdi_devices, edits, claim);
+  if (!written.ok()) {
+    ReleaseSharing(claim);
+    return written;
+  }
+  return claim;
+}
+
+absl::StatusOr<std::vector<ClaimDevice>> ClaimPreparer::ResolveDevices(
+    const ClaimRef& ref, const std::vector<AllocatedDevice>& allocated,
+    PreparedClaim& claim) {
   std::vector<ClaimDevice> cdi_devices;
-  for (const AllocatedDevice& d : allocation.devices) {
+  for (const AllocatedDevice& d : allocated) {
     absl::StatusOr<DeviceRef> parsed = ParseDeviceName(d.device);
     absl::StatusOr<std::string> uuid =
         parsed.ok() ? ResolveDevice(node_, *parsed, d.device)
@@ -152,15 +168,7 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
          .cdi_device_ids = {ClaimCdiId(ref.uid, d.device, share)},
          .share_id = d.share_id});
   }
-  GPULET_ASSIGN_OR_RETURN(SharingEdits edits,
-                          ApplySharing(ref, sharing, allocation.devices,
-                                       cdi_devices, claim));
-  absl::Status written = WriteSpec(ref, cdi_devices, edits, claim);
-  if (!written.ok()) {
-    ReleaseSharing(claim);
-    return written;
-  }
-  return claim;
+  return cdi_devices;
 }
 
 absl::StatusOr<SharingEdits> ClaimPreparer::ApplySharing(

@@ -97,6 +97,11 @@ class ClaimPreparer {
                 PreparedClaims prepared);
   absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Each allocated device found in the discovery: its CDI device (with a
+  // memory share's limit) and, in `claim`, its answer.
+  absl::StatusOr<std::vector<ClaimDevice>> ResolveDevices(
+      const ClaimRef& ref, const std::vector<AllocatedDevice>& allocated,
+      PreparedClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The claim's sharing set up through options_.sharing (recorded in
   // `claim`), and what its CDI devices get for it (`devices`: the MPS
   // memory limit of a share).
