@@ -39,6 +39,17 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
                   "root of the kernel's /proc/driver files (MIG capability "
                   "minors)")
       ->capture_default_str();
+  cmd->add_flag("--memory-shares", options.memory_shares,
+               "publish whole GPUs shareable by memory "
+               "(DRAConsumableCapacity): claims ask for a memory amount");
+  cmd->add_option("--memory-share-unit", options.memory_share_unit,
+                  "the step of a memory share: MiB, GiB or a size such as "
+                  "512MiB or 2GiB")
+      ->capture_default_str();
+  cmd->add_option("--mps-root", options.mps_root,
+                  "host directory of the claims' MPS control daemons (pipes, "
+                  "logs, shm); needed by claims configured for MPS sharing")
+      ->envname("MPS_ROOT");
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
       ->check(CLI::Range(1.0, 10000.0))

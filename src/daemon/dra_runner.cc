@@ -16,7 +16,10 @@
 #include "src/common/status_macros.h"
 #include "src/config/config.h"
 #include "src/config/kubeconfig.h"
+#include "src/config/names.h"
 #include "src/config/resolve.h"
+#include "src/cdi/driver.h"
+#include "src/daemon/dra_sharing.h"
 #include "src/daemon/dra_slices.h"
 #include "src/daemon/signal_channel.h"
 #include "src/device/discovery.h"
@@ -129,12 +132,49 @@ draslice::NodeDevices SliceDevices(nvml::Library& lib, const device::Node& node,
       node, topology ? &*topology : nullptr, sysfs_root, {});
 }
 
+// How the ResourceSlices are published; InvalidArgument naming the flag.
+absl::StatusOr<draslice::SliceOptions> SliceOptionsOf(
+    const DraRunOptions& options) {
+  draslice::SliceOptions slices;
+  slices.node_name = options.node_name;
+  if (!options.memory_shares) return slices;
+  absl::StatusOr<int64_t> unit_mib =
+      config::ParseMemoryUnit(options.memory_share_unit);
+  if (!unit_mib.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-share-unit: ", unit_mib.status().message()));
+  }
+  slices.memory_share_step = static_cast<uint64_t>(*unit_mib) << 20;
+  return slices;
+}
+
+// The driver's tools under the driver root; one not found fails only the
+// claims that need it.
+DraSharingOptions SharingOptions(const DraRunOptions& options) {
+  DraSharingOptions out;
+  const std::string root =
+      options.nvml.driver_root.empty() ? "/" : options.nvml.driver_root;
+  if (absl::StatusOr<std::string> smi = cdi::FindDriverBinary(root, "nvidia-smi");
+      smi.ok()) {
+    out.nvidia_smi = *smi;
+  }
+  if (absl::StatusOr<std::string> control =
+          cdi::FindDriverBinary(root, "nvidia-cuda-mps-control");
+      control.ok()) {
+    out.mps_control = *control;
+  }
+  out.mps_root = options.mps_root;
+  return out;
+}
+
 }  // namespace
 
 absl::Status RunDra(const DraRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<SignalChannel> signals,
                           SignalChannel::Create());
   GPULET_RETURN_IF_ERROR(kube::ValidateName("--node-name", options.node_name));
+  GPULET_ASSIGN_OR_RETURN(draslice::SliceOptions slice_options,
+                          SliceOptionsOf(options));
   const std::string driver(dra::kDriverName);
   const std::string plugin_dir =
       options.plugin_dir.empty()
@@ -158,7 +198,11 @@ absl::Status RunDra(const DraRunOptions& options) {
                           DiscoverGpus(*lib, options.sysfs_root));
   GPULET_ASSIGN_OR_RETURN(cdi::Spec node_spec, NodeSpec(node, options));
 
+  // Destroyed after the preparer and the server: stops the claims' MPS
+  // daemons last.
+  DraSharing sharing(SharingOptions(options));
   dra::PreparerOptions preparer_options;
+  preparer_options.sharing = &sharing;
   preparer_options.driver = driver;
   preparer_options.pool = options.node_name;
   preparer_options.checkpoint_path = absl::StrCat(state_dir, "/checkpoint.json");
@@ -189,7 +233,7 @@ absl::Status RunDra(const DraRunOptions& options) {
   // stay on the API server when gpulet stops (dra_slices.h).
   auto slices = std::make_unique<DraSlices>(
       client, board, SliceDevices(*lib, node, options.sysfs_root),
-      options.node_name);
+      slice_options);
   if (options.on_serving) options.on_serving(board);
   const int signo = signals->Wait();
   GPULET_LOG(INFO) << "dra: "

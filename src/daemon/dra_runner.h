@@ -44,6 +44,15 @@ struct DraRunOptions {
   // minors of MIG devices' capability nodes): "/" on a node, in or out of
   // a container.
   std::string proc_root = "/";
+  // --memory-shares: whole GPUs published shareable by memory
+  // (DRAConsumableCapacity), in steps of --memory-share-unit ("GiB",
+  // "512MiB", as sharing.memory.unit).
+  bool memory_shares = false;
+  std::string memory_share_unit = "GiB";
+  // --mps-root: where claims' MPS control daemons keep their pipes and
+  // logs (and <mps-root>/shm, the /dev/shm they share with their clients);
+  // empty: claims asking for MPS sharing fail.
+  std::string mps_root;
   double kube_qps = 20;
   int kube_burst = 40;
   // Called once serving, with the health board (the slice publisher's

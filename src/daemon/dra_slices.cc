@@ -17,11 +17,13 @@ constexpr BackoffPolicy kRetry{.initial = absl::Milliseconds(100),
 }  // namespace
 
 DraSlices::DraSlices(kube::Client& client, dra::DeviceHealthBoard& board,
-                     draslice::NodeDevices devices, std::string node_name)
+                     draslice::NodeDevices devices,
+                     draslice::SliceOptions options)
     : client_(client),
       board_(board),
       devices_(std::move(devices)),
-      node_name_(std::move(node_name)) {
+      options_(std::move(options)),
+      node_name_(options_.node_name) {
   subscription_ =
       board_.Subscribe([this](const std::vector<dra::DeviceHealth>&) {
         absl::MutexLock lock(&mu_);
@@ -83,8 +85,7 @@ void DraSlices::Run(std::stop_token stop) {
     }
     uid = NodeUid(stop);
   }
-  draslice::SliceOptions options;
-  options.node_name = node_name_;
+  draslice::SliceOptions options = options_;
   options.node_uid = *uid;
   draslice::Publisher publisher(client_, options);
   backoff.Reset();

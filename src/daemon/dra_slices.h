@@ -36,10 +36,11 @@ namespace gpulet::daemon {
 
 class DraSlices {
  public:
-  // `devices` without unhealthy ones: the board supplies them. Starts the
-  // thread at once.
+  // `devices` without unhealthy ones: the board supplies them. `options`
+  // names the node (node_name) and how to publish; its node_uid is filled
+  // in from the Node. Starts the thread at once.
   DraSlices(kube::Client& client, dra::DeviceHealthBoard& board,
-            draslice::NodeDevices devices, std::string node_name);
+            draslice::NodeDevices devices, draslice::SliceOptions options);
   ~DraSlices();
   DraSlices(const DraSlices&) = delete;
   DraSlices& operator=(const DraSlices&) = delete;
@@ -56,6 +57,7 @@ class DraSlices {
   kube::Client& client_;
   dra::DeviceHealthBoard& board_;
   draslice::NodeDevices devices_;  // read by the thread only
+  const draslice::SliceOptions options_;
   const std::string node_name_;
   int subscription_ = 0;
   mutable absl::Mutex mu_;

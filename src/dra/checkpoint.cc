@@ -48,6 +48,16 @@ json ClaimsToJson(const PreparedClaims& claims) {
                 {"name", claim.ref.name},
                 {"devices", std::move(devices)},
                 {"cdiSpec", claim.cdi_spec_path}};
+    if (!claim.sharing.strategy.empty()) {
+      json sharing = {{"strategy", claim.sharing.strategy},
+                      {"interval", claim.sharing.interval},
+                      {"uuids", claim.uuids}};
+      if (claim.sharing.active_thread_percentage) {
+        sharing["activeThreadPercentage"] =
+            *claim.sharing.active_thread_percentage;
+      }
+      out[uid]["sharing"] = std::move(sharing);
+    }
   }
   return out;
 }
@@ -77,6 +87,16 @@ PreparedClaim ClaimFromJson(const std::string& uid, const json& value) {
     device.cdi_device_ids = Strings(d.at("cdiDeviceIDs"));
     if (d.contains("shareID")) device.share_id = d["shareID"].get<std::string>();
     claim.devices.push_back(std::move(device));
+  }
+  // Absent in files of claims without sharing (and of earlier releases).
+  if (auto sharing = value.find("sharing"); sharing != value.end()) {
+    claim.sharing.strategy = sharing->at("strategy").get<std::string>();
+    claim.sharing.interval = sharing->at("interval").get<std::string>();
+    if (sharing->contains("activeThreadPercentage")) {
+      claim.sharing.active_thread_percentage =
+          sharing->at("activeThreadPercentage").get<int>();
+    }
+    claim.uuids = Strings(sharing->at("uuids"));
   }
   return claim;
 }

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "src/dra/claim_allocation.h"
+#include "src/dra/claim_config.h"
 
 namespace gpulet::dra {
 
@@ -40,6 +41,10 @@ struct PreparedClaim {
   ClaimRef ref;
   std::vector<PreparedDevice> devices;
   std::string cdi_spec_path;  // the claim's transient CDI spec file
+  // The sharing applied (SharingApplier) and the UUIDs of its devices, so
+  // that a restart applies it again; strategy "" when none.
+  ClaimSharing sharing;
+  std::vector<std::string> uuids;
 
   bool operator==(const PreparedClaim&) const = default;
 };

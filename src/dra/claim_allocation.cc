@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/status_macros.h"
+#include "src/dra/quantity.h"
 
 namespace gpulet::dra {
 namespace {
@@ -69,6 +70,22 @@ absl::Status AddResult(const json& result, const std::string& path,
   GPULET_ASSIGN_OR_RETURN(std::string share,
                           StringField(result, "shareID", path, ref));
   if (!share.empty()) device.share_id = share;
+  if (auto consumed = result.find("consumedCapacity");
+      consumed != result.end() && !consumed->is_null()) {
+    if (!consumed->is_object()) {
+      return Bad(ref, path + ".consumedCapacity is not an object");
+    }
+    if (auto memory = consumed->find("memory"); memory != consumed->end()) {
+      absl::StatusOr<int64_t> bytes =
+          memory->is_string() ? ParseQuantity(memory->get<std::string>())
+                              : absl::InvalidArgumentError("not a string");
+      if (!bytes.ok()) {
+        return Bad(ref, absl::StrCat(path, ".consumedCapacity.memory: ",
+                                     bytes.status().message()));
+      }
+      device.consumed_memory = *bytes;
+    }
+  }
   auto admin = result.find("adminAccess");
   device.admin_access = admin != result.end() && admin->is_boolean() &&
                         admin->get<bool>();

@@ -6,6 +6,7 @@
 // Pure: JSON in, values out. Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct AllocatedDevice {
   std::string pool;
   std::vector<std::string> requests;
   std::optional<std::string> share_id;
+  // consumedCapacity.memory in bytes: the share of a GPU published
+  // shareable by memory (DRAConsumableCapacity); unset for a whole device.
+  std::optional<int64_t> consumed_memory;
   bool admin_access = false;
 
   bool operator==(const AllocatedDevice&) const = default;
@@ -55,7 +59,8 @@ struct ClaimAllocation {
 // Reads `claim`. Errors (InvalidArgument, the message names the claim as
 // "<namespace>/<name>" and the field): the object's metadata.uid differs
 // from ref.uid (the claim was deleted and recreated), the claim is not
-// allocated, a field has the wrong type, or a result of ours names no device.
+// allocated, a field has the wrong type, a result of ours names no device,
+// or its consumedCapacity.memory is not a quantity.
 // A claim whose allocation has no device of ours on this node yields an
 // empty device list: the caller decides whether that is an error.
 absl::StatusOr<ClaimAllocation> ReadAllocation(const nlohmann::json& claim,

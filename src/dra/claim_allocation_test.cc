@@ -55,6 +55,31 @@ TEST(ReadAllocationTest, MergesRequestsOfOneDeviceAndKeepsShares) {
   EXPECT_TRUE(got->devices[1].admin_access);
 }
 
+TEST(ReadAllocationTest, ReadsTheMemoryEachShareConsumes) {
+  json first = Result("a", "gpu-0");
+  first["shareID"] = "7c1c6e7e-1b2c-4d5e-9f00-000000000001";
+  first["consumedCapacity"] = {{"memory", "4Gi"}};
+  json second = Result("b", "gpu-0");
+  second["shareID"] = "7c1c6e7e-1b2c-4d5e-9f00-000000000002";
+  second["consumedCapacity"] = {{"memory", "2147483648"}};
+  absl::StatusOr<ClaimAllocation> got =
+      ReadAllocation(Claim({first, second, Result("c", "gpu-1")}), kRef,
+                     "gpu.nvidia.com", "node-a");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->devices.size(), 3u);
+  EXPECT_EQ(got->devices[0].consumed_memory, int64_t{4} << 30);
+  EXPECT_EQ(got->devices[1].consumed_memory, int64_t{2} << 30);
+  EXPECT_EQ(got->devices[1].share_id, second["shareID"]);
+  EXPECT_EQ(got->devices[2].consumed_memory, std::nullopt);
+
+  json bad = Result("a", "gpu-0");
+  bad["consumedCapacity"] = {{"memory", "lots"}};
+  EXPECT_THAT(ReadAllocation(Claim({bad}), kRef, "gpu.nvidia.com", "node-a")
+                  .status()
+                  .message(),
+              HasSubstr("results[0].consumedCapacity.memory: quantity \"lots\""));
+}
+
 TEST(ReadAllocationTest, KeepsOurOpaqueConfigsInOrder) {
   json config = {
       {{"source", "FromClass"},

@@ -10,8 +10,10 @@ namespace gpulet::dra {
 namespace {
 
 std::string ClaimDeviceName(const std::string& claim_uid,
-                            const std::string& dra_name) {
-  return absl::StrCat(claim_uid, "-", dra_name);
+                            const std::string& dra_name,
+                            const std::string& share_id) {
+  if (share_id.empty()) return absl::StrCat(claim_uid, "-", dra_name);
+  return absl::StrCat(claim_uid, "-", dra_name, "-", share_id);
 }
 
 }  // namespace
@@ -64,8 +66,10 @@ absl::StatusOr<cdi::Spec> BuildClaimSpec(
                        "no device ", want.uuid));
     }
     cdi::Device device;
-    device.name = ClaimDeviceName(claim_uid, want.dra_name);
+    device.name = ClaimDeviceName(claim_uid, want.dra_name, want.share_id);
     device.edits = found->edits;
+    device.edits.env.insert(device.edits.env.end(), want.env.begin(),
+                            want.env.end());
     device.edits.env.insert(device.edits.env.end(), env.begin(), env.end());
     spec.devices.push_back(std::move(device));
   }
@@ -74,9 +78,10 @@ absl::StatusOr<cdi::Spec> BuildClaimSpec(
 }
 
 std::string ClaimCdiId(const std::string& claim_uid,
-                       const std::string& dra_name) {
+                       const std::string& dra_name,
+                       const std::string& share_id) {
   return cdi::QualifiedName(kClaimCdiVendor, kClaimCdiClass,
-                            ClaimDeviceName(claim_uid, dra_name));
+                            ClaimDeviceName(claim_uid, dra_name, share_id));
 }
 
 std::string ClaimSpecPath(const std::string& dir,

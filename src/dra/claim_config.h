@@ -8,10 +8,10 @@
 //     timeSlicingConfig: {interval: Default | Short | Medium | Long}
 //     mpsConfig: {defaultActiveThreadPercentage: 1..100}
 // Later configurations override earlier ones (class first, then claim), as
-// in NVIDIA's driver. What gpulet applies: MPS's active-thread percentage
-// becomes CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in the claim's CDI devices;
-// a time-slicing interval is accepted and not enforced (it needs the GPU's
-// compute policy set through NVML, which gpulet does not do yet).
+// in NVIDIA's driver. MPS's active-thread percentage becomes
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in the claim's CDI devices; the rest
+// (the GPU's time-slice, the claim's MPS control daemon) is applied through
+// the SharingApplier (sharing_applier.h).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -32,6 +32,8 @@ struct ClaimSharing {
 
   // "KEY=value" entries the claim's CDI devices carry.
   std::vector<std::string> Env() const;
+
+  bool operator==(const ClaimSharing&) const = default;
 };
 
 // InvalidArgument naming the claim, the configuration's index and the field

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,12 +13,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "src/cdi/spec_codec.h"
+#include "src/cdi/validate.h"
 #include "src/common/file_util.h"
 #include "src/common/logging.h"
 #include "src/common/status_macros.h"
 #include "src/dra/claim_cdi.h"
 #include "src/dra/claim_config.h"
 #include "src/dra/device_names.h"
+#include "src/sharing/mps_paths.h"
 
 namespace gpulet::dra {
 namespace {
@@ -73,6 +76,16 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(
         absl::StrCat("create ", options.cdi_dir, ": ", ec.message()));
   }
   RemoveOrphanSpecs(options.cdi_dir, prepared);
+  for (const auto& [uid, claim] : prepared) {
+    if (claim.sharing.strategy.empty() || options.sharing == nullptr) continue;
+    absl::StatusOr<SharingEdits> applied =
+        options.sharing->Apply(uid, claim.sharing, claim.uuids);
+    if (!applied.ok()) {
+      GPULET_LOG(WARNING) << "claim " << ClaimName(claim.ref)
+                          << ": applying its sharing again: "
+                          << applied.status().message();
+    }
+  }
   return std::unique_ptr<ClaimPreparer>(new ClaimPreparer(
       std::move(options), std::move(get_claim), std::move(prepared)));
 }
@@ -109,8 +122,24 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
   PreparedClaim claim;
   claim.ref = ref;
   claim.cdi_spec_path = ClaimSpecPath(options_.cdi_dir, ref.uid);
+  GPULET_ASSIGN_OR_RETURN(std::vector<ClaimDevice> cdi_devices,
+                          ResolveDevices(ref, allocation.devices, claim));
+  GPULET_ASSIGN_OR_RETURN(SharingEdits edits,
+                          ApplySharing(ref, sharing, allocation.devices,
+                                       cdi_devices, claim));
+  absl::Status written = WriteSpec(ref, cdi_devices, edits, claim);
+  if (!written.ok()) {
+    ReleaseSharing(claim);
+    return written;
+  }
+  return claim;
+}
+
+absl::StatusOr<std::vector<ClaimDevice>> ClaimPreparer::ResolveDevices(
+    const ClaimRef& ref, const std::vector<AllocatedDevice>& allocated,
+    PreparedClaim& claim) {
   std::vector<ClaimDevice> cdi_devices;
-  for (const AllocatedDevice& d : allocation.devices) {
+  for (const AllocatedDevice& d : allocated) {
     absl::StatusOr<DeviceRef> parsed = ParseDeviceName(d.device);
     absl::StatusOr<std::string> uuid =
         parsed.ok() ? ResolveDevice(node_, *parsed, d.device)
@@ -120,20 +149,93 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
                           absl::StrCat("claim ", ClaimName(ref), ": ",
                                        uuid.status().message()));
     }
-    cdi_devices.push_back({.dra_name = d.device, .uuid = *uuid});
-    claim.devices.push_back({.requests = d.requests,
-                             .pool = d.pool,
-                             .device = d.device,
-                             .cdi_device_ids = {ClaimCdiId(ref.uid, d.device)},
-                             .share_id = d.share_id});
+    const std::string share = d.share_id.value_or("");
+    std::vector<std::string> env;
+    if (d.consumed_memory.has_value()) {
+      // MiB, as the device plugin's memory shares tell it; a share is
+      // whole steps of the GPU's request policy, so nothing is lost.
+      env.push_back(absl::StrCat(sharing::kMemoryLimitEnv, "=",
+                                 *d.consumed_memory >> 20));
+    }
+    cdi_devices.push_back({.dra_name = d.device,
+                           .uuid = *uuid,
+                           .share_id = share,
+                           .env = std::move(env)});
+    claim.devices.push_back(
+        {.requests = d.requests,
+         .pool = d.pool,
+         .device = d.device,
+         .cdi_device_ids = {ClaimCdiId(ref.uid, d.device, share)},
+         .share_id = d.share_id});
   }
+  return cdi_devices;
+}
+
+absl::StatusOr<SharingEdits> ClaimPreparer::ApplySharing(
+    const ClaimRef& ref, const ClaimSharing& sharing,
+    const std::vector<AllocatedDevice>& allocated,
+    std::vector<ClaimDevice>& devices, PreparedClaim& claim) {
+  SharingEdits edits;
+  edits.env = sharing.Env();
+  if (sharing.strategy.empty()) return edits;
+  if (options_.sharing == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "claim ", ClaimName(ref), ": sharing strategy ", sharing.strategy,
+        " is not available on this node"));
+  }
+  for (const ClaimDevice& d : devices) {
+    // Two shares of one GPU are one device to the daemon and the policy.
+    if (std::find(claim.uuids.begin(), claim.uuids.end(), d.uuid) ==
+        claim.uuids.end()) {
+      claim.uuids.push_back(d.uuid);
+    }
+  }
+  absl::StatusOr<SharingEdits> applied =
+      options_.sharing->Apply(ref.uid, sharing, claim.uuids);
+  if (!applied.ok()) {
+    return absl::Status(applied.status().code(),
+                        absl::StrCat("claim ", ClaimName(ref), ": ",
+                                     applied.status().message()));
+  }
+  claim.sharing = sharing;
+  edits.env.insert(edits.env.end(), applied->env.begin(), applied->env.end());
+  edits.mounts = std::move(applied->mounts);
+  // MPS enforces a memory share: the client's pinned device memory. The
+  // container sees the claim's one GPU as device 0, so the limit is
+  // given for a claim of one shared device only.
+  if (sharing.strategy == "MPS" && devices.size() == 1 &&
+      allocated.size() == 1 && allocated[0].consumed_memory.has_value()) {
+    devices[0].env.push_back(absl::StrCat(
+        sharing::kMpsPinnedMemLimitEnv, "=",
+        sharing::MpsPinnedMemLimit(*allocated[0].consumed_memory >> 20)));
+  }
+  return edits;
+}
+
+void ClaimPreparer::ReleaseSharing(const PreparedClaim& claim) {
+  if (claim.sharing.strategy.empty() || options_.sharing == nullptr) return;
+  absl::Status released = options_.sharing->Release(claim.ref.uid);
+  if (!released.ok()) {
+    GPULET_LOG(WARNING) << "claim " << ClaimName(claim.ref)
+                        << ": releasing its sharing: " << released.message();
+  }
+}
+
+absl::Status ClaimPreparer::WriteSpec(const ClaimRef& ref,
+                                      const std::vector<ClaimDevice>& devices,
+                                      const SharingEdits& edits,
+                                      const PreparedClaim& claim) {
   GPULET_ASSIGN_OR_RETURN(cdi::Spec spec,
-                          BuildClaimSpec(node_spec_, ref.uid, cdi_devices,
-                                         sharing.Env()));
-  GPULET_RETURN_IF_ERROR(common::WriteFileAtomic(
-      claim.cdi_spec_path, cdi::FormatSpec(spec, cdi::Format::kJson),
-      {.mode = 0644, .durable = true}));
-  return claim;
+                          BuildClaimSpec(node_spec_, ref.uid, devices,
+                                         edits.env));
+  for (cdi::Device& device : spec.devices) {
+    device.edits.mounts.insert(device.edits.mounts.end(),
+                               edits.mounts.begin(), edits.mounts.end());
+  }
+  spec.cdi_version = cdi::MinimumVersion(spec);
+  return common::WriteFileAtomic(claim.cdi_spec_path,
+                                 cdi::FormatSpec(spec, cdi::Format::kJson),
+                                 {.mode = 0644, .durable = true});
 }
 
 std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
@@ -170,6 +272,7 @@ std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
   if (!saved.ok()) {
     for (const std::string& uid : added) {
       (void)RemoveFile(prepared_[uid].cdi_spec_path);
+      ReleaseSharing(prepared_[uid]);
       prepared_.erase(uid);
       out[uid] = PrepareResult{{}, saved};
     }
@@ -191,6 +294,7 @@ std::map<std::string, absl::Status> ClaimPreparer::Unprepare(
     if (it == prepared_.end()) continue;
     status = RemoveFile(it->second.cdi_spec_path);
     if (!status.ok()) continue;
+    ReleaseSharing(it->second);
     removed.insert(prepared_.extract(it));
   }
   if (removed.empty()) return out;

@@ -4,13 +4,15 @@
 // Prepare, for a claim not prepared yet: GET the ResourceClaim (through the
 // ClaimGetter: the API server in `gpulet dra`, a fake in tests), check its
 // UID, take the allocation results of our driver in the node's pool, map
-// each device name to the current discovery, write the claim's CDI spec
-// (claim_cdi.h), then record the claim in the checkpoint (checkpoint.h)
-// before answering. A claim already in the checkpoint is answered from it,
+// each device name to the current discovery, apply its sharing
+// configuration (SharingApplier), write the claim's CDI spec (claim_cdi.h),
+// then record the claim in the checkpoint (checkpoint.h) before answering. A claim already in the checkpoint is answered from it,
 // without asking the API server: preparing is idempotent, and a restart of
 // gpulet between the checkpoint and the answer (the kubelet asks again)
-// prepares nothing twice. Unprepare removes the spec and the checkpoint
-// entry; a claim not prepared is a success.
+// prepares nothing twice. Unprepare removes the spec, releases the sharing
+// and removes the checkpoint entry; a claim not prepared is a success.
+// Create applies the sharing of every checkpointed claim again (a
+// restarted gpulet's MPS daemons died with the previous process).
 //
 // Every claim of a request gets its own answer: a bad claim (wrong UID,
 // not allocated, a device this node does not have) fails alone with an
@@ -39,6 +41,8 @@
 #include "src/device/gpu.h"
 #include "src/dra/checkpoint.h"
 #include "src/dra/claim_allocation.h"
+#include "src/dra/claim_cdi.h"
+#include "src/dra/sharing_applier.h"
 
 namespace gpulet::dra {
 
@@ -51,6 +55,10 @@ struct PreparerOptions {
   std::string pool;            // the node name
   std::string checkpoint_path; // ".../checkpoint.json"
   std::string cdi_dir;         // where claim specs go, "/var/run/cdi"
+  // Applies claims' sharing configuration (time-slice, MPS daemon); not
+  // owned, must outlive the preparer. Null: a claim whose configuration
+  // asks for TimeSlicing or MPS fails, naming what is missing.
+  SharingApplier* sharing = nullptr;
   // Test seam: called after the checkpoint of a Prepare was written and
   // before the answer is returned (a crash there must not double-prepare).
   std::function<void()> after_checkpoint = {};
@@ -65,7 +73,9 @@ struct PrepareResult {
 class ClaimPreparer {
  public:
   // Loads the checkpoint (an unreadable or corrupt one is an error naming
-  // the path) and removes claim specs in cdi_dir that it does not list.
+  // the path), removes claim specs in cdi_dir that it does not list, and
+  // applies the sharing of the claims it lists (a failure is logged: the
+  // claim stays prepared).
   static absl::StatusOr<std::unique_ptr<ClaimPreparer>> Create(
       PreparerOptions options, ClaimGetter get_claim);
 
@@ -86,6 +96,25 @@ class ClaimPreparer {
   ClaimPreparer(PreparerOptions options, ClaimGetter get_claim,
                 PreparedClaims prepared);
   absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Each allocated device found in the discovery: its CDI device (with a
+  // memory share's limit) and, in `claim`, its answer.
+  absl::StatusOr<std::vector<ClaimDevice>> ResolveDevices(
+      const ClaimRef& ref, const std::vector<AllocatedDevice>& allocated,
+      PreparedClaim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The claim's sharing set up through options_.sharing (recorded in
+  // `claim`), and what its CDI devices get for it (`devices`: the MPS
+  // memory limit of a share).
+  absl::StatusOr<SharingEdits> ApplySharing(
+      const ClaimRef& ref, const ClaimSharing& sharing,
+      const std::vector<AllocatedDevice>& allocated,
+      std::vector<ClaimDevice>& devices, PreparedClaim& claim)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseSharing(const PreparedClaim& claim)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteSpec(const ClaimRef& ref,
+                         const std::vector<ClaimDevice>& devices,
+                         const SharingEdits& edits, const PreparedClaim& claim)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PreparerOptions options_;

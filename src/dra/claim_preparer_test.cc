@@ -44,6 +44,7 @@ class ClaimPreparerTest : public ::testing::Test {
     o.pool = kPool;
     o.checkpoint_path = dir_ + "/checkpoint.json";
     o.cdi_dir = dir_ + "/cdi";
+    o.sharing = &sharing_;
     return o;
   }
   // A new preparer over the same directory: what a restart of gpulet sees.
@@ -67,6 +68,7 @@ class ClaimPreparerTest : public ::testing::Test {
 
   std::string dir_;
   FakeApi api_;
+  testing_claims::FakeSharing sharing_;
 };
 
 TEST_F(ClaimPreparerTest, PreparesWritesTheSpecAndCheckpoints) {
@@ -151,19 +153,12 @@ TEST_F(ClaimPreparerTest, EveryClaimIsAnsweredABadOneFailsAlone) {
 TEST_F(ClaimPreparerTest, OpaqueConfigIsAppliedOrFailsTheClaim) {
   api_.Add(Ref("mps"), {"gpu-0"});
   api_.Add(Ref("bad"), {"gpu-0"});
-  auto config = [](json sharing) {
-    return json::array({{{"source", "FromClaim"},
-                         {"opaque",
-                          {{"driver", "gpu.nvidia.com"},
-                           {"parameters",
-                            {{"apiVersion", "resource.nvidia.com/v1beta1"},
-                             {"kind", "GpuConfig"},
-                             {"sharing", sharing}}}}}}});
-  };
-  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] = config(
-      {{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}});
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig(
+          {{"strategy", "MPS"},
+           {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}});
   api_.claims["ns/bad"]["status"]["allocation"]["devices"]["config"] =
-      config({{"strategy", "Spatial"}});
+      testing_claims::SharingConfig({{"strategy", "Spatial"}});
   auto p = Start();
   auto got = p->Prepare({Ref("mps"), Ref("bad")});
   ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
@@ -173,7 +168,91 @@ TEST_F(ClaimPreparerTest, OpaqueConfigIsAppliedOrFailsTheClaim) {
       cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-mps"));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_THAT(spec->devices[0].edits.env,
-              ElementsAre("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"));
+              ElementsAre("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50",
+                          "FAKE_SHARING=uid-mps"));
+  ASSERT_EQ(spec->devices[0].edits.mounts.size(), 1u);
+  EXPECT_EQ(spec->devices[0].edits.mounts[0].container_path, "/mps/uid-mps");
+  EXPECT_THAT(sharing_.calls, ElementsAre("apply uid-mps MPS  GPU-0000"));
+}
+
+// The time-slice and the MPS daemon (through the SharingApplier): applied
+// on prepare with the claim's device UUIDs, released on unprepare, applied
+// again for checkpointed claims when gpulet restarts; a failure to apply
+// fails the claim and leaves nothing behind.
+TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
+  api_.Add(Ref("ts"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  api_.claims["ns/ts"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig(
+          {{"strategy", "TimeSlicing"},
+           {"timeSlicingConfig", {{"interval", "Long"}}}});
+  api_.Add(Ref("mps"), {});
+  api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000a",
+                "4Gi");
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  {
+    auto p = Start();
+    auto got = p->Prepare({Ref("ts"), Ref("mps")});
+    ASSERT_TRUE(got["uid-ts"].status.ok()) << got["uid-ts"].status;
+    ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
+    EXPECT_THAT(sharing_.calls,
+                ElementsAre("apply uid-ts TimeSlicing Long GPU-0000 MIG-aaaa",
+                            "apply uid-mps MPS  GPU-0000"));
+    // MPS enforces the share: the client's pinned memory limit.
+    absl::StatusOr<cdi::Spec> spec =
+        cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-mps"));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_THAT(spec->devices[0].edits.env,
+                ElementsAre("GPULET_GPU_MEMORY_LIMIT=4096",
+                            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M",
+                            "FAKE_SHARING=uid-mps"));
+  }
+  sharing_.calls.clear();
+  auto restarted = Start();
+  EXPECT_THAT(sharing_.calls,
+              ElementsAre("apply uid-mps MPS  GPU-0000",
+                          "apply uid-ts TimeSlicing Long GPU-0000 MIG-aaaa"));
+  sharing_.calls.clear();
+  EXPECT_TRUE(restarted->Unprepare({Ref("ts")})["uid-ts"].ok());
+  EXPECT_TRUE(restarted->Unprepare({Ref("ts")})["uid-ts"].ok());
+  EXPECT_THAT(sharing_.calls, ElementsAre("release uid-ts"));
+
+  api_.Add(Ref("fails"), {"gpu-0"});
+  api_.claims["ns/fails"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "TimeSlicing"}});
+  sharing_.fail = true;
+  auto failed = restarted->Prepare({Ref("fails")});
+  EXPECT_THAT(failed["uid-fails"].status.message(),
+              HasSubstr("claim ns/fails: nvidia-smi: exit status 1"));
+  EXPECT_FALSE(restarted->Prepared().contains("uid-fails"));
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-mps.json"});
+}
+
+TEST_F(ClaimPreparerTest, TwoSharesOfOneGpuAreOneGpuToTheApplier) {
+  api_.AddShare(Ref("two"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000b",
+                "2Gi");
+  api_.AddShare(Ref("two"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000c",
+                "1Gi");
+  api_.claims["ns/two"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  auto p = Start();
+  auto got = p->Prepare({Ref("two")});
+  ASSERT_TRUE(got["uid-two"].status.ok()) << got["uid-two"].status;
+  EXPECT_EQ(got["uid-two"].devices.size(), 2u);
+  EXPECT_THAT(sharing_.calls, ElementsAre("apply uid-two MPS  GPU-0000"));
+}
+
+TEST_F(ClaimPreparerTest, WithoutAnApplierSharingClaimsFailNamingIt) {
+  api_.Add(Ref("ts"), {"gpu-0"});
+  api_.claims["ns/ts"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "TimeSlicing"}});
+  PreparerOptions options = Options();
+  options.sharing = nullptr;
+  auto p = Start(options);
+  EXPECT_THAT(p->Prepare({Ref("ts")})["uid-ts"].status.message(),
+              HasSubstr("claim ns/ts: sharing strategy TimeSlicing is not "
+                        "available on this node"));
 }
 
 TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {
@@ -190,6 +269,58 @@ TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {
   auto restarted = Start();
   EXPECT_EQ(restarted->Prepared().size(), 1u);
   EXPECT_TRUE(restarted->Prepared().contains("uid-b"));
+}
+
+// Memory shares (DRAConsumableCapacity): one GPU prepared for several
+// claims, each with its share's limit; one claim may hold two shares of it.
+// Unpreparing one claim leaves the others' specs and entries alone.
+TEST_F(ClaimPreparerTest, SharesOfOneGpuArePreparedAndUnpreparedPerClaim) {
+  const std::string s1 = "0b0e7f6c-0000-4000-8000-000000000001";
+  const std::string s2 = "0b0e7f6c-0000-4000-8000-000000000002";
+  const std::string s3 = "0b0e7f6c-0000-4000-8000-000000000003";
+  api_.AddShare(Ref("a"), "gpu-0", s1, "4Gi");
+  api_.AddShare(Ref("b"), "gpu-0", s2, "2Gi");
+  api_.AddShare(Ref("b"), "gpu-0", s3, "1Gi");
+  auto p = Start();
+  auto got = p->Prepare({Ref("a"), Ref("b")});
+  ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+  ASSERT_TRUE(got["uid-b"].status.ok()) << got["uid-b"].status;
+  ASSERT_EQ(got["uid-a"].devices.size(), 1u);
+  EXPECT_EQ(got["uid-a"].devices[0].share_id, s1);
+  EXPECT_THAT(got["uid-a"].devices[0].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-0-" + s1));
+  ASSERT_EQ(got["uid-b"].devices.size(), 2u);
+  EXPECT_EQ(got["uid-b"].devices[1].share_id, s3);
+
+  auto env_of = [&](const std::string& uid) {
+    std::map<std::string, std::vector<std::string>> out;
+    absl::StatusOr<cdi::Spec> spec =
+        cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", uid));
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    if (spec.ok()) {
+      for (const cdi::Device& d : spec->devices) out[d.name] = d.edits.env;
+    }
+    return out;
+  };
+  EXPECT_EQ(env_of("uid-a")["uid-a-gpu-0-" + s1],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=4096"});
+  std::map<std::string, std::vector<std::string>> b = env_of("uid-b");
+  EXPECT_EQ(b["uid-b-gpu-0-" + s2],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=2048"});
+  EXPECT_EQ(b["uid-b-gpu-0-" + s3],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=1024"});
+
+  EXPECT_TRUE(p->Unprepare({Ref("a")})["uid-a"].ok());
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-b.json"});
+  // A restart finds b's two shares as answered, without asking again.
+  auto restarted = Start();
+  ASSERT_TRUE(restarted->Prepared().contains("uid-b"));
+  EXPECT_FALSE(restarted->Prepared().contains("uid-a"));
+  auto again = restarted->Prepare({Ref("b")});
+  EXPECT_EQ(again["uid-b"].devices, got["uid-b"].devices);
+  EXPECT_EQ(api_.gets["ns/b"], 1);
+  EXPECT_EQ(env_of("uid-b"), b);
 }
 
 // A crash after the checkpoint and before the answer: the kubelet never saw

@@ -14,6 +14,7 @@
 #include "src/device/gpu.h"
 #include "src/dra/claim_allocation.h"
 #include "src/dra/claim_preparer.h"
+#include "src/dra/sharing_applier.h"
 
 namespace gpulet::dra::testing_claims {
 
@@ -85,6 +86,20 @@ struct FakeApi {
          {{"namespace", ref.namespace_name}, {"name", ref.name}, {"uid", ref.uid}}},
         {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
   }
+  // A share of `device` (DRAConsumableCapacity) added to the claim's
+  // results: its shareID and the memory it consumes.
+  void AddShare(const ClaimRef& ref, const std::string& device,
+                const std::string& share_id, const std::string& memory) {
+    json& claim = claims[ClaimName(ref)];
+    if (claim.is_null()) Add(ref, {});
+    claim["status"]["allocation"]["devices"]["results"].push_back(
+        {{"request", "req"},
+         {"driver", "gpu.nvidia.com"},
+         {"pool", kPool},
+         {"device", device},
+         {"shareID", share_id},
+         {"consumedCapacity", {{"memory", memory}}}});
+  }
   ClaimGetter Getter() {
     return [this](const ClaimRef& ref) -> absl::StatusOr<json> {
       ++gets[ClaimName(ref)];
@@ -96,6 +111,44 @@ struct FakeApi {
     };
   }
 };
+
+// A SharingApplier that records its calls ("apply <uid> <strategy>
+// <interval> <uuids>", "release <uid>") and answers with an env entry and a
+// mount named after the claim; `fail` makes Apply fail.
+struct FakeSharing : SharingApplier {
+  std::vector<std::string> calls;
+  bool fail = false;
+
+  absl::StatusOr<SharingEdits> Apply(
+      const std::string& uid, const ClaimSharing& sharing,
+      const std::vector<std::string>& uuids) override {
+    if (fail) return absl::InternalError("nvidia-smi: exit status 1");
+    std::string call = absl::StrCat("apply ", uid, " ", sharing.strategy, " ",
+                                    sharing.interval);
+    for (const std::string& u : uuids) absl::StrAppend(&call, " ", u);
+    calls.push_back(call);
+    cdi::Mount mount;
+    mount.host_path = "/run/mps/" + uid;
+    mount.container_path = "/mps/" + uid;
+    return SharingEdits{.env = {"FAKE_SHARING=" + uid}, .mounts = {mount}};
+  }
+  absl::Status Release(const std::string& uid) override {
+    calls.push_back("release " + uid);
+    return absl::OkStatus();
+  }
+};
+
+// The opaque configuration list of a claim whose configuration is
+// `sharing` (NVIDIA's GpuConfig).
+inline json SharingConfig(json sharing) {
+  return json::array({{{"source", "FromClaim"},
+                       {"opaque",
+                        {{"driver", "gpu.nvidia.com"},
+                         {"parameters",
+                          {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                           {"kind", "GpuConfig"},
+                           {"sharing", sharing}}}}}}});
+}
 
 inline ClaimRef Ref(const std::string& name) {
   return {.namespace_name = "ns", .name = name, .uid = "uid-" + name};

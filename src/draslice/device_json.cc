@@ -108,6 +108,20 @@ Json GpuDeviceJson(const device::Gpu& gpu, const DeviceFacts& facts) {
           {"capacity", {{"memory", Quantity(gpu.memory_total_bytes)}}}};
 }
 
+bool ShareableByMemory(Json& device, uint64_t memory_bytes, uint64_t step) {
+  // The API wants min + step <= value, max and default multiples of step.
+  if (step == 0 || memory_bytes / step < 2) return false;
+  const std::string largest = BinaryQuantity(memory_bytes / step * step);
+  device["allowMultipleAllocations"] = true;
+  device["capacity"]["memory"]["requestPolicy"] = {
+      {"default", largest},
+      {"validRange",
+       {{"min", BinaryQuantity(step)},
+        {"max", largest},
+        {"step", BinaryQuantity(step)}}}};
+  return true;
+}
+
 Json MigDeviceJson(const device::Gpu& parent, const device::MigDevice& mig,
                    const DeviceFacts& facts) {
   Json a = CommonAttributes(parent, facts);

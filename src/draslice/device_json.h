@@ -46,6 +46,16 @@ std::string StandardBusId(const std::string& bus_id);
 // {"memory": ...}}.
 nlohmann::json GpuDeviceJson(const device::Gpu& gpu, const DeviceFacts& facts);
 
+// Makes the whole-GPU `device` (GpuDeviceJson) shareable by memory
+// (DRAConsumableCapacity): allowMultipleAllocations, and a request policy on
+// its `memory` capacity of `step` to the largest multiple of `step` the GPU
+// has, in steps of `step`. A request without a memory amount consumes that
+// largest multiple, so a claim that does not ask for a share still gets the
+// GPU to itself. False, and `device` unchanged, when the GPU has less than
+// two steps of memory (nothing to share) or `step` is 0.
+bool ShareableByMemory(nlohmann::json& device, uint64_t memory_bytes,
+                       uint64_t step);
+
 // A MIG device of `parent`: name from dra::MigDeviceName, attributes of the
 // parent plus the MIG device's own, capacities memory, multiprocessors and
 // the engines. REQUIRES: mig.gi_placement is set.

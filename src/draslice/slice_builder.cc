@@ -92,8 +92,12 @@ Built BuildDevices(const NodeDevices& in, const SliceOptions& options) {
     const DeviceFacts facts = FactsOf(in, i);
     const bool gpu_unhealthy = Unhealthy(in, gpu);
     if (!gpu.mig_enabled) {
-      Add(built, GpuDeviceJson(gpu, facts), gpu_unhealthy,
-          options.taint_unhealthy);
+      Json device = GpuDeviceJson(gpu, facts);
+      if (options.memory_share_step.has_value()) {
+        ShareableByMemory(device, gpu.memory_total_bytes,
+                          *options.memory_share_step);
+      }
+      Add(built, std::move(device), gpu_unhealthy, options.taint_unhealthy);
       continue;
     }
     const bool counters = options.partitionable_mig && !gpu.mig_devices.empty();
@@ -168,6 +172,11 @@ absl::StatusOr<std::vector<Json>> BuildSlices(const NodeDevices& devices,
     return absl::InvalidArgumentError(absl::StrCat(
         "driver ", options.driver,
         ": not a DNS subdomain of at most 63 characters"));
+  }
+  if (options.memory_share_step.has_value() &&
+      *options.memory_share_step == 0) {
+    return absl::InvalidArgumentError(
+        "memory share step: must be at least one byte");
   }
   if (generation < 0) {
     return absl::InvalidArgumentError(

@@ -10,7 +10,9 @@
 // partitionable devices (DRAPartitionableDevices) describe a MIG layout.
 // Unhealthy devices (named in NodeDevices::unhealthy, a MIG device whose
 // parent GPU is, a GPU whose discovery failed) are left out, or published
-// with a NoSchedule taint when taint_unhealthy (DRADeviceTaints).
+// with a NoSchedule taint when taint_unhealthy (DRADeviceTaints). With
+// memory_share_step, whole GPUs take several claims, each consuming part of
+// their memory (DRAConsumableCapacity).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -47,6 +49,11 @@ struct SliceOptions {
   std::string node_uid;
   bool partitionable_mig = true;
   bool taint_unhealthy = false;
+  // Set: each whole GPU is published shareable by memory
+  // (DRAConsumableCapacity): allowMultipleAllocations, and its `memory`
+  // capacity takes requests in multiples of this many bytes
+  // (ShareableByMemory, device_json.h). Unset: a GPU is allocated whole.
+  std::optional<uint64_t> memory_share_step;
 };
 
 // What the slices are built from: the discovered node and what the device

@@ -194,6 +194,53 @@ TEST(BuildSlicesTest, LargePoolsAreSplitWithinTheLimits) {
   EXPECT_EQ(slices[5]["spec"]["devices"].size(), 12u);
 }
 
+TEST(BuildSlicesTest, WholeGpusAreShareableByMemoryWhenAsked) {
+  NodeDevices in = Node({Gpu(0), MigGpu(1, 2)});
+  in.node.gpus[0].memory_total_bytes = (80ull << 30) + (300ull << 20);
+  SliceOptions options = Options();
+  options.memory_share_step = 1ull << 30;
+  std::vector<Json> slices = Build(in, options);
+  ASSERT_EQ(slices.size(), 2u);
+  const Json& gpu = slices[1]["spec"]["devices"][0];
+  ASSERT_EQ(gpu["name"], "gpu-0");
+  EXPECT_EQ(gpu["allowMultipleAllocations"], true);
+  // The value stays the GPU's; the policy goes to the last whole step, and
+  // a claim that asks no amount takes all of it.
+  EXPECT_EQ(gpu["capacity"]["memory"], Json::parse(R"({
+      "value": "82220Mi",
+      "requestPolicy": {"default": "80Gi",
+                        "validRange": {"min": "1Gi", "max": "80Gi",
+                                       "step": "1Gi"}}})"));
+  // MIG devices are partitions already: not shareable.
+  for (const Json& mig : slices[1]["spec"]["devices"]) {
+    if (mig["name"] == "gpu-0") continue;
+    EXPECT_FALSE(mig.contains("allowMultipleAllocations")) << mig["name"];
+    EXPECT_FALSE(mig["capacity"]["memory"].contains("requestPolicy"));
+  }
+  // Not asked: published as before.
+  const Json plain = Build(in)[1]["spec"]["devices"][0];
+  EXPECT_FALSE(plain.contains("allowMultipleAllocations"));
+  EXPECT_EQ(plain["capacity"]["memory"], Json({{"value", "82220Mi"}}));
+}
+
+TEST(BuildSlicesTest, MemoryShareStepsFollowTheOption) {
+  NodeDevices in = Node({Gpu(0)});
+  SliceOptions options = Options();
+  options.memory_share_step = 512ull << 20;
+  const Json memory = Build(in, options)[0]["spec"]["devices"][0]["capacity"]
+                                       ["memory"];
+  EXPECT_EQ(memory["requestPolicy"]["validRange"]["step"], "512Mi");
+  EXPECT_EQ(memory["requestPolicy"]["validRange"]["min"], "512Mi");
+  // A GPU with less than two steps has nothing to share.
+  in.node.gpus[0].memory_total_bytes = 1000ull << 20;
+  options.memory_share_step = 1ull << 30;
+  const Json small = Build(in, options)[0]["spec"]["devices"][0];
+  EXPECT_FALSE(small.contains("allowMultipleAllocations"));
+  options.memory_share_step = 0;
+  EXPECT_THAT(BuildSlices(in, options, 0).status().message(),
+              HasSubstr("memory share step"));
+}
+
 TEST(BuildSlicesTest, BadInputIsRefusedNamingIt) {
   EXPECT_THAT(BuildSlices(Node({}), {.node_name = "Node_1"}, 0)
                   .status()
@@ -242,6 +289,7 @@ TEST(BuildSlicesPropertyTest, RandomNodesKeepTheInvariants) {
     in.node = Node(gpus).node;
     SliceOptions options = Options();
     options.partitionable_mig = rng() % 2 == 0;
+    if (rng() % 2 == 0) options.memory_share_step = uint64_t{1} << (20 + rng() % 14);
     std::vector<Json> slices = Build(in, options, round);
     std::set<std::string> names, slice_names;
     for (const Json& slice : slices) {
@@ -264,6 +312,11 @@ TEST(BuildSlicesPropertyTest, RandomNodesKeepTheInvariants) {
         if (d.contains("consumesCounters")) {
           EXPECT_LE(devices.size(), kMaxAdvancedDevicesPerSlice);
         }
+        // Only whole GPUs are shared, and only when asked.
+        EXPECT_EQ(d.contains("allowMultipleAllocations"),
+                  options.memory_share_step.has_value() &&
+                      d["attributes"]["type"]["string"] == "gpu")
+            << name;
       }
     }
     EXPECT_EQ(names.size(), expected) << "round " << round;

@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "src/common/errors.h"
 #include "src/sharing/mps_paths.h"
 
@@ -135,6 +136,19 @@ std::vector<std::string> DaemonEnvironment(const std::vector<std::string>& base,
       absl::StrCat(sharing::kMpsPipeDirectoryEnv, "=", spec.pipe_dir));
   env.push_back(absl::StrCat(sharing::kMpsLogDirectoryEnv, "=", spec.log_dir));
   return env;
+}
+
+absl::Status RunTool(const std::vector<std::string>& argv,
+                     absl::Duration timeout) {
+  absl::StatusOr<Child> child = Spawn(argv, ProcessEnvironment(), -1);
+  if (!child.ok()) return child.status();
+  const bool ended = WaitExit(child->pidfd.get(), timeout);
+  if (!ended) ::kill(child->pid, SIGKILL);
+  const std::string how = Reap(child->pid);
+  if (ended && how == "exit status 0") return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      absl::StrJoin(argv, " "), ": ", how,
+      ended ? "" : absl::StrCat(" (killed after ", absl::FormatDuration(timeout), ")")));
 }
 
 absl::StatusOr<std::unique_ptr<ControlProcess>> ControlProcess::Start(

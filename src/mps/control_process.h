@@ -68,6 +68,13 @@ class ControlProcess {
   common::UniqueFd pidfd_;
 };
 
+// Runs a driver tool (`argv[0]` a path) with gpulet's environment and no
+// input, and waits up to `timeout` for it to end (then kills it). OK when
+// it exited with status 0; otherwise an error naming the command and how it
+// ended.
+absl::Status RunTool(const std::vector<std::string>& argv,
+                     absl::Duration timeout);
+
 // The environment a control process runs with: `base` ("KEY=value") without
 // any CUDA_VISIBLE_DEVICES or CUDA_MPS_* entry, then the spec's three.
 std::vector<std::string> DaemonEnvironment(const std::vector<std::string>& base,

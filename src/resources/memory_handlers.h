@@ -27,11 +27,12 @@
 
 #include "absl/status/statusor.h"
 #include "src/pluginapi/handlers.h"
+#include "src/sharing/mps_paths.h"
 #include "src/sharing/pack.h"
 
 namespace gpulet::resources {
 
-inline constexpr char kMemoryLimitEnv[] = "GPULET_GPU_MEMORY_LIMIT";
+using sharing::kMemoryLimitEnv;
 inline constexpr char kGpushareResource[] = "aliyun.com/gpu-mem";
 inline constexpr char kGpushareIndexEnv[] = "ALIYUN_COM_GPU_MEM_IDX";
 inline constexpr char kGpusharePodEnv[] = "ALIYUN_COM_GPU_MEM_POD";

@@ -11,6 +11,9 @@
 
 namespace gpulet::sharing {
 
+// A memory share's size in MiB, as the device plugin's memory shares and
+// DRA's consumable-capacity claims tell a container (docs/sharing.md).
+inline constexpr char kMemoryLimitEnv[] = "GPULET_GPU_MEMORY_LIMIT";
 inline constexpr char kMpsPipeDirectoryEnv[] = "CUDA_MPS_PIPE_DIRECTORY";
 inline constexpr char kMpsLogDirectoryEnv[] = "CUDA_MPS_LOG_DIRECTORY";
 inline constexpr char kMpsPinnedMemLimitEnv[] =

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "src/common/clock.h"
 #include "src/config/yaml_json.h"
+#include "src/dra/claim_allocation.h"
 #include "src/draslice/publisher.h"
 #include "src/draslice/sim_devices.h"
 #include "src/kube/client.h"
@@ -257,6 +258,69 @@ TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
   std::filesystem::remove_all(dir, ignored);
 }
 
+// Memory shares (DRAConsumableCapacity, beta and on in 1.36): the server
+// keeps the shareable GPUs as published, takes a claim asking for a memory
+// amount, and an allocation of a share of gpu-0 as the scheduler writes it
+// (shareID, consumedCapacity), which gpulet dra reads back as a 4 GiB share.
+TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
+  SliceOptions options;
+  options.memory_share_step = uint64_t{1} << 30;
+  PublishMachine("dgx-h100", "share-node", options);
+  const Json gpu = SlicesOf("share-node")[0]["spec"]["devices"][0];
+  EXPECT_EQ(gpu["allowMultipleAllocations"], true);
+  EXPECT_EQ(gpu["capacity"]["memory"]["requestPolicy"]["validRange"]["step"],
+            "1Gi");
+
+  const std::string claims =
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+  absl::StatusOr<Json> made = client_->Create(claims, Json::parse(R"json({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"name": "gpu-memory-4gi"},
+    "spec": {"devices": {"requests": [{"name": "share", "exactly": {
+      "deviceClassName": "gpu.nvidia.com",
+      "capacity": {"requests": {"memory": "4Gi"}}}}]}}})json"));
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ((*made)["spec"]["devices"]["requests"][0]["exactly"]["capacity"],
+            Json::parse(R"({"requests": {"memory": "4Gi"}})"));
+
+  const std::string share = "5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a10";
+  Json claim = *made;
+  claim["status"] = {
+      {"allocation",
+       {{"devices",
+         {{"results", Json::array({{{"request", "share"},
+                                    {"driver", "gpu.nvidia.com"},
+                                    {"pool", "share-node"},
+                                    {"device", "gpu-0"},
+                                    {"shareID", share},
+                                    {"consumedCapacity",
+                                     {{"memory", "4Gi"}}}}})}}},
+        {"nodeSelector",
+         {{"nodeSelectorTerms",
+           Json::array({{{"matchFields",
+                          Json::array({{{"key", "metadata.name"},
+                                        {"operator", "In"},
+                                        {"values", {"share-node"}}}})}}})}}}}}};
+  absl::StatusOr<Json> allocated =
+      client_->Replace(claims + "/gpu-memory-4gi/status", claim);
+  ASSERT_TRUE(allocated.ok()) << allocated.status();
+  const dra::ClaimRef ref{.namespace_name = "default",
+                          .name = "gpu-memory-4gi",
+                          .uid = (*made)["metadata"]["uid"]};
+  absl::StatusOr<dra::ClaimAllocation> read =
+      dra::ReadAllocation(*allocated, ref, "gpu.nvidia.com", "share-node");
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->devices.size(), 1u);
+  EXPECT_EQ(read->devices[0].device, "gpu-0");
+  EXPECT_EQ(read->devices[0].share_id, share);
+  EXPECT_EQ(read->devices[0].consumed_memory, int64_t{4} << 30);
+
+  // A share ID that is not a UUID is refused by the server.
+  claim = *allocated;
+  claim["status"]["allocation"]["devices"]["results"][0]["shareID"] = "s1";
+  EXPECT_FALSE(client_->Replace(claims + "/gpu-memory-4gi/status", claim).ok());
+}
+
 // deploy/dra/*.yaml, every document created as written.
 TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
   const std::map<std::string, std::string> paths = {
@@ -315,6 +379,24 @@ TEST_F(DraApiServerTest, DocumentedClaimsAreAccepted) {
   absl::StatusOr<Json> made = client_->Create(
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
       claim);
+  EXPECT_TRUE(made.ok()) << made.status();
+
+  const Json share = Json::parse(R"json({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "gpu-memory-4gi-mps"},
+    "spec": {"spec": {"devices": {
+      "requests": [{"name": "share", "exactly": {
+        "deviceClassName": "gpu.nvidia.com",
+        "capacity": {"requests": {"memory": "4Gi"}}}}],
+      "config": [{"requests": ["share"], "opaque": {
+        "driver": "gpu.nvidia.com",
+        "parameters": {"apiVersion": "resource.nvidia.com/v1beta1",
+                       "kind": "GpuConfig",
+                       "sharing": {"strategy": "MPS", "mpsConfig": {
+                         "defaultActiveThreadPercentage": 25}}}}}]}}}})json");
+  made = client_->Create(
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+      share);
   EXPECT_TRUE(made.ok()) << made.status();
 }
 

@@ -116,6 +116,12 @@ std::vector<DriverLibrary> DriverLibraries(const std::string& version);
 // in $CUDA_MPS_LOG_DIRECTORY/control.log (docs/nvml-simulator.md).
 std::string MpsControlScript(const std::string& version);
 
+// The driver root's nvidia-smi: records each call's arguments in
+// nvidia-smi.log beside it and succeeds (fails while nvidia-smi.refuse is
+// there), so a test can see the compute policy gpulet set
+// (docs/nvml-simulator.md).
+std::string NvidiaSmiScript(const std::string& version);
+
 // A glibc ld.so.cache (new format, "glibc-ld.so.cache1.1") mapping each
 // SONAME to its path, entries in the order ld.so's binary search expects.
 struct LdCacheRecord {

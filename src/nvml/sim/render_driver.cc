@@ -122,6 +122,20 @@ std::string MpsControlScript(const std::string& version) {
       "esac\n");
 }
 
+std::string NvidiaSmiScript(const std::string& version) {
+  return absl::StrCat(
+      "#!/bin/sh\n"
+      "# nvidia-smi of the simulated NVIDIA driver ", version,
+      " (gpulet sim render).\n"
+      "# Records each call's arguments, one line per call, in nvidia-smi.log\n"
+      "# beside it; prints nothing and succeeds, unless nvidia-smi.refuse\n"
+      "# exists beside it.\n"
+      "dir=$(dirname \"$0\")\n"
+      "echo \"$*\" >> \"$dir/nvidia-smi.log\"\n"
+      "[ -e \"$dir/nvidia-smi.refuse\" ] && exit 1\n"
+      "exit 0\n");
+}
+
 absl::Status RenderDriverRoot(const Machine& machine,
                               const std::string& driver_root,
                               const std::string& nvml_library) {
@@ -186,6 +200,8 @@ absl::Status RenderDriverRoot(const Machine& machine,
     const std::string script =
         std::string_view(name) == "nvidia-cuda-mps-control"
             ? MpsControlScript(version)
+        : std::string_view(name) == "nvidia-smi"
+            ? NvidiaSmiScript(version)
             : absl::StrCat("#!/bin/sh\n# ", name,
                            " of the simulated NVIDIA driver ", version,
                            " (gpulet sim render): present so tools find it; "

@@ -27,7 +27,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -147,6 +149,73 @@ func newClaim(name string, pod *v1.Pod, devices ...string) *resourceapi.Resource
 	}
 }
 
+// newShareClaim is allocated shares of `device` (DRAConsumableCapacity), one
+// per entry of `memory` (the consumed amount), as the scheduler writes them.
+func newShareClaim(name string, pod *v1.Pod, device string, memory ...string) *resourceapi.ResourceClaim {
+	claim := newClaim(name, pod)
+	for i, m := range memory {
+		share := types.UID(fmt.Sprintf("5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a1%d", i))
+		claim.Status.Allocation.Devices.Results = append(claim.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{
+				Request: "gpu", Driver: driver, Pool: nodeName, Device: device, ShareID: &share,
+				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
+					"memory": resource.MustParse(m)}})
+	}
+	return claim
+}
+
+// withSharing gives `claim` NVIDIA's GpuConfig with `sharing` (JSON) as
+// its opaque configuration.
+func withSharing(claim *resourceapi.ResourceClaim, sharing string) *resourceapi.ResourceClaim {
+	params := fmt.Sprintf(`{"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": %s}`, sharing)
+	claim.Status.Allocation.Devices.Config = []resourceapi.DeviceAllocationConfiguration{{
+		Source: resourceapi.AllocationConfigSourceClaim,
+		DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
+			Driver: driver, Parameters: runtime.RawExtension{Raw: []byte(params)}}},
+	}}
+	return claim
+}
+
+// checkSharing prepares and unprepares `ts` (a claim configured for
+// time-slicing) and `mps` (one configured for MPS): the GPU's time-slice is
+// set through the driver's nvidia-smi (`smiLog`, what the simulator's
+// records) and set back on unprepare; the MPS claim gets a control daemon
+// of its own (`mpsDir`), told to quit on unprepare.
+func checkSharing(t *testing.T, mgr *dra.Manager, active *activePods, ts, mps *v1.Pod, smiLog, mpsDir string) {
+	t.Helper()
+	read := func(path string) string {
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
+	prepareOnceRegistered(t, mgr, ts)
+	if log := read(smiLog); !strings.Contains(log, "--set-timeslice=2") {
+		t.Fatalf("nvidia-smi after preparing a Medium time-slice:\n%s", log)
+	}
+	prepareOnceRegistered(t, mgr, mps)
+	control := filepath.Join(mpsDir, "pipe", "control")
+	err := harness.Wait(waitLimit, "the claim's MPS daemon listening", func() (bool, string, error) {
+		_, err := os.Stat(control)
+		return err == nil, read(filepath.Join(mpsDir, "log", "control.log")), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active.remove(mps)
+	if err := mgr.UnprepareResources(context.Background(), mps); err != nil {
+		t.Fatalf("UnprepareResources(%s): %v", mps.Name, err)
+	}
+	if log := read(filepath.Join(mpsDir, "log", "control.log")); !strings.Contains(log, "command quit") {
+		t.Fatalf("the claim's MPS daemon was not told to quit:\n%s", log)
+	}
+	active.remove(ts)
+	if err := mgr.UnprepareResources(context.Background(), ts); err != nil {
+		t.Fatalf("UnprepareResources(%s): %v", ts.Name, err)
+	}
+	if log := read(smiLog); !strings.HasSuffix(log, "--set-timeslice=0\n") {
+		t.Fatalf("nvidia-smi after unpreparing the time-sliced claim:\n%s", log)
+	}
+}
+
 func cdiDevices(t *testing.T, mgr *dra.Manager, pod *v1.Pod) []string {
 	t.Helper()
 	info, err := mgr.GetResources(pod, &pod.Spec.Containers[0])
@@ -203,11 +272,24 @@ func TestGpulet(t *testing.T) {
 		}
 	}
 
-	podA, podB := newPod("a", "claim-a"), newPod("b", "claim-b")
-	active := &activePods{pods: []*v1.Pod{podA, podB}}
-	cs := fake.NewClientset(newClaim("claim-a", podA, "gpu-0", "gpu-1"), newClaim("claim-b", podB, "gpu-2"))
+	// The simulated node's files: its driver root has the nvidia-smi and
+	// nvidia-cuda-mps-control stand-ins that record what gpulet asks.
+	node := filepath.Join(dir, "node")
+	if out, err := exec.Command(bin, "sim", "render", "--dev-nodes", "files", node).CombinedOutput(); err != nil {
+		t.Fatalf("gpulet sim render: %v: %s", err, out)
+	}
+	mps := filepath.Join(dir, "mps")
+
+	podA, podB, podC := newPod("a", "claim-a"), newPod("b", "claim-b"), newPod("c", "claim-c")
+	podD, podE := newPod("d", "claim-d"), newPod("e", "claim-e")
+	active := &activePods{pods: []*v1.Pod{podA, podB, podC, podD, podE}}
+	cs := fake.NewClientset(newClaim("claim-a", podA, "gpu-0", "gpu-1"), newClaim("claim-b", podB, "gpu-2"),
+		newShareClaim("claim-c", podC, "gpu-3", "4Gi", "2Gi"),
+		withSharing(newClaim("claim-d", podD, "gpu-4"), `{"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Medium"}}`),
+		withSharing(newClaim("claim-e", podE, "gpu-5"), `{"strategy": "MPS"}`))
 	api := startClaimServer(t, cs)
-	argv := []string{bin, "--nvml-lib", lib, "dra", "--node-name", nodeName,
+	argv := []string{bin, "--nvml-lib", lib, "--driver-root", filepath.Join(node, "driver"), "dra",
+		"--node-name", nodeName, "--dev-root", node, "--mps-root", mps,
 		"--kubeconfig", api.kubeconfig(t, dir), "--registry-dir", registry,
 		"--plugin-dir", plugins, "--cdi-dir", cdi}
 	simSocket := filepath.Join(dir, "sim.sock")
@@ -281,6 +363,29 @@ func TestGpulet(t *testing.T) {
 	if got := cdiDevices(t, k.mgr, podB); fmt.Sprint(got) != "[k8s.gpu.nvidia.com/claim=uid-claim-b-gpu-2]" {
 		t.Fatalf("pod b after plugin restart: got %v", got)
 	}
+	// Two memory shares of gpu-3 in one claim: a CDI device each, with its
+	// limit in MiB.
+	prepareOnceRegistered(t, k.mgr, podC)
+	wantC := []string{"k8s.gpu.nvidia.com/claim=uid-claim-c-gpu-3-5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a10",
+		"k8s.gpu.nvidia.com/claim=uid-claim-c-gpu-3-5f3b7f3e-8c2a-4d43-9a51-0c6f2d1e7a11"}
+	if got := cdiDevices(t, k.mgr, podC); fmt.Sprint(got) != fmt.Sprint(wantC) {
+		t.Fatalf("pod c's shares: got %v, want %v", got, wantC)
+	}
+	specC, err := os.ReadFile(filepath.Join(cdi, "k8s.gpu.nvidia.com-claim_uid-claim-c.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []string{"GPULET_GPU_MEMORY_LIMIT=4096", "GPULET_GPU_MEMORY_LIMIT=2048"} {
+		if !strings.Contains(string(specC), limit) {
+			t.Fatalf("claim-c's spec lacks %s:\n%s", limit, specC)
+		}
+	}
+	active.remove(podC)
+	if err := k.mgr.UnprepareResources(context.Background(), podC); err != nil {
+		t.Fatalf("UnprepareResources(c): %v", err)
+	}
+	checkSharing(t, k.mgr, active, podD, podE, filepath.Join(node, "driver", "usr", "bin", "nvidia-smi.log"),
+		filepath.Join(mps, "claim-uid-claim-e"))
 	active.remove(podA)
 	if err := k.mgr.UnprepareResources(context.Background(), podA); err != nil {
 		t.Fatalf("UnprepareResources(a): %v", err)
