@@ -280,6 +280,9 @@ struct PassthroughSelector {
 // docs/passthrough.md. Present (even empty) turns passthrough on.
 struct Passthrough {
   std::vector<PassthroughSelector> devices = {PassthroughSelector{}};
+  // Advertise the mediated devices (vGPU instances) under
+  // <sys>/bus/mdev/devices, one resource per mdev type.
+  bool mdevs = false;
   // PCI device ID -> the <NAME> of nvidia.com/<NAME>, as written;
   // vfio::ResourceName normalises it ("h100 vm" -> "H100_VM").
   std::map<uint16_t, std::string> resource_names;

@@ -157,6 +157,7 @@ absl::Status ParsePassthrough(ParseContext& ctx, const Field& field) {
       ctx, field,
       {{"devices",
         [&](const Field& f) { return ReadSelectors(ctx, f, &p.devices); }},
+       {"mdevs", SetBool(ctx, &p.mdevs)},
        {"resourceNames",
         [&](const Field& f) {
           return ReadResourceNames(ctx, f, &p.resource_names);

@@ -303,10 +303,10 @@ absl::Status Checker::Metrics() const {
 }
 
 absl::Status Checker::Passthrough(const config::Passthrough& p) const {
-  if (p.devices.empty()) {
+  if (p.devices.empty() && !p.mdevs) {
     return Error("passthrough.devices",
-                 "selects no GPU; remove the passthrough section to turn "
-                 "passthrough off");
+                 "selects no GPU and mdevs is off; remove the passthrough "
+                 "section to turn passthrough off");
   }
   const std::pair<const char*, const std::string*> paths[] = {
       {"passthrough.sysRoot", &p.sys_root},

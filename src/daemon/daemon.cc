@@ -275,6 +275,7 @@ void Daemon::Impl::StopSession() {
     mps_up_.clear();
     passthrough_resources_.clear();
     passthrough_health_.clear();
+    passthrough_mdevs_.clear();
     pending_ = registration::SocketEvent{};
   }
   runners.clear();

@@ -254,8 +254,9 @@ class Daemon::Impl {
   std::unique_ptr<mps::Supervisor> mps_;
   std::string mps_key_;  // control program and root, to tell a reload's need
   // The passthrough resources' names, and each selected GPU's health by
-  // PCI address.
+  // PCI address (each advertised mdev's by UUID, listed in passthrough_mdevs_).
   std::set<std::string> passthrough_resources_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> passthrough_mdevs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, resources::PassthroughHealth> passthrough_health_
       ABSL_GUARDED_BY(mu_);
   vfio::Roots passthrough_roots_ ABSL_GUARDED_BY(mu_);

@@ -36,7 +36,9 @@ Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
     allocate.dev_root = pt.dev_root;
     allocate.host_dev_root =
         pt.host_dev_root.empty() ? pt.dev_root : pt.host_dev_root;
-    allocate.iommufd = inventory->iommufd;
+    allocate.mdev = out.plan.mdev_resources.contains(spec.resource_name);
+    // An mdev is opened through its group; iommufd cdevs are the GPUs'.
+    allocate.iommufd = inventory->iommufd && !allocate.mdev;
     allocate.on_vanished = [this](const std::string& address,
                                   const std::string& reason) {
       OnPassthroughVanished(address, reason);
@@ -55,11 +57,13 @@ void Daemon::Impl::RecordPassthrough(const resources::PassthroughPlan& plan) {
     passthrough_resources_.insert(spec.resource_name);
   }
   for (const auto& [address, health] : passthrough_health_) {
-    if (!plan.health.contains(address)) {
+    if (!plan.health.contains(address) &&
+        !passthrough_mdevs_.contains(address)) {
       metrics_.passthrough_viable->Remove({address});
     }
   }
   passthrough_health_.clear();
+  passthrough_mdevs_ = plan.mdev_ids;
   for (const auto& [address, health] : plan.health) {
     SetPassthroughHealth(address, health);
   }
@@ -115,16 +119,9 @@ void Daemon::Impl::OnPassthroughInventory(
     return;
   }
   std::vector<std::pair<std::string, resources::PassthroughHealth>> fresh;
-  for (const auto& [address, old] : passthrough_health_) {
-    resources::PassthroughHealth health{
-        false, absl::StrCat(address, " is no longer in sysfs")};
-    for (const vfio::Gpu& gpu : inventory->gpus) {
-      if (gpu.function.address == address) {
-        health = resources::CheckPassthroughHealth(gpu, passthrough_roots_);
-        break;
-      }
-    }
-    fresh.emplace_back(address, std::move(health));
+  for (const auto& [id, old] : passthrough_health_) {
+    fresh.emplace_back(id, resources::RecheckPassthroughHealth(
+                               id, *inventory, passthrough_roots_));
   }
   for (const auto& [address, health] : fresh) {
     SetPassthroughHealth(address, health);
@@ -145,11 +142,17 @@ void Daemon::Impl::SetPassthroughHealth(
   auto [it, added] = passthrough_health_.try_emplace(address, health);
   const bool changed = !added && !(it->second == health);
   it->second = health;
-  metrics_.passthrough_viable->Set({address},
-                                   metrics::HealthValue(health.healthy));
+  const bool mdev = passthrough_mdevs_.contains(address);
+  // The metric is about IOMMU groups of GPUs; an mdev's health is in
+  // gpulet_device_healthy.
+  if (!mdev) {
+    metrics_.passthrough_viable->Set({address},
+                                     metrics::HealthValue(health.healthy));
+  }
+  const char* what = mdev ? "mediated device " : "passthrough GPU ";
   if (added) {
     if (!health.healthy) {
-      GPULET_LOG(WARNING) << "passthrough GPU " << address
+      GPULET_LOG(WARNING) << what << address
                           << " is advertised Unhealthy: " << health.reason;
     }
     return;
@@ -163,10 +166,10 @@ void Daemon::Impl::SetPassthroughHealth(
     }
   }
   if (health.healthy) {
-    GPULET_LOG(INFO) << "passthrough GPU " << address << " is healthy again";
+    GPULET_LOG(INFO) << what << address << " is healthy again";
   } else {
-    GPULET_LOG(WARNING) << "passthrough GPU " << address
-                        << " is unhealthy: " << health.reason;
+    GPULET_LOG(WARNING) << what << address << " is unhealthy: "
+                        << health.reason;
   }
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/device/pci_address.h"
+#include "src/resources/passthrough_mdev.h"
 
 namespace gpulet::resources {
 namespace {
@@ -20,10 +21,16 @@ using Kind = config::PassthroughSelector::Kind;
 constexpr char kVfioContainer[] = "/dev/vfio/vfio";
 constexpr char kIommu[] = "/dev/iommu";
 
-bool Exists(const std::filesystem::path& path) {
+}  // namespace
+
+bool internal::Exists(const std::filesystem::path& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
+
+namespace {
+
+using internal::Exists;
 
 bool Selects(const config::PassthroughSelector& s, const vfio::Gpu& gpu) {
   switch (s.kind) {
@@ -95,6 +102,10 @@ std::string KubevirtEnvName(const std::string& resource_name) {
   return absl::StrCat("PCI_RESOURCE_", name);
 }
 
+std::string KubevirtMdevEnvName(const std::string& resource_name) {
+  return absl::StrCat("MDEV_", KubevirtEnvName(resource_name));
+}
+
 vfio::Roots RootsOf(const config::Passthrough& config) {
   return vfio::Roots{config.sys_root, config.dev_root};
 }
@@ -138,6 +149,9 @@ PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
     plan.selected.insert(gpu.function.address);
     plan.health[gpu.function.address] = std::move(health);
   }
+  if (config.mdevs) {
+    internal::PlanMdevs(inventory, config, socket_prefix, by_name, plan);
+  }
   for (size_t i = 0; i < config.devices.size(); ++i) {
     if (matched[i]) continue;
     plan.errors.push_back(absl::StrCat("passthrough.devices[", i,
@@ -146,6 +160,18 @@ PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
   }
   for (auto& [name, spec] : by_name) plan.resources.push_back(std::move(spec));
   return plan;
+}
+
+PassthroughHealth RecheckPassthroughHealth(const std::string& id,
+                                           const vfio::Inventory& inventory,
+                                           const vfio::Roots& roots) {
+  for (const vfio::Gpu& gpu : inventory.gpus) {
+    if (gpu.function.address == id) return CheckPassthroughHealth(gpu, roots);
+  }
+  for (const vfio::Mdev& mdev : inventory.mdevs) {
+    if (mdev.uuid == id) return CheckMdevHealth(mdev, inventory, roots);
+  }
+  return {false, absl::StrCat(id, " is no longer in sysfs")};
 }
 
 device::Node WithoutPassthrough(device::Node node,
@@ -190,7 +216,8 @@ pluginapi::AllocateHandler MakePassthroughAllocate(
         addresses.push_back(d->visible_id);
       }
     }
-    (*response.mutable_envs())[KubevirtEnvName(o.resource_name)] =
+    (*response.mutable_envs())[o.mdev ? KubevirtMdevEnvName(o.resource_name)
+                                      : KubevirtEnvName(o.resource_name)] =
         absl::StrJoin(addresses, ",");
     return response;
   };

@@ -76,6 +76,22 @@ std::string DeriveResourceName(absl::string_view pci_ids_name) {
   return out;
 }
 
+std::string MdevResourceName(const std::string& type_name) {
+  std::string out;
+  bool in_space = false;
+  for (char c : absl::StripAsciiWhitespace(type_name)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (absl::ascii_isspace(u)) {
+      if (!in_space) out += '_';
+      in_space = true;
+      continue;
+    }
+    in_space = false;
+    if (absl::ascii_isalnum(u) || c == '_' || c == '.' || c == '-') out += c;
+  }
+  return out;
+}
+
 std::string FindInPciIds(absl::string_view text, uint16_t device_id) {
   const std::string wanted = absl::StrFormat("%04x", device_id);
   bool in_nvidia = false;

@@ -128,5 +128,16 @@ TEST(DeriveResourceNameTest, Rule) {
   EXPECT_EQ(DeriveResourceName(""), "");
 }
 
+// KubeVirt's permittedHostDevices pair "GRID T4-1Q" with
+// nvidia.com/GRID_T4-1Q: spaces to '_', case and '-' kept.
+TEST(MdevResourceNameTest, KubeVirtsRule) {
+  EXPECT_EQ(MdevResourceName("GRID T4-1Q"), "GRID_T4-1Q");
+  EXPECT_EQ(MdevResourceName("GRID A100-4C"), "GRID_A100-4C");
+  EXPECT_EQ(MdevResourceName("NVIDIA A10-12Q"), "NVIDIA_A10-12Q");
+  EXPECT_EQ(MdevResourceName(" GRID  A100D-1-10C\n"), "GRID_A100D-1-10C");
+  EXPECT_EQ(MdevResourceName("GRID RTX6000(P)-4Q"), "GRID_RTX6000P-4Q");
+  EXPECT_EQ(MdevResourceName("()"), "");
+}
+
 }  // namespace
 }  // namespace gpulet::vfio
