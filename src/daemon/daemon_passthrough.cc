@@ -1,6 +1,8 @@
 // Daemon::Impl, passthrough GPUs: their resources from sysfs and the
 // configuration, Allocate over the group nodes, and their health from the
 // watcher and from Allocate (see daemon_impl.h, docs/passthrough.md).
+#include <unistd.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +28,8 @@ Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
                       << inventory.status().message();
     return out;
   }
-  out.plan = resources::PlanPassthrough(*inventory, pt, options_.socket_prefix);
+  out.plan = resources::PlanPassthrough(*inventory, pt, options_.socket_prefix,
+                                       passthrough_keep_);
   for (const std::string& error : out.plan.errors) {
     GPULET_LOG(ERROR) << error;
   }
@@ -64,6 +67,7 @@ void Daemon::Impl::RecordPassthrough(const resources::PassthroughPlan& plan) {
   }
   passthrough_health_.clear();
   passthrough_mdevs_ = plan.mdev_ids;
+  passthrough_selected_ = plan.selected;
   for (const auto& [address, health] : plan.health) {
     SetPassthroughHealth(address, health);
   }
@@ -74,7 +78,13 @@ void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
   if (config.passthrough) {
     const config::Passthrough& pt = *config.passthrough;
     key = absl::StrCat(pt.sys_root, "\n", pt.dev_root, "\n",
-                       absl::FormatDuration(pt.resync_period));
+                       pt.resync_period
+                           ? absl::FormatDuration(*pt.resync_period)
+                           : "-",
+                       "\n",
+                       pt.uevent_socket);
+    absl::MutexLock lock(&mu_);
+    passthrough_config_ = pt;
   }
   if (key == passthrough_watcher_key_) return;
   StopPassthroughWatcher();
@@ -90,7 +100,8 @@ void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
           resources::RootsOf(pt), pt.resync_period,
           [this](const absl::StatusOr<vfio::Inventory>& inventory) {
             OnPassthroughInventory(inventory);
-          });
+          },
+          pt.uevent_socket);
   if (!watcher.ok()) {
     GPULET_LOG(ERROR) << "passthrough GPUs' health is not watched: "
                       << watcher.status().message();
@@ -125,6 +136,46 @@ void Daemon::Impl::OnPassthroughInventory(
   }
   for (const auto& [address, health] : fresh) {
     SetPassthroughHealth(address, health);
+  }
+  if (passthrough_replan_) return;
+  // What a plan made now would take out of the container resources (a GPU
+  // bound to vfio-pci since) or add (an mdev created since). A GPU leaving
+  // vfio-pci asks for nothing: kept, it is Unhealthy above.
+  const resources::PassthroughPlan now = resources::PlanPassthrough(
+      *inventory, passthrough_config_, options_.socket_prefix,
+      passthrough_selected_);
+  for (const std::string& address : now.selected) {
+    if (passthrough_selected_.contains(address)) continue;
+    GPULET_LOG(INFO) << "GPU " << address
+                     << " is now bound to vfio-pci: it leaves the container "
+                        "resources";
+    passthrough_replan_ = true;
+  }
+  for (const std::string& uuid : now.mdev_ids) {
+    if (passthrough_mdevs_.contains(uuid)) continue;
+    GPULET_LOG(INFO) << "mediated device " << uuid << " appeared";
+    passthrough_replan_ = true;
+  }
+  if (passthrough_replan_) {
+    const uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof(one));
+  }
+}
+
+void Daemon::Impl::ReplanPassthrough() {
+  {
+    absl::MutexLock lock(&mu_);
+    passthrough_replan_ = false;
+    passthrough_keep_ = passthrough_selected_;
+  }
+  const config::Config config = config_;
+  const device::Node node = node_;
+  absl::Status s = Apply(config, health_, node);
+  passthrough_keep_.clear();
+  if (!s.ok()) {
+    GPULET_LOG(ERROR) << "passthrough: the resources were not planned again "
+                         "after a binding change: "
+                      << s.message();
   }
 }
 

@@ -12,11 +12,10 @@
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/device/pci_address.h"
 #include "src/resources/passthrough_mdev.h"
+#include "src/vfio/gpu_selector.h"
 
 namespace gpulet::resources {
 namespace {
-
-using Kind = config::PassthroughSelector::Kind;
 
 constexpr char kVfioContainer[] = "/dev/vfio/vfio";
 constexpr char kIommu[] = "/dev/iommu";
@@ -31,31 +30,6 @@ bool internal::Exists(const std::filesystem::path& path) {
 namespace {
 
 using internal::Exists;
-
-bool Selects(const config::PassthroughSelector& s, const vfio::Gpu& gpu) {
-  switch (s.kind) {
-    case Kind::kVfioBound:
-      return gpu.function.driver == "vfio-pci";
-    case Kind::kPciAddress:
-      return gpu.function.address == s.pci_address;
-    case Kind::kDeviceId:
-      return gpu.function.device == s.device_id;
-  }
-  return false;
-}
-
-std::string Describe(const config::PassthroughSelector& s) {
-  switch (s.kind) {
-    case Kind::kVfioBound:
-      return "vfio-pci (no NVIDIA GPU is bound to vfio-pci)";
-    case Kind::kPciAddress:
-      return absl::StrCat(s.pci_address, " (no NVIDIA GPU at this address)");
-    case Kind::kDeviceId:
-      return absl::StrFormat("10de:%04x (no GPU with this device ID)",
-                             s.device_id);
-  }
-  return "";
-}
 
 pluginapi::Device MakeDevice(const vfio::Gpu& gpu,
                              const PassthroughHealth& health) {
@@ -125,18 +99,29 @@ PassthroughHealth CheckPassthroughHealth(const vfio::Gpu& gpu,
 
 PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
                                 const config::Passthrough& config,
-                                const std::string& socket_prefix) {
+                                const std::string& socket_prefix,
+                                const std::set<std::string>& keep) {
   PassthroughPlan plan;
   const vfio::Roots roots = RootsOf(config);
   std::vector<bool> matched(config.devices.size(), false);
   std::map<std::string, ResourceSpec> by_name;
   for (const vfio::Gpu& gpu : inventory.gpus) {
-    bool selected = false;
+    bool selected = keep.contains(gpu.function.address);
     for (size_t i = 0; i < config.devices.size(); ++i) {
-      if (Selects(config.devices[i], gpu)) matched[i] = selected = true;
+      if (vfio::Selects(config.devices[i], gpu)) matched[i] = selected = true;
     }
     // A virtual function is given to VMs through its own driver, not here.
-    if (!selected || !gpu.physfn.empty()) continue;
+    if (!gpu.physfn.empty()) continue;
+    if (!selected) {
+      if (gpu.function.driver == "vfio-pci") {
+        plan.selected.insert(gpu.function.address);
+        plan.errors.push_back(absl::StrCat(
+            "GPU ", gpu.function.address,
+            " is bound to vfio-pci but no passthrough.devices entry selects "
+            "it: it is served neither to containers nor to VMs"));
+      }
+      continue;
+    }
     PassthroughHealth health = CheckPassthroughHealth(gpu, roots);
     const std::string name = absl::StrCat(
         "nvidia.com/", vfio::ResourceName(gpu.function.device,
@@ -154,9 +139,7 @@ PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
   }
   for (size_t i = 0; i < config.devices.size(); ++i) {
     if (matched[i]) continue;
-    plan.errors.push_back(absl::StrCat("passthrough.devices[", i,
-                                       "]: selects nothing: ",
-                                       Describe(config.devices[i])));
+    plan.errors.push_back(vfio::SelectsNothing(i, config.devices[i]));
   }
   for (auto& [name, spec] : by_name) plan.resources.push_back(std::move(spec));
   return plan;

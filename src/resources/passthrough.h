@@ -89,9 +89,15 @@ struct PassthroughPlan {
 // The roots of a passthrough section.
 vfio::Roots RootsOf(const config::Passthrough& config);
 
+// `keep`: addresses selected before (a plan made again while serving):
+// selected whatever their driver now, so a GPU that leaves vfio-pci stays a
+// passthrough device, Unhealthy with the reason, until a reload. A GPU on
+// vfio-pci that nothing selects is out of the container resources too
+// (never a container GPU), with a message in errors.
 PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
                                 const config::Passthrough& config,
-                                const std::string& socket_prefix);
+                                const std::string& socket_prefix,
+                                const std::set<std::string>& keep = {});
 
 // `node` without the GPUs whose PCI address is in `selected`.
 device::Node WithoutPassthrough(device::Node node,
