@@ -146,9 +146,15 @@ void Daemon::Impl::OnPassthroughInventory(
       passthrough_selected_);
   for (const std::string& address : now.selected) {
     if (passthrough_selected_.contains(address)) continue;
-    GPULET_LOG(INFO) << "GPU " << address
-                     << " is now bound to vfio-pci: it leaves the container "
-                        "resources";
+    std::string why = "now carries mediated devices";
+    for (const vfio::Gpu& gpu : inventory->gpus) {
+      if (gpu.function.address == address &&
+          gpu.function.driver == "vfio-pci") {
+        why = "is now bound to vfio-pci";
+      }
+    }
+    GPULET_LOG(INFO) << "GPU " << address << " " << why
+                     << ": it leaves the container resources";
     passthrough_replan_ = true;
   }
   for (const std::string& uuid : now.mdev_ids) {
