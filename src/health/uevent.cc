@@ -2,6 +2,7 @@
 
 #include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -108,7 +109,12 @@ absl::StatusOr<common::UniqueFd> OpenUeventRelay(const std::string& path) {
   common::UniqueFd fd(
       ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return common::ErrnoToStatus(errno, "socket(AF_UNIX)");
-  ::unlink(path.c_str());  // a previous run's
+  // A previous run's socket goes; anything else at the path stays and the
+  // bind below fails naming it.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    ::unlink(path.c_str());
+  }
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address),
              sizeof(address)) != 0) {
     return common::ErrnoToStatus(errno, "bind uevent socket " + path);

@@ -2,6 +2,10 @@
 // passthrough watcher re-read sysfs.
 #include "src/health/uevent.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -58,6 +62,22 @@ TEST(UeventTest, RelayPathTooLongIsAnError) {
   absl::StatusOr<common::UniqueFd> fd = OpenUeventRelay(std::string(200, 'x'));
   ASSERT_FALSE(fd.ok());
   EXPECT_NE(fd.status().message().find("longer than"), std::string::npos);
+}
+
+// A path that holds something else than a socket is left alone.
+TEST(UeventTest, RelayNeverRemovesAFileThatIsNotASocket) {
+  char dir[] = "/tmp/gpulet-uevent-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/config.yaml";
+  std::ofstream(file) << "version: v1\n";
+  absl::StatusOr<common::UniqueFd> fd = OpenUeventRelay(file);
+  EXPECT_FALSE(fd.ok());
+  EXPECT_TRUE(std::filesystem::exists(file));
+  const std::string socket = std::string(dir) + "/uevent.sock";
+  ASSERT_TRUE(OpenUeventRelay(socket).ok());
+  // A previous run's socket is replaced.
+  EXPECT_TRUE(OpenUeventRelay(socket).ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
