@@ -98,6 +98,10 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& options) {
                    "How the group nodes it makes are made: mknod or files")
       ->check(CLI::IsMember({"mknod", "files"}))
       ->capture_default_str();
+  kernel->add_option("--uevent-socket", options.uevent_socket,
+                     "Unix datagram socket to send a uevent to for each "
+                     "bind and unbind, as the kernel announces them "
+                     "(passthrough.ueventSocket)");
   return sim;
 }
 
@@ -172,7 +176,8 @@ absl::Status RunKernel(const SimOptions& options, std::ostream& out) {
     const sim::SysTree tree{options.root + "/sys", options.root + "/dev",
                             options.dev_nodes == "files"
                                 ? sim::DevNodes::kFiles
-                                : sim::DevNodes::kMknod};
+                                : sim::DevNodes::kMknod,
+                            options.uevent_socket};
     absl::StatusOr<std::unique_ptr<sim::FakeKernel>> kernel =
         sim::FakeKernel::Start(tree);
     if (!kernel.ok()) {

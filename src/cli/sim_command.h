@@ -37,6 +37,8 @@ struct SimOptions {
   std::string driver_dir = "driver";
   std::string dev_nodes = "mknod";  // mknod | files
   std::string sim_lib;  // installed as the driver's libnvidia-ml
+  // kernel: where its uevents go (a unix datagram socket); empty: nowhere
+  std::string uevent_socket;
 };
 
 // Registers `sim` and its sub-subcommands.

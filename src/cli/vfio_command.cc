@@ -1,11 +1,14 @@
 #include "src/cli/vfio_command.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/status_macros.h"
+#include "src/config/parser.h"
 #include "src/device/pci_address.h"
 #include "src/vfio/binder.h"
 #include "src/vfio/gpu_selector.h"
@@ -16,14 +19,26 @@ namespace {
 
 void AddVerbOptions(CLI::App& verb, VfioOptions& options) {
   verb.add_option("gpus", options.gpus,
-                  "GPUs: index (PCI order), PCI address or GPU-<uuid>")
-      ->required();
+                  "GPUs: index (PCI order), PCI address or GPU-<uuid>");
+  verb.add_option("--config", options.config_file,
+                  "Also every GPU this config file's passthrough section "
+                  "selects (its sysRoot/devRoot unless given here)");
   verb.add_flag("--dry-run", options.dry_run,
                 "Print each sysfs write instead of doing it");
-  verb.add_option("--sys-root", options.sys_root, "sysfs root")
-      ->capture_default_str();
-  verb.add_option("--dev-root", options.dev_root, "/dev root")
-      ->capture_default_str();
+  verb.add_option_function<std::string>(
+          "--sys-root",
+          [&options](const std::string& v) {
+            options.sys_root = v;
+            options.sys_root_given = true;
+          },
+          "sysfs root (default /sys)");
+  verb.add_option_function<std::string>(
+          "--dev-root",
+          [&options](const std::string& v) {
+            options.dev_root = v;
+            options.dev_root_given = true;
+          },
+          "/dev root (default /dev)");
   verb.add_option("--state-dir", options.state_dir,
                   "Where the drivers before bind are kept")
       ->capture_default_str();
@@ -63,6 +78,18 @@ absl::StatusOr<std::map<std::string, std::string>> UuidAddresses(
   return out;
 }
 
+// The passthrough section of a config file; an error naming the file when
+// it has none.
+absl::StatusOr<config::Passthrough> PassthroughOf(const std::string& path) {
+  GPULET_ASSIGN_OR_RETURN(config::Config config, config::LoadConfigFile(path));
+  if (!config.passthrough) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": no passthrough section, so no GPU is selected for "
+              "passthrough (docs/passthrough.md#configuration)"));
+  }
+  return *config.passthrough;
+}
+
 }  // namespace
 
 CLI::App* AddVfioCommand(CLI::App& app, VfioOptions& options) {
@@ -80,15 +107,47 @@ CLI::App* AddVfioCommand(CLI::App& app, VfioOptions& options) {
 
 absl::Status RunVfio(const GlobalOptions& global, const VfioOptions& options,
                      std::ostream& out) {
-  const vfio::Roots roots{options.sys_root, options.dev_root};
+  std::optional<config::Passthrough> section;
+  if (!options.config_file.empty()) {
+    GPULET_ASSIGN_OR_RETURN(section, PassthroughOf(options.config_file));
+  } else if (options.gpus.empty()) {
+    return absl::InvalidArgumentError(
+        "no GPU given: name GPUs (index, PCI address, GPU-<uuid>) or pass "
+        "--config FILE to take those its passthrough section selects");
+  }
+  vfio::Roots roots{options.sys_root, options.dev_root};
+  if (section && !options.sys_root_given) roots.sys = section->sys_root;
+  if (section && !options.dev_root_given) roots.dev = section->dev_root;
   GPULET_ASSIGN_OR_RETURN(vfio::Inventory inventory, vfio::Discover(roots));
   GPULET_ASSIGN_OR_RETURN(auto uuids, UuidAddresses(global, options));
   // Every argument is resolved before anything is written.
   std::vector<const vfio::Gpu*> gpus;
+  auto add = [&gpus](const vfio::Gpu* gpu) {
+    if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) {
+      gpus.push_back(gpu);
+    }
+  };
   for (const std::string& argument : options.gpus) {
     GPULET_ASSIGN_OR_RETURN(const vfio::Gpu* gpu,
                             vfio::SelectGpu(inventory, argument, uuids));
-    gpus.push_back(gpu);
+    add(gpu);
+  }
+  if (section) {
+    // One ConfigMap serves nodes that differ: an entry that selects nothing
+    // here is reported, not an error.
+    std::vector<std::string> unmatched;
+    for (const vfio::Gpu* gpu :
+         vfio::SelectedGpus(inventory, *section, &unmatched)) {
+      add(gpu);
+    }
+    for (const std::string& message : unmatched) {
+      out << options.config_file << ": " << message << "\n";
+    }
+    if (gpus.empty()) {
+      out << options.config_file
+          << ": its passthrough section selects no GPU on this node; "
+             "nothing to do\n";
+    }
   }
   vfio::Binder::Options binder_options;
   binder_options.state_dir = options.state_dir;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -115,6 +116,42 @@ TEST_F(VfioCommandTest, DryRunAndRefusal) {
   EXPECT_EQ(Driver("0000:ca:00.0"), "nvidia");
 }
 
+// The init container's form: the GPUs the daemon's own passthrough section
+// selects. An entry selecting nothing on this node is reported, not fatal
+// (one ConfigMap serves every node); --sys-root given wins over sysRoot.
+TEST_F(VfioCommandTest, BindWhatTheConfigSelects) {
+  const std::string config = root_ + "/config.yaml";
+  std::ofstream(config) << "version: v1\npassthrough:\n"
+                           "  devices: [vfio-pci, \"32:00.0\", \"10de:9999\"]\n"
+                           "  sysRoot: /host/sys\n";
+  Result r = Gpulet({"vfio", "bind", "--config", config});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(config + ": passthrough.devices[2]: selects "
+                               "nothing: 10de:9999"));
+  // GPU 0 was on vfio-pci already (its audio function now is too); GPU 1's
+  // shared group moved with it.
+  EXPECT_EQ(Driver("0000:17:00.1"), "vfio-pci");
+  EXPECT_EQ(Driver("0000:32:00.0"), "vfio-pci");
+  EXPECT_EQ(Driver("0000:33:00.0"), "vfio-pci");
+  EXPECT_EQ(Driver("0000:ca:00.0"), "nvidia");
+
+  // The explicit list still works beside it, and without it.
+  std::ofstream(config, std::ios::trunc) << "version: v1\n";
+  r = Gpulet({"vfio", "bind", "--config", config, "0"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr(config + ": no passthrough section"));
+  std::ofstream(config, std::ios::trunc)
+      << "version: v1\npassthrough:\n  devices: [\"10de:9999\"]\n";
+  r = Gpulet({"vfio", "bind", "--config", config});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("selects no GPU on this node; nothing to do"));
+  std::ofstream(config, std::ios::trunc)
+      << "version: v1\npassthrough:\n  devices: [gpu0]\n";
+  r = Gpulet({"vfio", "bind", "--config", config});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("passthrough.devices[0]: \"gpu0\" is not"));
+}
+
 TEST_F(VfioCommandTest, BadArguments) {
   Result r = Gpulet({"vfio", "bind", "7"});
   EXPECT_EQ(r.code, 1);
@@ -124,7 +161,8 @@ TEST_F(VfioCommandTest, BadArguments) {
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("NVML knows no GPU with that UUID"));
   r = Gpulet({"vfio", "bind"});
-  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no GPU given"));
   r = Gpulet({"vfio", "bind", "0", "--timeout-ms", "0"});
   EXPECT_EQ(r.code, 2);
 }

@@ -280,6 +280,9 @@ struct PassthroughSelector {
 // docs/passthrough.md. Present (even empty) turns passthrough on.
 struct Passthrough {
   std::vector<PassthroughSelector> devices = {PassthroughSelector{}};
+  // Advertise the mediated devices (vGPU instances) under
+  // <sys>/bus/mdev/devices, one resource per mdev type.
+  bool mdevs = false;
   // PCI device ID -> the <NAME> of nvidia.com/<NAME>, as written;
   // vfio::ResourceName normalises it ("h100 vm" -> "H100_VM").
   std::map<uint16_t, std::string> resource_names;
@@ -289,8 +292,14 @@ struct Passthrough {
   std::string host_dev_root;
   // pci.ids, the fallback for device IDs gpulet's table does not know.
   std::string pci_ids = "/usr/share/misc/pci.ids";
-  // How often the bindings are re-read when nothing signalled a change.
-  absl::Duration resync_period = absl::Seconds(30);
+  // How often the bindings are re-read on a timer as well. Unset: only
+  // when kernel uevents cannot be had (a user namespace), every 30 s
+  // (health::PassthroughWatcher::kFallbackResync); with uevents, never.
+  std::optional<absl::Duration> resync_period;
+  // A unix datagram socket to read uevents from instead of the kernel's
+  // netlink socket (the simulator's fake kernel sends there); empty: the
+  // kernel's.
+  std::string uevent_socket;
 
   bool operator==(const Passthrough&) const = default;
 };

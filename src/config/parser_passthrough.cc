@@ -157,6 +157,7 @@ absl::Status ParsePassthrough(ParseContext& ctx, const Field& field) {
       ctx, field,
       {{"devices",
         [&](const Field& f) { return ReadSelectors(ctx, f, &p.devices); }},
+       {"mdevs", SetBool(ctx, &p.mdevs)},
        {"resourceNames",
         [&](const Field& f) {
           return ReadResourceNames(ctx, f, &p.resource_names);
@@ -165,11 +166,9 @@ absl::Status ParsePassthrough(ParseContext& ctx, const Field& field) {
        {"devRoot", SetString(ctx, &p.dev_root)},
        {"hostDevRoot", SetString(ctx, &p.host_dev_root)},
        {"pciIds", SetString(ctx, &p.pci_ids)},
+       {"ueventSocket", SetString(ctx, &p.uevent_socket)},
        {"resyncPeriod", [&](const Field& f) -> absl::Status {
-          std::optional<absl::Duration> d;
-          GPULET_RETURN_IF_ERROR(ReadDuration(ctx, f, &d));
-          p.resync_period = *d;
-          return absl::OkStatus();
+          return ReadDuration(ctx, f, &p.resync_period);
         }}});
 }
 

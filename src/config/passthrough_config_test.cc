@@ -36,6 +36,8 @@ passthrough:
   hostDevRoot: /dev
   pciIds: ""
   resyncPeriod: 5s
+  mdevs: true
+  ueventSocket: /run/gpulet/uevent.sock
 )",
                                          "c.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -56,6 +58,20 @@ passthrough:
   EXPECT_EQ(p.host_dev_root, "/dev");
   EXPECT_EQ(p.pci_ids, "");
   EXPECT_EQ(p.resync_period, absl::Seconds(5));
+  EXPECT_FALSE(Passthrough{}.resync_period.has_value());
+  EXPECT_TRUE(p.mdevs);
+  EXPECT_FALSE(Passthrough{}.mdevs);
+  EXPECT_EQ(p.uevent_socket, "/run/gpulet/uevent.sock");
+  EXPECT_EQ(Passthrough{}.uevent_socket, "");
+}
+
+// A vGPU host may give VMs mediated devices only.
+TEST(PassthroughConfigTest, MdevsAloneNeedNoGpuSelector) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "version: v1\npassthrough: {devices: [], mdevs: true}\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->passthrough->devices.empty());
+  EXPECT_TRUE(c->passthrough->mdevs);
 }
 
 struct BadCase {
@@ -83,6 +99,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"  devices: [\"3b:00.9\"]\n", "passthrough.devices[0]"},
         BadCase{"  devices: [\"8086:1234\"]\n", "passthrough.devices[0]"},
         BadCase{"  devices: []\n", "passthrough.devices: selects no GPU"},
+        BadCase{"  mdevs: maybe\n", "passthrough.mdevs"},
+        BadCase{"  ueventSocket: uevent.sock\n",
+                "passthrough.ueventSocket: must be an absolute path"},
         BadCase{"  resourceNames: {\"23x0\": A}\n",
                 "passthrough.resourceNames.23x0: \"23x0\" is not an NVIDIA "
                 "device ID"},

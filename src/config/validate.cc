@@ -303,10 +303,10 @@ absl::Status Checker::Metrics() const {
 }
 
 absl::Status Checker::Passthrough(const config::Passthrough& p) const {
-  if (p.devices.empty()) {
+  if (p.devices.empty() && !p.mdevs) {
     return Error("passthrough.devices",
-                 "selects no GPU; remove the passthrough section to turn "
-                 "passthrough off");
+                 "selects no GPU and mdevs is off; remove the passthrough "
+                 "section to turn passthrough off");
   }
   const std::pair<const char*, const std::string*> paths[] = {
       {"passthrough.sysRoot", &p.sys_root},
@@ -318,10 +318,12 @@ absl::Status Checker::Passthrough(const config::Passthrough& p) const {
                                       p.host_dev_root, /*empty_ok=*/true));
   GPULET_RETURN_IF_ERROR(
       AbsolutePath("passthrough.pciIds", p.pci_ids, /*empty_ok=*/true));
-  if (p.resync_period < absl::Seconds(1)) {
+  GPULET_RETURN_IF_ERROR(AbsolutePath("passthrough.ueventSocket",
+                                      p.uevent_socket, /*empty_ok=*/true));
+  if (p.resync_period && *p.resync_period < absl::Seconds(1)) {
     return Error("passthrough.resyncPeriod",
                  absl::StrCat("must be at least 1s, got ",
-                              absl::FormatDuration(p.resync_period)));
+                              absl::FormatDuration(*p.resync_period)));
   }
   return absl::OkStatus();
 }

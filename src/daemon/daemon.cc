@@ -275,6 +275,9 @@ void Daemon::Impl::StopSession() {
     mps_up_.clear();
     passthrough_resources_.clear();
     passthrough_health_.clear();
+    passthrough_mdevs_.clear();
+    passthrough_selected_.clear();
+    passthrough_replan_ = false;
     pending_ = registration::SocketEvent{};
   }
   runners.clear();
@@ -346,6 +349,12 @@ void Daemon::Impl::HandleWake() {
   for (PluginRunner* runner : Runners()) {
     runner->Reconcile(event.kubelet_socket_created);
   }
+  bool replan = false;
+  {
+    absl::MutexLock lock(&mu_);
+    replan = passthrough_replan_;
+  }
+  if (replan) ReplanPassthrough();
 }
 
 }  // namespace gpulet::daemon

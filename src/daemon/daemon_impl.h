@@ -163,9 +163,14 @@ class Daemon::Impl {
   void EnsurePassthroughWatcher(const config::Config& config)
       ABSL_LOCKS_EXCLUDED(mu_);
   void StopPassthroughWatcher() ABSL_LOCKS_EXCLUDED(mu_);
-  // On the watcher's thread: each selected GPU's health from a fresh read.
+  // On the watcher's thread: each selected GPU's health from a fresh read,
+  // and a re-plan asked of the loop when a GPU must leave the container
+  // resources (bound to vfio-pci since) or an mdev appeared.
   void OnPassthroughInventory(const absl::StatusOr<vfio::Inventory>& inventory)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // On the loop thread: Apply again over the same configuration and node,
+  // keeping what was selected (ReplanPassthrough's keep).
+  void ReplanPassthrough() ABSL_LOCKS_EXCLUDED(mu_);
   // From Allocate (a gRPC thread): the GPU's group node is gone.
   void OnPassthroughVanished(const std::string& address,
                              const std::string& reason)
@@ -265,8 +270,16 @@ class Daemon::Impl {
   std::unique_ptr<mps::Supervisor> mps_;
   std::string mps_key_;  // control program and root, to tell a reload's need
   // The passthrough resources' names, and each selected GPU's health by
-  // PCI address.
+  // PCI address (each advertised mdev's by UUID, listed in passthrough_mdevs_).
   std::set<std::string> passthrough_resources_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> passthrough_mdevs_ ABSL_GUARDED_BY(mu_);
+  // What the last plan took out of the container resources, the section it
+  // was made from, and whether the watcher asked for a new plan.
+  std::set<std::string> passthrough_selected_ ABSL_GUARDED_BY(mu_);
+  config::Passthrough passthrough_config_ ABSL_GUARDED_BY(mu_);
+  bool passthrough_replan_ ABSL_GUARDED_BY(mu_) = false;
+  // The loop thread's: selected again by a re-plan whatever their driver.
+  std::set<std::string> passthrough_keep_;
   std::map<std::string, resources::PassthroughHealth> passthrough_health_
       ABSL_GUARDED_BY(mu_);
   vfio::Roots passthrough_roots_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,8 @@
 // Daemon::Impl, passthrough GPUs: their resources from sysfs and the
 // configuration, Allocate over the group nodes, and their health from the
 // watcher and from Allocate (see daemon_impl.h, docs/passthrough.md).
+#include <unistd.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +28,8 @@ Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
                       << inventory.status().message();
     return out;
   }
-  out.plan = resources::PlanPassthrough(*inventory, pt, options_.socket_prefix);
+  out.plan = resources::PlanPassthrough(*inventory, pt, options_.socket_prefix,
+                                       passthrough_keep_);
   for (const std::string& error : out.plan.errors) {
     GPULET_LOG(ERROR) << error;
   }
@@ -36,7 +39,9 @@ Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
     allocate.dev_root = pt.dev_root;
     allocate.host_dev_root =
         pt.host_dev_root.empty() ? pt.dev_root : pt.host_dev_root;
-    allocate.iommufd = inventory->iommufd;
+    allocate.mdev = out.plan.mdev_resources.contains(spec.resource_name);
+    // An mdev is opened through its group; iommufd cdevs are the GPUs'.
+    allocate.iommufd = inventory->iommufd && !allocate.mdev;
     allocate.on_vanished = [this](const std::string& address,
                                   const std::string& reason) {
       OnPassthroughVanished(address, reason);
@@ -55,11 +60,14 @@ void Daemon::Impl::RecordPassthrough(const resources::PassthroughPlan& plan) {
     passthrough_resources_.insert(spec.resource_name);
   }
   for (const auto& [address, health] : passthrough_health_) {
-    if (!plan.health.contains(address)) {
+    if (!plan.health.contains(address) &&
+        !passthrough_mdevs_.contains(address)) {
       metrics_.passthrough_viable->Remove({address});
     }
   }
   passthrough_health_.clear();
+  passthrough_mdevs_ = plan.mdev_ids;
+  passthrough_selected_ = plan.selected;
   for (const auto& [address, health] : plan.health) {
     SetPassthroughHealth(address, health);
   }
@@ -70,7 +78,13 @@ void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
   if (config.passthrough) {
     const config::Passthrough& pt = *config.passthrough;
     key = absl::StrCat(pt.sys_root, "\n", pt.dev_root, "\n",
-                       absl::FormatDuration(pt.resync_period));
+                       pt.resync_period
+                           ? absl::FormatDuration(*pt.resync_period)
+                           : "-",
+                       "\n",
+                       pt.uevent_socket);
+    absl::MutexLock lock(&mu_);
+    passthrough_config_ = pt;
   }
   if (key == passthrough_watcher_key_) return;
   StopPassthroughWatcher();
@@ -86,7 +100,8 @@ void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
           resources::RootsOf(pt), pt.resync_period,
           [this](const absl::StatusOr<vfio::Inventory>& inventory) {
             OnPassthroughInventory(inventory);
-          });
+          },
+          pt.uevent_socket);
   if (!watcher.ok()) {
     GPULET_LOG(ERROR) << "passthrough GPUs' health is not watched: "
                       << watcher.status().message();
@@ -115,19 +130,58 @@ void Daemon::Impl::OnPassthroughInventory(
     return;
   }
   std::vector<std::pair<std::string, resources::PassthroughHealth>> fresh;
-  for (const auto& [address, old] : passthrough_health_) {
-    resources::PassthroughHealth health{
-        false, absl::StrCat(address, " is no longer in sysfs")};
-    for (const vfio::Gpu& gpu : inventory->gpus) {
-      if (gpu.function.address == address) {
-        health = resources::CheckPassthroughHealth(gpu, passthrough_roots_);
-        break;
-      }
-    }
-    fresh.emplace_back(address, std::move(health));
+  for (const auto& [id, old] : passthrough_health_) {
+    fresh.emplace_back(id, resources::RecheckPassthroughHealth(
+                               id, *inventory, passthrough_roots_));
   }
   for (const auto& [address, health] : fresh) {
     SetPassthroughHealth(address, health);
+  }
+  if (passthrough_replan_) return;
+  // What a plan made now would take out of the container resources (a GPU
+  // bound to vfio-pci since) or add (an mdev created since). A GPU leaving
+  // vfio-pci asks for nothing: kept, it is Unhealthy above.
+  const resources::PassthroughPlan now = resources::PlanPassthrough(
+      *inventory, passthrough_config_, options_.socket_prefix,
+      passthrough_selected_);
+  for (const std::string& address : now.selected) {
+    if (passthrough_selected_.contains(address)) continue;
+    std::string why = "now carries mediated devices";
+    for (const vfio::Gpu& gpu : inventory->gpus) {
+      if (gpu.function.address == address &&
+          gpu.function.driver == "vfio-pci") {
+        why = "is now bound to vfio-pci";
+      }
+    }
+    GPULET_LOG(INFO) << "GPU " << address << " " << why
+                     << ": it leaves the container resources";
+    passthrough_replan_ = true;
+  }
+  for (const std::string& uuid : now.mdev_ids) {
+    if (passthrough_mdevs_.contains(uuid)) continue;
+    GPULET_LOG(INFO) << "mediated device " << uuid << " appeared";
+    passthrough_replan_ = true;
+  }
+  if (passthrough_replan_) {
+    const uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof(one));
+  }
+}
+
+void Daemon::Impl::ReplanPassthrough() {
+  {
+    absl::MutexLock lock(&mu_);
+    passthrough_replan_ = false;
+    passthrough_keep_ = passthrough_selected_;
+  }
+  const config::Config config = config_;
+  const device::Node node = node_;
+  absl::Status s = Apply(config, health_, node);
+  passthrough_keep_.clear();
+  if (!s.ok()) {
+    GPULET_LOG(ERROR) << "passthrough: the resources were not planned again "
+                         "after a binding change: "
+                      << s.message();
   }
 }
 
@@ -145,11 +199,17 @@ void Daemon::Impl::SetPassthroughHealth(
   auto [it, added] = passthrough_health_.try_emplace(address, health);
   const bool changed = !added && !(it->second == health);
   it->second = health;
-  metrics_.passthrough_viable->Set({address},
-                                   metrics::HealthValue(health.healthy));
+  const bool mdev = passthrough_mdevs_.contains(address);
+  // The metric is about IOMMU groups of GPUs; an mdev's health is in
+  // gpulet_device_healthy.
+  if (!mdev) {
+    metrics_.passthrough_viable->Set({address},
+                                     metrics::HealthValue(health.healthy));
+  }
+  const char* what = mdev ? "mediated device " : "passthrough GPU ";
   if (added) {
     if (!health.healthy) {
-      GPULET_LOG(WARNING) << "passthrough GPU " << address
+      GPULET_LOG(WARNING) << what << address
                           << " is advertised Unhealthy: " << health.reason;
     }
     return;
@@ -163,10 +223,10 @@ void Daemon::Impl::SetPassthroughHealth(
     }
   }
   if (health.healthy) {
-    GPULET_LOG(INFO) << "passthrough GPU " << address << " is healthy again";
+    GPULET_LOG(INFO) << what << address << " is healthy again";
   } else {
-    GPULET_LOG(WARNING) << "passthrough GPU " << address
-                        << " is unhealthy: " << health.reason;
+    GPULET_LOG(WARNING) << what << address << " is unhealthy: "
+                        << health.reason;
   }
 }
 

@@ -1,6 +1,8 @@
 // PassthroughWatcher on a tree rendered from the mixed-vfio profile: a read
 // at start, one after a group node is deleted or created (inotify), one on
-// Recheck; the periodic resync set far away so that only those count.
+// Recheck; the periodic resync set far away so that only those count. On
+// vfio-groups with the simulator's fake kernel: one when a function's
+// driver changes without any group node changing (a uevent).
 #include "src/health/passthrough_watcher.h"
 
 #include <filesystem>
@@ -9,6 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
+#include "src/nvml/sim/fake_kernel.h"
 #include "src/vfio/test_tree.h"
 
 namespace gpulet::health {
@@ -65,6 +68,46 @@ TEST(PassthroughWatcherTest, ReadsAtStartOnGroupNodeChangesAndOnRecheck) {
   (*watcher)->Recheck();
   EXPECT_GT(reads.WaitBeyond(after_create), after_create);
   watcher->reset();  // joins
+}
+
+TEST(PassthroughWatcherTest, ReadsWhenTheKernelAnnouncesABindingChange) {
+  vfio::testing::TestTree tree;
+  tree.Render("vfio-groups");
+  const std::string socket = tree.root() + "/uevent.sock";
+  Reads reads;
+  absl::StatusOr<std::unique_ptr<PassthroughWatcher>> watcher =
+      PassthroughWatcher::Start(
+          tree.roots(), absl::Hours(1),
+          [&](const absl::StatusOr<vfio::Inventory>& i) { reads.Add(i); },
+          socket);
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  EXPECT_TRUE((*watcher)->has_uevents());
+  sim::SysTree sys{tree.root() + "/sys", tree.root() + "/dev"};
+  sys.uevent_socket = socket;
+  absl::StatusOr<std::unique_ptr<sim::FakeKernel>> kernel =
+      sim::FakeKernel::Start(sys);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const int seen = reads.WaitBeyond(0);
+  // Group 20 is not viable before or after: no node comes or goes.
+  tree.Write(tree.root() + "/sys/bus/pci/drivers/snd_hda_intel/unbind",
+             "0000:17:00.1");
+  EXPECT_GT(reads.WaitBeyond(seen), seen);
+  EXPECT_FALSE(std::filesystem::exists(tree.root() + "/dev/vfio/20"));
+  EXPECT_TRUE((*kernel)->Errors().empty());
+  watcher->reset();
+}
+
+TEST(PassthroughWatcherTest, AnUnusableUeventSocketIsAnError) {
+  vfio::testing::TestTree tree;
+  tree.Render("mixed-vfio");
+  absl::StatusOr<std::unique_ptr<PassthroughWatcher>> watcher =
+      PassthroughWatcher::Start(
+          tree.roots(), absl::Hours(1),
+          [](const absl::StatusOr<vfio::Inventory>&) {},
+          tree.root() + "/no/such/dir/uevent.sock");
+  ASSERT_FALSE(watcher.ok());
+  EXPECT_NE(watcher.status().message().find("uevent socket"),
+            std::string::npos);
 }
 
 }  // namespace

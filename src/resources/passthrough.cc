@@ -11,44 +11,25 @@
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/device/pci_address.h"
+#include "src/resources/passthrough_mdev.h"
+#include "src/vfio/gpu_selector.h"
 
 namespace gpulet::resources {
 namespace {
 
-using Kind = config::PassthroughSelector::Kind;
-
 constexpr char kVfioContainer[] = "/dev/vfio/vfio";
 constexpr char kIommu[] = "/dev/iommu";
 
-bool Exists(const std::filesystem::path& path) {
+}  // namespace
+
+bool internal::Exists(const std::filesystem::path& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
 
-bool Selects(const config::PassthroughSelector& s, const vfio::Gpu& gpu) {
-  switch (s.kind) {
-    case Kind::kVfioBound:
-      return gpu.function.driver == "vfio-pci";
-    case Kind::kPciAddress:
-      return gpu.function.address == s.pci_address;
-    case Kind::kDeviceId:
-      return gpu.function.device == s.device_id;
-  }
-  return false;
-}
+namespace {
 
-std::string Describe(const config::PassthroughSelector& s) {
-  switch (s.kind) {
-    case Kind::kVfioBound:
-      return "vfio-pci (no NVIDIA GPU is bound to vfio-pci)";
-    case Kind::kPciAddress:
-      return absl::StrCat(s.pci_address, " (no NVIDIA GPU at this address)");
-    case Kind::kDeviceId:
-      return absl::StrFormat("10de:%04x (no GPU with this device ID)",
-                             s.device_id);
-  }
-  return "";
-}
+using internal::Exists;
 
 pluginapi::Device MakeDevice(const vfio::Gpu& gpu,
                              const PassthroughHealth& health) {
@@ -95,6 +76,10 @@ std::string KubevirtEnvName(const std::string& resource_name) {
   return absl::StrCat("PCI_RESOURCE_", name);
 }
 
+std::string KubevirtMdevEnvName(const std::string& resource_name) {
+  return absl::StrCat("MDEV_", KubevirtEnvName(resource_name));
+}
+
 vfio::Roots RootsOf(const config::Passthrough& config) {
   return vfio::Roots{config.sys_root, config.dev_root};
 }
@@ -114,18 +99,29 @@ PassthroughHealth CheckPassthroughHealth(const vfio::Gpu& gpu,
 
 PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
                                 const config::Passthrough& config,
-                                const std::string& socket_prefix) {
+                                const std::string& socket_prefix,
+                                const std::set<std::string>& keep) {
   PassthroughPlan plan;
   const vfio::Roots roots = RootsOf(config);
   std::vector<bool> matched(config.devices.size(), false);
   std::map<std::string, ResourceSpec> by_name;
   for (const vfio::Gpu& gpu : inventory.gpus) {
-    bool selected = false;
+    bool selected = keep.contains(gpu.function.address);
     for (size_t i = 0; i < config.devices.size(); ++i) {
-      if (Selects(config.devices[i], gpu)) matched[i] = selected = true;
+      if (vfio::Selects(config.devices[i], gpu)) matched[i] = selected = true;
     }
     // A virtual function is given to VMs through its own driver, not here.
-    if (!selected || !gpu.physfn.empty()) continue;
+    if (!gpu.physfn.empty()) continue;
+    if (!selected) {
+      if (gpu.function.driver == "vfio-pci") {
+        plan.selected.insert(gpu.function.address);
+        plan.errors.push_back(absl::StrCat(
+            "GPU ", gpu.function.address,
+            " is bound to vfio-pci but no passthrough.devices entry selects "
+            "it: it is served neither to containers nor to VMs"));
+      }
+      continue;
+    }
     PassthroughHealth health = CheckPassthroughHealth(gpu, roots);
     const std::string name = absl::StrCat(
         "nvidia.com/", vfio::ResourceName(gpu.function.device,
@@ -138,14 +134,27 @@ PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
     plan.selected.insert(gpu.function.address);
     plan.health[gpu.function.address] = std::move(health);
   }
+  if (config.mdevs) {
+    internal::PlanMdevs(inventory, config, socket_prefix, by_name, plan);
+  }
   for (size_t i = 0; i < config.devices.size(); ++i) {
     if (matched[i]) continue;
-    plan.errors.push_back(absl::StrCat("passthrough.devices[", i,
-                                       "]: selects nothing: ",
-                                       Describe(config.devices[i])));
+    plan.errors.push_back(vfio::SelectsNothing(i, config.devices[i]));
   }
   for (auto& [name, spec] : by_name) plan.resources.push_back(std::move(spec));
   return plan;
+}
+
+PassthroughHealth RecheckPassthroughHealth(const std::string& id,
+                                           const vfio::Inventory& inventory,
+                                           const vfio::Roots& roots) {
+  for (const vfio::Gpu& gpu : inventory.gpus) {
+    if (gpu.function.address == id) return CheckPassthroughHealth(gpu, roots);
+  }
+  for (const vfio::Mdev& mdev : inventory.mdevs) {
+    if (mdev.uuid == id) return CheckMdevHealth(mdev, inventory, roots);
+  }
+  return {false, absl::StrCat(id, " is no longer in sysfs")};
 }
 
 device::Node WithoutPassthrough(device::Node node,
@@ -190,7 +199,8 @@ pluginapi::AllocateHandler MakePassthroughAllocate(
         addresses.push_back(d->visible_id);
       }
     }
-    (*response.mutable_envs())[KubevirtEnvName(o.resource_name)] =
+    (*response.mutable_envs())[o.mdev ? KubevirtMdevEnvName(o.resource_name)
+                                      : KubevirtEnvName(o.resource_name)] =
         absl::StrJoin(addresses, ",");
     return response;
   };

@@ -153,6 +153,41 @@ TEST(PassthroughTest, SelectedByAddressStillOnNvidiaIsUnhealthyNotContainer) {
   EXPECT_EQ(containers.gpus[0].index, 1u);
 }
 
+// A plan made again while serving keeps what was selected: a GPU that left
+// vfio-pci stays a passthrough device, Unhealthy, rather than vanishing.
+TEST(PassthroughTest, KeptGpuThatLeftVfioStaysUnhealthy) {
+  TempDev dev;
+  dev.Create("vfio/18");
+  vfio::Inventory inv;
+  inv.gpus = {Gpu("3b", 17, "nvidia"), Gpu("5e", 18, "vfio-pci")};
+  PassthroughPlan plan =
+      PlanPassthrough(inv, Config(dev), "gpulet", {"0000:3b:00.0"});
+  ASSERT_EQ(plan.resources.size(), 1u);
+  ASSERT_EQ(plan.resources[0].devices.size(), 2u);
+  EXPECT_FALSE(plan.health["0000:3b:00.0"].healthy);
+  EXPECT_THAT(plan.health["0000:3b:00.0"].reason,
+              HasSubstr("0000:3b:00.0 (GPU, 10de:2330) is bound to nvidia"));
+  EXPECT_TRUE(plan.health["0000:5e:00.0"].healthy);
+}
+
+// Bound to vfio-pci by hand while the selectors name other GPUs: not a
+// container GPU any more, and not a passthrough device either.
+TEST(PassthroughTest, UnselectedGpuOnVfioIsOutOfBothWorlds) {
+  TempDev dev;
+  vfio::Inventory inv;
+  inv.gpus = {Gpu("3b", 17, "vfio-pci"), Gpu("5e", 18, "nvidia")};
+  config::Passthrough c = Config(dev);
+  c.devices = {{Kind::kPciAddress, "0000:5e:00.0", 0}};
+  PassthroughPlan plan = PlanPassthrough(inv, c, "gpulet");
+  EXPECT_THAT(plan.selected, ElementsAre("0000:3b:00.0", "0000:5e:00.0"));
+  ASSERT_EQ(plan.resources.size(), 1u);
+  ASSERT_EQ(plan.resources[0].devices.size(), 1u);
+  EXPECT_EQ(plan.resources[0].devices[0].id, "0000:5e:00.0");
+  EXPECT_THAT(plan.errors,
+              ElementsAre(HasSubstr("GPU 0000:3b:00.0 is bound to vfio-pci "
+                                    "but no passthrough.devices entry")));
+}
+
 TEST(PassthroughTest, UnknownDeviceIdGetsTheRawName) {
   TempDev dev;
   vfio::Inventory inv;

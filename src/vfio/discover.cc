@@ -142,6 +142,10 @@ absl::StatusOr<std::vector<Mdev>> ReadMdevs(const Roots& roots) {
     Mdev mdev;
     mdev.uuid = uuid;
     mdev.type_id = LinkBasename(dir / uuid / "mdev_type");
+    if (!mdev.type_id.empty()) {
+      mdev.type_name =
+          ReadTrimmed(dir / uuid / "mdev_type" / "name").value_or("");
+    }
     mdev.iommu_group = LinkNumber(dir / uuid / "iommu_group");
     std::error_code ec;
     const fs::path real = fs::canonical(dir / uuid, ec);

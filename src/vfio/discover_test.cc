@@ -99,8 +99,25 @@ TEST(DiscoverTest, VgpuHostListsTypesAndMdevs) {
   const Mdev& mdev = inv->mdevs[1];  // sorted by UUID
   EXPECT_EQ(mdev.uuid, "9f1c6d2a-4b3e-4e8f-a1d7-5c0b2e9f8a63");
   EXPECT_EQ(mdev.type_id, "nvidia-701");
+  EXPECT_EQ(mdev.type_name, "GRID A100D-40C");
   EXPECT_EQ(mdev.parent, "0000:31:00.0");
   EXPECT_EQ(mdev.iommu_group, 72);
+}
+
+TEST(DiscoverTest, MdevWithoutTypeOrGroupLinkIsListedWithDefaults) {
+  TestTree tree;
+  tree.Render("vgpu-host");
+  const std::string mdevs = tree.roots().sys.string() + "/bus/mdev/devices/";
+  fs::remove(mdevs + "9f1c6d2a-4b3e-4e8f-a1d7-5c0b2e9f8a63/mdev_type");
+  fs::remove(mdevs + "2e7a0b94-1c5d-4f36-8e2b-7a9d3c6f0e15/iommu_group");
+  absl::StatusOr<Inventory> inv = Discover(tree.roots());
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_EQ(inv->mdevs.size(), 2u);
+  EXPECT_EQ(inv->mdevs[0].iommu_group, -1);
+  EXPECT_EQ(inv->mdevs[0].type_name, "GRID A100D-40C");
+  EXPECT_EQ(inv->mdevs[1].type_id, "");
+  EXPECT_EQ(inv->mdevs[1].type_name, "");
+  EXPECT_EQ(inv->mdevs[1].parent, "0000:31:00.0");
 }
 
 TEST(DiscoverTest, SriovLinks) {

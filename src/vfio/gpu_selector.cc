@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "src/device/pci_address.h"
 
@@ -61,6 +62,58 @@ absl::StatusOr<const Gpu*> SelectGpu(
   }
   return NotFound(inventory, argument,
                   "not an index, a PCI address or a GPU-<uuid>");
+}
+
+bool Selects(const config::PassthroughSelector& selector, const Gpu& gpu) {
+  using Kind = config::PassthroughSelector::Kind;
+  switch (selector.kind) {
+    case Kind::kVfioBound:
+      return gpu.function.driver == "vfio-pci";
+    case Kind::kPciAddress:
+      return gpu.function.address == selector.pci_address;
+    case Kind::kDeviceId:
+      return gpu.function.device == selector.device_id;
+  }
+  return false;
+}
+
+std::string SelectsNothing(size_t index,
+                           const config::PassthroughSelector& selector) {
+  using Kind = config::PassthroughSelector::Kind;
+  std::string what;
+  switch (selector.kind) {
+    case Kind::kVfioBound:
+      what = "vfio-pci (no NVIDIA GPU is bound to vfio-pci)";
+      break;
+    case Kind::kPciAddress:
+      what = absl::StrCat(selector.pci_address,
+                          " (no NVIDIA GPU at this address)");
+      break;
+    case Kind::kDeviceId:
+      what = absl::StrFormat("10de:%04x (no GPU with this device ID)",
+                             selector.device_id);
+      break;
+  }
+  return absl::StrCat("passthrough.devices[", index, "]: selects nothing: ",
+                      what);
+}
+
+std::vector<const Gpu*> SelectedGpus(const Inventory& inventory,
+                                     const config::Passthrough& config,
+                                     std::vector<std::string>* unmatched) {
+  std::vector<bool> matched(config.devices.size(), false);
+  std::vector<const Gpu*> out;
+  for (const Gpu& gpu : inventory.gpus) {
+    bool selected = false;
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      if (Selects(config.devices[i], gpu)) matched[i] = selected = true;
+    }
+    if (selected && gpu.physfn.empty()) out.push_back(&gpu);
+  }
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    if (!matched[i]) unmatched->push_back(SelectsNothing(i, config.devices[i]));
+  }
+  return out;
 }
 
 }  // namespace gpulet::vfio

@@ -16,6 +16,8 @@ namespace gpulet::vfio {
 const std::map<uint16_t, absl::string_view>& NvidiaDeviceTable() {
   // The PCI ID database's names (pci.ids as of 2025). Entries are never
   // renamed here: a rename would move a node's GPUs to another resource.
+  // resource_name_test checks them against the database scripts/bootstrap
+  // installs, wherever it has the ID.
   static const std::map<uint16_t, absl::string_view> table = {
       {0x1db1, "GV100GL [Tesla V100 SXM2 16GB]"},
       {0x1db4, "GV100GL [Tesla V100 PCIe 16GB]"},
@@ -27,9 +29,14 @@ const std::map<uint16_t, absl::string_view>& NvidiaDeviceTable() {
       {0x20b0, "GA100 [A100 SXM4 40GB]"},
       {0x20b1, "GA100 [A100 PCIe 40GB]"},
       {0x20b2, "GA100 [A100 SXM4 80GB]"},
+      {0x20b3, "GA100 [A100-SXM-64GB]"},
       {0x20b5, "GA100 [A100 PCIe 80GB]"},
       {0x20b7, "GA100GL [A30 PCIe]"},
+      {0x20b8, "GA100 [A100X]"},
       {0x20f1, "GA100 [A100 PCIe 40GB]"},
+      {0x20f3, "GA100 [A800-SXM4-80GB]"},
+      {0x20f5, "GA100 [A800 80GB PCIe]"},
+      {0x20f6, "GA100 [A800 40GB PCIe]"},
       {0x2230, "GA102GL [RTX A6000]"},
       {0x2235, "GA102GL [A40]"},
       {0x2236, "GA102GL [A10]"},
@@ -40,7 +47,9 @@ const std::map<uint16_t, absl::string_view>& NvidiaDeviceTable() {
       {0x26b9, "AD102GL [L40S]"},
       {0x26ba, "AD102GL [L20]"},
       {0x27b8, "AD104GL [L4]"},
+      {0x2313, "GH100 [H100 CNX]"},
       {0x2321, "GH100 [H100 NVL]"},
+      {0x2322, "GH100 [H800 PCIe]"},
       {0x2324, "GH100 [H800]"},
       {0x2329, "GH100 [H20]"},
       {0x2330, "GH100 [H100 SXM5 80GB]"},
@@ -72,6 +81,22 @@ std::string DeriveResourceName(absl::string_view pci_ids_name) {
     } else if (absl::ascii_isalnum(u) || c == '_') {
       out += absl::ascii_toupper(u);
     }
+  }
+  return out;
+}
+
+std::string MdevResourceName(const std::string& type_name) {
+  std::string out;
+  bool in_space = false;
+  for (char c : absl::StripAsciiWhitespace(type_name)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (absl::ascii_isspace(u)) {
+      if (!in_space) out += '_';
+      in_space = true;
+      continue;
+    }
+    in_space = false;
+    if (absl::ascii_isalnum(u) || c == '_' || c == '.' || c == '-') out += c;
   }
   return out;
 }

@@ -2,38 +2,120 @@
 
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 
 #include "gtest/gtest.h"
+#include "src/common/file_util.h"
 #include "src/nvml/sim/gpu_models.h"
 #include "src/vfio/vfio.h"
 
 namespace gpulet::vfio {
 namespace {
 
-TEST(ResourceNameTest, TableNamesFollowKubeVirtsRule) {
-  const std::map<uint16_t, std::string> none;
-  EXPECT_EQ(ResourceName(0x2330, none, ""), "GH100_H100_SXM5_80GB");
-  EXPECT_EQ(ResourceName(0x20b2, none, ""), "GA100_A100_SXM4_80GB");
-  EXPECT_EQ(ResourceName(0x20b7, none, ""), "GA100GL_A30_PCIE");
-  EXPECT_EQ(ResourceName(0x2236, none, ""), "GA102GL_A10");
-  EXPECT_EQ(ResourceName(0x2235, none, ""), "GA102GL_A40");
-  EXPECT_EQ(ResourceName(0x27b8, none, ""), "AD104GL_L4");
-  EXPECT_EQ(ResourceName(0x26b5, none, ""), "AD102GL_L40");
-  EXPECT_EQ(ResourceName(0x26b9, none, ""), "AD102GL_L40S");
-  EXPECT_EQ(ResourceName(0x2321, none, ""), "GH100_H100_NVL");
-  EXPECT_EQ(ResourceName(0x2335, none, ""), "GH100_H200_SXM_141GB");
-  EXPECT_EQ(ResourceName(0x2329, none, ""), "GH100_H20");
-  EXPECT_EQ(ResourceName(0x2342, none, ""), "GH100_GH200_120GB___480GB");
-  EXPECT_EQ(ResourceName(0x2901, none, ""), "GB100_B200");
-  EXPECT_EQ(ResourceName(0x2941, none, ""), "GB100_GB200");
-  EXPECT_EQ(ResourceName(0x2bb5, none, ""),
-            "GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION");
-  EXPECT_EQ(ResourceName(0x1eb8, none, ""), "TU104GL_TESLA_T4");
-  EXPECT_EQ(ResourceName(0x1db1, none, ""), "GV100GL_TESLA_V100_SXM2_16GB");
+// Every entry of the table with the name it gives: a name that changes
+// moves a node's GPUs to another resource, so each is pinned here.
+TEST(ResourceNameTest, EveryTableEntryHasItsPinnedName) {
+  const std::map<uint16_t, std::string> want = {
+      {0x1db1, "GV100GL_TESLA_V100_SXM2_16GB"},
+      {0x1db4, "GV100GL_TESLA_V100_PCIE_16GB"},
+      {0x1db5, "GV100GL_TESLA_V100_SXM2_32GB"},
+      {0x1db6, "GV100GL_TESLA_V100_PCIE_32GB"},
+      {0x1db8, "GV100GL_TESLA_V100_SXM3_32GB"},
+      {0x1df6, "GV100GL_TESLA_V100S_PCIE_32GB"},
+      {0x1eb8, "TU104GL_TESLA_T4"},
+      {0x20b0, "GA100_A100_SXM4_40GB"},
+      {0x20b1, "GA100_A100_PCIE_40GB"},
+      {0x20b2, "GA100_A100_SXM4_80GB"},
+      {0x20b3, "GA100_A100_SXM_64GB"},
+      {0x20b5, "GA100_A100_PCIE_80GB"},
+      {0x20b7, "GA100GL_A30_PCIE"},
+      {0x20b8, "GA100_A100X"},
+      {0x20f1, "GA100_A100_PCIE_40GB"},
+      {0x20f3, "GA100_A800_SXM4_80GB"},
+      {0x20f5, "GA100_A800_80GB_PCIE"},
+      {0x20f6, "GA100_A800_40GB_PCIE"},
+      {0x2230, "GA102GL_RTX_A6000"},
+      {0x2235, "GA102GL_A40"},
+      {0x2236, "GA102GL_A10"},
+      {0x2237, "GA102GL_A10G"},
+      {0x25b6, "GA107GL_A2___A16"},
+      {0x26b1, "AD102GL_L6000___RTX_6000_ADA_GENERATION"},
+      {0x26b5, "AD102GL_L40"},
+      {0x26b9, "AD102GL_L40S"},
+      {0x26ba, "AD102GL_L20"},
+      {0x27b8, "AD104GL_L4"},
+      {0x2313, "GH100_H100_CNX"},
+      {0x2321, "GH100_H100_NVL"},
+      {0x2322, "GH100_H800_PCIE"},
+      {0x2324, "GH100_H800"},
+      {0x2329, "GH100_H20"},
+      {0x2330, "GH100_H100_SXM5_80GB"},
+      {0x2331, "GH100_H100_PCIE"},
+      {0x2335, "GH100_H200_SXM_141GB"},
+      {0x233b, "GH100_H200_NVL"},
+      {0x2342, "GH100_GH200_120GB___480GB"},
+      {0x2348, "GH100_GH200_144G_HBM3E"},
+      {0x2901, "GB100_B200"},
+      {0x2941, "GB100_GB200"},
+      {0x2bb5, "GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION"},
+  };
+  std::map<uint16_t, std::string> got;
+  for (const auto& [id, text] : NvidiaDeviceTable()) {
+    got[id] = ResourceName(id, {}, "");
+  }
+  EXPECT_EQ(got, want);
+}
+
+// The table against the PCI ID database scripts/bootstrap installs
+// (Debian's pci.ids): the same name wherever the database has the ID, but
+// for the two entries whose spelling it has changed since (2023's has
+// "GH100[H100 SXM5 80GB]" and a bare "GH100"); an ID newer than the
+// installed database is not in it.
+TEST(ResourceNameTest, TableAgreesWithThePciIdDatabase) {
+  const std::string path = "/usr/share/misc/pci.ids";
+  absl::StatusOr<std::string> db = common::ReadFile(path);
+  ASSERT_TRUE(db.ok()) << db.status() << " (scripts/bootstrap installs pci.ids)";
+  const std::map<uint16_t, std::string> older = {
+      {0x2330, "GH100[H100 SXM5 80GB]"}, {0x2321, "GH100"}};
+  int compared = 0;
+  for (const auto& [id, name] : NvidiaDeviceTable()) {
+    const std::string found = FindInPciIds(*db, id);
+    if (found.empty()) continue;
+    ++compared;
+    if (found == name) continue;
+    auto it = older.find(id);
+    EXPECT_TRUE(it != older.end() && it->second == found)
+        << std::hex << id << ": table \"" << name << "\", " << path << " \""
+        << found << "\"";
+  }
+  EXPECT_GE(compared, 25);
+}
+
+// docs/passthrough.md: every device ID of the table is in its table, and
+// the stable name of a GPU neither the table nor pci.ids knows is the one
+// it shows.
+TEST(ResourceNameTest, EveryTableIdIsDocumentedAndUnknownIdsAreStable) {
+  std::ifstream in(GPULET_SOURCE_DIR "/docs/passthrough.md");
+  ASSERT_TRUE(in);
+  std::string rows, line;
+  bool raw_example = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("| ", 0) == 0) rows += line + "\n";
+    raw_example |= line.find("`10DE_2B85`") != std::string::npos;
+  }
+  for (const auto& [id, text] : NvidiaDeviceTable()) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "%04x", id);
+    EXPECT_NE(rows.find(hex), std::string::npos) << hex << " " << text;
+  }
+  EXPECT_TRUE(raw_example);
+  EXPECT_FALSE(NvidiaDeviceTable().contains(0x2b85));
+  EXPECT_EQ(ResourceName(0x2b85, {}, ""), "10DE_2B85");
+  EXPECT_EQ(ResourceName(0x2b85, {}, "/nonexistent/pci.ids"), "10DE_2B85");
 }
 
 TEST(ResourceNameTest, EveryTableNameIsAValidUniqueSuffix) {
@@ -46,7 +128,7 @@ TEST(ResourceNameTest, EveryTableNameIsAValidUniqueSuffix) {
     // Two IDs may share a product name (A100 PCIe 40GB: 20b1, 20f1).
     seen.insert(name);
   }
-  EXPECT_GE(seen.size(), NvidiaDeviceTable().size() - 1);
+  EXPECT_EQ(seen.size(), NvidiaDeviceTable().size() - 1);
 }
 
 // Every GPU the simulator models is a data-centre GPU gpulet names itself,
@@ -126,6 +208,17 @@ TEST(DeriveResourceNameTest, Rule) {
   EXPECT_EQ(DeriveResourceName("GA100 [A100-SXM-64GB]"), "GA100_A100_SXM_64GB");
   EXPECT_EQ(DeriveResourceName("a\t\tb"), "A_B");
   EXPECT_EQ(DeriveResourceName(""), "");
+}
+
+// KubeVirt's permittedHostDevices pair "GRID T4-1Q" with
+// nvidia.com/GRID_T4-1Q: spaces to '_', case and '-' kept.
+TEST(MdevResourceNameTest, KubeVirtsRule) {
+  EXPECT_EQ(MdevResourceName("GRID T4-1Q"), "GRID_T4-1Q");
+  EXPECT_EQ(MdevResourceName("GRID A100-4C"), "GRID_A100-4C");
+  EXPECT_EQ(MdevResourceName("NVIDIA A10-12Q"), "NVIDIA_A10-12Q");
+  EXPECT_EQ(MdevResourceName(" GRID  A100D-1-10C\n"), "GRID_A100D-1-10C");
+  EXPECT_EQ(MdevResourceName("GRID RTX6000(P)-4Q"), "GRID_RTX6000P-4Q");
+  EXPECT_EQ(MdevResourceName("()"), "");
 }
 
 }  // namespace

@@ -51,9 +51,11 @@ struct MdevType {
 // /sys/bus/mdev/devices/<uuid>.
 struct Mdev {
   std::string uuid;
-  std::string type_id;  // basename of the mdev_type link
-  std::string parent;   // the parent function's address
-  int iommu_group = -1;
+  std::string type_id;    // basename of the mdev_type link; "" without one
+  std::string type_name;  // the type's `name` file ("GRID A100-4C"); "" when
+                          // the link or the file is missing
+  std::string parent;     // the parent function's address
+  int iommu_group = -1;   // -1: no iommu_group link
 };
 
 struct Gpu {
@@ -97,6 +99,13 @@ Viability CheckViability(const Gpu& gpu);
 std::string ResourceName(uint16_t device_id,
                          const std::map<uint16_t, std::string>& overrides,
                          const std::filesystem::path& pci_ids);
+
+// The suffix of nvidia.com/<NAME> for an mdev type name, as KubeVirt names
+// mediated devices (its `mdevNameSelector` "GRID T4-1Q" goes with the
+// resource nvidia.com/GRID_T4-1Q): runs of white space become '_', case and
+// '-' are kept, and characters a resource name cannot hold (outside
+// [A-Za-z0-9_.-]) are dropped. "" when nothing is left.
+std::string MdevResourceName(const std::string& type_name);
 
 // <dev>/vfio/<group>: the group's device node, for Allocate.
 std::filesystem::path GroupDevicePath(const Roots& roots, int group);

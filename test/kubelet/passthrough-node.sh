@@ -5,6 +5,7 @@
 # shows only the GPUs left on the nvidia driver.
 #   passthrough-node.sh GPULET NVML_LIB HARNESS [harness run arguments]
 # $PT_ROOT (the rendered root) is exported for --fault-cmd/--recover-cmd.
+# PT_MDEVS=true turns on the mediated devices (passthrough.mdevs).
 # The root is removed on exit.
 set -eu
 gpulet=$1 nvml_lib=$2 harness=$3
@@ -22,6 +23,7 @@ passthrough:
   hostDevRoot: /dev
   pciIds: ""
   resyncPeriod: 1s
+  mdevs: ${PT_MDEVS:-false}
 CONFIG
 "$harness" run "$@" -- "$gpulet" --nvml-lib "$nvml_lib" plugin \
   --config-file "$PT_ROOT/config.yaml"

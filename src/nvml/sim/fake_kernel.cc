@@ -3,9 +3,12 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
@@ -112,10 +115,13 @@ void FakeKernel::Handle(const std::string& dir, const std::string& name) {
   const std::string bdf = Trimmed(dir + "/" + name);
   if (bdf.empty()) return;
   absl::Status status;
+  std::string action, bound;
   if (name == "bind" && driver != "pci") {
     status = BindFunction(tree_, bdf, driver);
+    action = "bind", bound = driver;
   } else if (name == "unbind" && driver != "pci") {
     status = UnbindFunction(tree_, bdf, driver);
+    action = "unbind";
   } else if (name == "drivers_probe") {
     const std::string fn = FunctionDir(tree_, bdf);
     if (!fs::exists(fn + "/driver")) {
@@ -124,13 +130,50 @@ void FakeKernel::Handle(const std::string& dir, const std::string& name) {
         target = NativeDriver(Hex(fn + "/class"),
                               static_cast<uint16_t>(Hex(fn + "/vendor")));
       }
-      if (!target.empty()) status = BindFunction(tree_, bdf, target);
+      if (!target.empty()) {
+        status = BindFunction(tree_, bdf, target);
+        action = "bind", bound = target;
+      }
     }
   }
   if (!status.ok()) {
     absl::MutexLock lock(&mu_);
     errors_.emplace_back(status.message());
+    return;
   }
+  if (!action.empty()) SendUevent(action, bdf, bound);
+}
+
+// As the kernel's kobject_uevent: "<action>@<devpath>" then KEY=value
+// fields, each NUL-terminated, in one datagram. Nobody listening is fine,
+// as it is for the kernel.
+void FakeKernel::SendUevent(const std::string& action, const std::string& bdf,
+                            const std::string& driver) {
+  if (tree_.uevent_socket.empty()) return;
+  const std::string devpath =
+      absl::StrCat("/devices/pci", bdf.substr(0, 4), ":00/", bdf);
+  std::string message = absl::StrCat(action, "@", devpath);
+  message.push_back('\0');
+  for (const std::string& field :
+       {absl::StrCat("ACTION=", action), absl::StrCat("DEVPATH=", devpath),
+        std::string("SUBSYSTEM=pci"),
+        driver.empty() ? std::string() : absl::StrCat("DRIVER=", driver),
+        absl::StrCat("PCI_SLOT_NAME=", bdf),
+        absl::StrCat("SEQNUM=", ++seqnum_)}) {
+    if (field.empty()) continue;
+    message += field;
+    message.push_back('\0');
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (tree_.uevent_socket.size() >= sizeof(address.sun_path)) return;
+  std::memcpy(address.sun_path, tree_.uevent_socket.data(),
+              tree_.uevent_socket.size());
+  common::UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return;
+  [[maybe_unused]] ssize_t n =
+      ::sendto(fd.get(), message.data(), message.size(), MSG_DONTWAIT,
+               reinterpret_cast<const sockaddr*>(&address), sizeof(address));
 }
 
 }  // namespace gpulet::sim

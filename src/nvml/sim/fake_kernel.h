@@ -6,7 +6,10 @@
 //   <sys>/bus/pci/drivers_probe             binds it to its driver_override,
 //                                           else to its native driver,
 // moving the `driver` links and making or removing /dev/vfio/<group> and
-// the iommufd cdevs as the kernel does. So `gpulet vfio bind` runs
+// the iommufd cdevs as the kernel does. Each bind and unbind is announced as
+// the kernel announces it on NETLINK_KOBJECT_UEVENT ("unbind@<devpath>",
+// ACTION, DEVPATH, SUBSYSTEM=pci, DRIVER, PCI_SLOT_NAME, SEQNUM), sent to
+// the tree's uevent_socket when it has one and someone listens there. So `gpulet vfio bind` runs
 // unchanged against the simulated node: its writes are plain file writes
 // that land in the tree, and what it reads back is what the kernel would
 // show. Unlike the kernel, the reaction follows the write (asynchronously);
@@ -57,11 +60,14 @@ class FakeKernel {
  private:
   void Run(std::stop_token stop);
   void Handle(const std::string& dir, const std::string& name);
+  void SendUevent(const std::string& action, const std::string& bdf,
+                  const std::string& driver);
 
   const SysTree tree_;
   common::UniqueFd inotify_;
   common::UniqueFd wake_;  // eventfd: the destructor's stop signal
   std::vector<std::pair<int, std::string>> watches_;  // wd -> directory
+  uint64_t seqnum_ = 0;  // the watcher thread's
   mutable absl::Mutex mu_;
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);
   std::jthread thread_;

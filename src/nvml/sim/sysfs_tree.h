@@ -36,6 +36,9 @@ struct SysTree {
   std::string sys;  // <root>/sys
   std::string dev;  // <root>/dev
   DevNodes dev_nodes = DevNodes::kFiles;
+  // A unix datagram socket FakeKernel sends its uevents to (the kernel's
+  // NETLINK_KOBJECT_UEVENT message format); empty: none are sent.
+  std::string uevent_socket = {};
 };
 
 // The directory of function `bdf` under <sys>/devices ("0000:3b:00.0").

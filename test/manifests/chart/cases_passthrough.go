@@ -94,5 +94,47 @@ passthrough:
 					expectMount(r.Container(), "host-sys", "/host/sys", true))
 			},
 		},
+		{
+			Name: "passthrough, bound from the config file (and a listed GPU)",
+			Values: passthroughConfig + `
+passthrough:
+  enabled: true
+  bind:
+    fromConfig: true
+    gpus: ["0000:9d:00.0"]
+`,
+			Expect: func(r *Rendered) error {
+				inits := r.DaemonSet.Spec.Template.Spec.InitContainers
+				if len(inits) != 1 {
+					return fmt.Errorf("%d init containers, want 1 (vfio-bind)", len(inits))
+				}
+				ic := &inits[0]
+				cmd := strings.Join(append(append([]string{}, ic.Command...), ic.Args...), " ")
+				want := "gpulet vfio bind --sys-root /host/sys --dev-root /host/dev --state-dir /var/lib/gpulet/vfio --config /etc/gpulet/config.yaml 0000:9d:00.0"
+				if cmd != want {
+					return fmt.Errorf("init container runs %q, want %q", cmd, want)
+				}
+				// The same ConfigMap volume as gpulet's own container.
+				return all(expectMount(ic, "config", "/etc/gpulet", true),
+					expectMount(r.Container(), "config", "/etc/gpulet", true),
+					expectMount(ic, "host-sys", "/host/sys", false),
+					expectHostPath(r, "vfio-state", "/var/lib/gpulet/vfio", corev1.HostPathDirectoryOrCreate))
+			},
+		},
+		{
+			Name:   "passthrough, bound from the config file only",
+			Values: passthroughConfig + "passthrough:\n  enabled: true\n  bind:\n    fromConfig: true\n",
+			Expect: func(r *Rendered) error {
+				inits := r.DaemonSet.Spec.Template.Spec.InitContainers
+				if len(inits) != 1 {
+					return fmt.Errorf("%d init containers, want 1 (vfio-bind)", len(inits))
+				}
+				args := strings.Join(inits[0].Args, " ")
+				if args != "--config /etc/gpulet/config.yaml" {
+					return fmt.Errorf("init container arguments %q, want only --config", args)
+				}
+				return nil
+			},
+		},
 	}
 }
