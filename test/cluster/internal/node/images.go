@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -198,7 +199,13 @@ const pauseScript = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; d
 // this machine: the files of the Debian packages deploy/runtime-packages.txt
 // names (the libraries the binaries load), gpulet and gpulet-runtime from
 // this build, and the entrypoint `gpulet plugin`.
-func gpuletLayer(srcDir, gpulet, runtime string) (layer, error) {
+//
+// The NVML simulator stands in for the driver's libnvidia-ml, which needs
+// only libc; the simulator itself loads abseil and yaml-cpp, which gpulet
+// links statically and the image does not carry. The packages of the
+// simulator's libraries (simLib's, by ldd) are added to this test image
+// only, so the image's own list stays what gpulet needs.
+func gpuletLayer(srcDir, gpulet, runtime, simLib string) (layer, error) {
 	text, err := os.ReadFile(filepath.Join(srcDir, "deploy/runtime-packages.txt"))
 	if err != nil {
 		return nil, err
@@ -207,6 +214,15 @@ func gpuletLayer(srcDir, gpulet, runtime string) (layer, error) {
 	for _, line := range strings.Split(string(text), "\n") {
 		if f := strings.Fields(strings.SplitN(line, "#", 2)[0]); len(f) > 0 {
 			pkgs = append(pkgs, f[0])
+		}
+	}
+	simPkgs, err := libraryPackages(simLib)
+	if err != nil {
+		return nil, err
+	}
+	for _, pkg := range simPkgs {
+		if !slices.Contains(pkgs, pkg) {
+			pkgs = append(pkgs, pkg)
 		}
 	}
 	l := layer{}
@@ -248,13 +264,46 @@ func gpuletLayer(srcDir, gpulet, runtime string) (layer, error) {
 	return l, nil
 }
 
+// libraryPackages names the Debian packages owning the shared libraries
+// lib loads (ldd), each once, in the order first met.
+func libraryPackages(lib string) ([]string, error) {
+	out, err := exec.Command("ldd", lib).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", lib, err)
+	}
+	var pkgs []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "=>" || !strings.HasPrefix(f[2], "/") {
+			continue
+		}
+		resolved, err := filepath.EvalSymlinks(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %s: %w", lib, f[2], err)
+		}
+		owner, err := exec.Command("dpkg-query", "-S", resolved).Output()
+		if err != nil {
+			// merged /usr: dpkg may know the file under /lib
+			owner, err = exec.Command("dpkg-query", "-S", strings.TrimPrefix(resolved, "/usr")).Output()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dpkg-query -S %s (loaded by %s): %w", resolved, lib, err)
+		}
+		pkg := strings.SplitN(strings.SplitN(string(owner), ":", 2)[0], ",", 2)[0]
+		if !slices.Contains(pkgs, pkg) {
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	return pkgs, nil
+}
+
 // buildImages writes the three archives into dir and returns their paths.
-func buildImages(dir, srcDir, gpulet, runtime string) ([]string, error) {
+func buildImages(dir, srcDir, gpulet, runtime, simLib string) ([]string, error) {
 	bb, err := busyboxLayer()
 	if err != nil {
 		return nil, err
 	}
-	g, err := gpuletLayer(srcDir, gpulet, runtime)
+	g, err := gpuletLayer(srcDir, gpulet, runtime, simLib)
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err := n.writeContainerdConfig(ctx, cfgPath); err != nil {
 		return err
 	}
-	archives, err := buildImages(p.Images(), n.Cfg.SourceDir, n.Cfg.Gpulet, n.Cfg.Runtime)
+	archives, err := buildImages(p.Images(), n.Cfg.SourceDir, n.Cfg.Gpulet, n.Cfg.Runtime, n.Cfg.SimLib)
 	if err != nil {
 		return err
 	}
