@@ -60,20 +60,16 @@ NodeMemory BuildNodeMemory(const std::string& resource, int64_t unit_mib,
   node.observed = observed;
   node.gpus = std::move(gpus);
   node.pods = std::move(listed);
+  node.placements = unmatched;
   return node;
 }
 
 std::vector<Request> PendingRequests(const Pending& pending,
                                      const NodeMemory& node,
                                      const std::vector<Allocation>& unmatched) {
-  std::vector<Request> reqs = OutstandingRequests(pending, node);
-  for (const Allocation& a : unmatched) {
-    auto it = std::find_if(reqs.begin(), reqs.end(), [&](const Request& r) {
-      return r.units == a.units;
-    });
-    if (it != reqs.end()) reqs.erase(it);
-  }
-  return reqs;
+  NodeMemory with_answers = node;
+  with_answers.placements = unmatched;
+  return OutstandingRequests(pending, with_answers);
 }
 
 Pending PrunePending(const Pending& pending, const NodeMemory& node,

@@ -18,12 +18,8 @@
 
 namespace gpulet::sharing {
 
-// One Allocate answer: `units` units of GPU `gpu` (UUID).
-struct Allocation {
-  std::string gpu;
-  int64_t units = 0;
-  absl::Time time;
-};
+// One Allocate answer: `units` units of GPU `gpu` (UUID), the unit IDs.
+using Allocation = Placement;
 
 // The plugin's Allocate answers that the kubelet's PodResources does not
 // show yet. Allocate does not say which pod it serves, so an answer is
@@ -47,15 +43,14 @@ class AllocationLedger {
 
 // The node annotation: per GPU of `gpus` (units, index, health; `used` is
 // recomputed), used = the units the listed containers hold on it plus the
-// unmatched Allocate answers for it.
+// unmatched Allocate answers for it, which become node.placements.
 NodeMemory BuildNodeMemory(const std::string& resource, int64_t unit_mib,
                            absl::Time observed, std::vector<GpuSpace> gpus,
                            std::vector<UsedPod> listed,
                            const std::vector<Allocation>& unmatched);
 
-// The requests the plugin must keep fitting: OutstandingRequests, less one
-// request of the same size per unmatched Allocate answer (that container
-// has its units already; which pod it belongs to does not matter).
+// The requests the plugin must keep fitting: OutstandingRequests of `node`
+// with `unmatched` as its placements (node.placements is ignored).
 std::vector<Request> PendingRequests(const Pending& pending,
                                      const NodeMemory& node,
                                      const std::vector<Allocation>& unmatched);
