@@ -10,35 +10,13 @@
 #include "src/common/status_macros.h"
 #include "src/kube/api_path.h"
 #include "src/kube/list_watcher.h"
+#include "src/nodeagent/node_json.h"
 #include "src/sharing/unit_id.h"
 
 namespace gpulet::nodeagent {
 namespace {
 
 using Json = nlohmann::json;
-
-// The value of `key` in the object's metadata.annotations, when it is a
-// string.
-std::optional<std::string> Annotation(const Json& object,
-                                      std::string_view key) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return std::nullopt;
-  auto annotations = metadata->find("annotations");
-  if (annotations == metadata->end() || !annotations->is_object()) {
-    return std::nullopt;
-  }
-  auto value = annotations->find(std::string(key));
-  if (value == annotations->end() || !value->is_string()) return std::nullopt;
-  return value->get<std::string>();
-}
-
-std::string StringAt(const Json& object, const char* a, const char* b) {
-  auto outer = object.find(a);
-  if (outer == object.end() || !outer->is_object()) return "";
-  auto inner = outer->find(b);
-  if (inner == outer->end() || !inner->is_string()) return "";
-  return inner->get<std::string>();
-}
 
 // The containers holding units of `resource`, one entry per GPU they use.
 std::vector<sharing::UsedPod> UsedPods(
@@ -107,6 +85,13 @@ absl::StatusOr<PublisherMetrics> PublisherMetrics::Register(
       "gpulet_memory_syncs_total",
       "Syncs of the memory-share Node annotations, by result.", {"result"});
   if (!syncs.ok()) return syncs.status();
+  absl::StatusOr<metrics::Family*> writes = registry.AddCounter(
+      "gpulet_memory_placement_writes_total",
+      "Allocate answers recorded on the Node before answering, by result "
+      "(ok, error, timeout).",
+      {"result"});
+  if (!writes.ok()) return writes.status();
+  m.placement_writes = *writes;
   m.memory_units = *units;
   m.annotation_errors = *errors;
   m.syncs = *syncs;
@@ -123,6 +108,7 @@ MemoryPublisher::MemoryPublisher(kube::Client& api,
       metrics_(metrics) {}
 
 MemoryPublisher::~MemoryPublisher() {
+  writer_.request_stop();
   loop_.request_stop();
   pods_.request_stop();
 }
@@ -130,12 +116,6 @@ MemoryPublisher::~MemoryPublisher() {
 void MemoryPublisher::SetGpus(std::vector<sharing::GpuSpace> gpus) {
   absl::MutexLock lock(&mu_);
   gpus_ = std::move(gpus);
-  wake_ = true;
-}
-
-void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units) {
-  absl::MutexLock lock(&mu_);
-  ledger_.Record(sharing::Allocation{gpu, units, options_.now()});
   wake_ = true;
 }
 
@@ -185,7 +165,7 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
   absl::StatusOr<std::vector<podresources::Devices>> allocatable =
       kubelet_.Allocatable();
   const absl::Time now = options_.now();
-  sharing::NodeMemory built;
+  sharing::NodeMemory view;  // listed pods and GPUs, placements per attempt
   {
     absl::MutexLock lock(&mu_);
     for (sharing::UsedPod& pod : listed) {
@@ -197,15 +177,17 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
     if (allocatable.ok()) {
       ApplyAllocatable(*allocatable, options_.resource_name, &gpus);
     }
-    built = sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
-                                     now, std::move(gpus), std::move(listed),
-                                     ledger_.unmatched());
-    listed_ = built;
+    view = sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
+                                    now, std::move(gpus), std::move(listed),
+                                    {});
+    listed_ = sharing::BuildNodeMemory(view.resource, view.unit_mib, now,
+                                       view.gpus, view.pods,
+                                       ledger_.unmatched());
   }
   absl::Status status;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     bool conflict = false;
-    status = SyncOnce(built, stop, &conflict);
+    status = SyncOnce(view, stop, &conflict);
     if (!conflict) break;
   }
   if (metrics_.syncs != nullptr) {
@@ -214,11 +196,20 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
   return status;
 }
 
-absl::Status MemoryPublisher::SyncOnce(const sharing::NodeMemory& built,
+absl::Status MemoryPublisher::SyncOnce(const sharing::NodeMemory& listed,
                                        std::stop_token stop, bool* conflict) {
   GPULET_ASSIGN_OR_RETURN(std::string path,
                           kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
+  // The placements as the ledger has them after this read: one written by
+  // OnAllocate since is in the ledger, so this patch keeps it.
+  sharing::NodeMemory built;
+  {
+    absl::MutexLock lock(&mu_);
+    built = sharing::BuildNodeMemory(listed.resource, listed.unit_mib,
+                                     listed.observed, listed.gpus, listed.pods,
+                                     ledger_.unmatched());
+  }
   if (std::optional<std::string> own =
           Annotation(node, sharing::kNodeAnnotation)) {
     absl::StatusOr<sharing::NodeMemory> parsed =
@@ -358,6 +349,11 @@ void MemoryPublisher::Start(kube::Sleeper& sleeper) {
     });
   }
   loop_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  {
+    absl::MutexLock lock(&mu_);
+    writer_running_ = true;
+  }
+  writer_ = std::jthread([this](std::stop_token stop) { WriterLoop(stop); });
 }
 
 void MemoryPublisher::ReplacePods(const std::vector<Json>& pods) {

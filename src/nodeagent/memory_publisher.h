@@ -13,6 +13,18 @@
 // change of the node's pods (a watch), and every resync period; nothing
 // wakes the thread otherwise.
 //
+// OnAllocate closes the window between an Allocate answer and the next
+// sync: before the plugin answers, a writer thread adds the answer to
+// gpulet.dev/gpu-memory as a placement (GPU, units, unit IDs, time) and
+// counts it in its GPU's `used`, in the same read-modify-write with the
+// resourceVersion, incrementally (nothing is recomputed from listings).
+// A sync then replaces the placement by the container's attributed entry
+// once PodResources lists it, in the same patch that prunes the pending
+// annotation; a placement never listed expires after pending_timeout.
+// When the write fails or takes longer than placement_timeout, Allocate
+// still answers (the kubelet is never blocked on the API server): it is
+// logged and counted in gpulet_memory_placement_writes_total{result}.
+//
 // An annotation edited by hand into something unreadable is ignored with
 // a logged reason and a count in gpulet_memory_annotation_errors_total,
 // never a crash: a bad pending annotation is left alone (the plugin then
@@ -52,6 +64,8 @@ struct PublisherOptions {
   absl::Duration resync_period = absl::Minutes(5);
   // Read-modify-write attempts of one sync while the Node keeps changing.
   int max_attempts = 5;
+  // How long OnAllocate waits for its placement to be written.
+  absl::Duration placement_timeout = absl::Seconds(5);
   // Wall-clock time: the annotations' times are compared across machines.
   std::function<absl::Time()> now = [] { return absl::Now(); };
 };
@@ -64,8 +78,10 @@ struct PublisherMetrics {
   metrics::Family* annotation_errors = nullptr;
   // gpulet_memory_syncs_total{result}: "ok", "error".
   metrics::Family* syncs = nullptr;
+  // gpulet_memory_placement_writes_total{result}: "ok", "error", "timeout".
+  metrics::Family* placement_writes = nullptr;
 
-  // Registers the three families (idempotent on the same registry).
+  // Registers the four families (idempotent on the same registry).
   static absl::StatusOr<PublisherMetrics> Register(metrics::Registry& registry);
 };
 
@@ -82,9 +98,13 @@ class MemoryPublisher {
   // The GPUs sharing memory: UUID, index, units and health (`used` is
   // ignored). Wakes the sync thread.
   void SetGpus(std::vector<sharing::GpuSpace> gpus);
-  // The plugin answered an Allocate with `units` units of `gpu`. Wakes the
-  // sync thread.
-  void OnAllocate(const std::string& gpu, int64_t units);
+  // The plugin is answering an Allocate with the unit IDs `ids` (`units`
+  // of them; otherwise it is logged and ignored) of `gpu`: records the
+  // placement on the Node (see above),
+  // waiting at most placement_timeout, and wakes the sync thread. Needs
+  // Start() for the write; without it, only the sync thread learns of it.
+  void OnAllocate(const std::string& gpu, int64_t units,
+                  const std::vector<std::string>& ids);
   // The requests preferred allocation must keep fitting; `refresh` reads
   // the Node first (the pending annotation may be newer than the last
   // sync).
@@ -92,6 +112,10 @@ class MemoryPublisher {
 
   // One sync, on the caller's thread.
   absl::Status Sync(std::stop_token stop = {});
+  // Adds `placed` to the Node annotation, on the caller's thread: no-op
+  // when the annotation has it already or the ledger no longer does.
+  absl::Status WritePlacement(const sharing::Placement& placed,
+                              std::stop_token stop = {});
 
   // Starts the sync thread and the watch of the node's pods.
   // REQUIRES: called once.
@@ -101,8 +125,11 @@ class MemoryPublisher {
   int64_t syncs() const;
 
  private:
-  absl::Status SyncOnce(const sharing::NodeMemory& built,
+  absl::Status SyncOnce(const sharing::NodeMemory& listed,
                         std::stop_token stop, bool* conflict);
+  absl::Status WritePlacementOnce(const sharing::Placement& placed,
+                                  std::stop_token stop, bool* conflict);
+  void WriterLoop(std::stop_token stop);
   sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
   void ReportBad(std::string_view annotation, const absl::Status& status);
   void UpdateMetrics(const sharing::NodeMemory& node,
@@ -135,10 +162,16 @@ class MemoryPublisher {
   std::vector<std::string> metric_gpus_ ABSL_GUARDED_BY(mu_);
   // The uids of the node's pods, from the watch; PodResources has none.
   std::map<std::string, std::string> pod_uids_ ABSL_GUARDED_BY(mu_);
+  // Placements for the writer thread, and how many it has finished.
+  std::vector<sharing::Placement> to_write_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writer_running_ ABSL_GUARDED_BY(mu_) = false;
 
   // Last members: stopped and joined first on destruction.
   std::jthread pods_;
   std::jthread loop_;
+  std::jthread writer_;
 };
 
 }  // namespace gpulet::nodeagent
