@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,20 @@ std::vector<sharing::UsedPod> UsedPods(
       }
     }
     if (!used.containers.empty()) out.push_back(std::move(used));
+  }
+  return out;
+}
+
+// Every unit of `resource` PodResources lists under a container.
+std::set<std::string> ListedIds(const std::vector<podresources::Pod>& pods,
+                                const std::string& resource) {
+  std::set<std::string> out;
+  for (const podresources::Pod& pod : pods) {
+    for (const podresources::Container& c : pod.containers) {
+      for (const podresources::Devices& d : c.devices) {
+        if (d.resource == resource) out.insert(d.ids.begin(), d.ids.end());
+      }
+    }
   }
   return out;
 }
@@ -172,7 +187,8 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
       auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
       if (uid != pod_uids_.end()) pod.uid = uid->second;
     }
-    ledger_.Observe(listed, now, options_.pending_timeout);
+    ledger_.Observe(listed, ListedIds(*pods, options_.resource_name), now,
+                    options_.pending_timeout);
     std::vector<sharing::GpuSpace> gpus = gpus_;
     if (allocatable.ok()) {
       ApplyAllocatable(*allocatable, options_.resource_name, &gpus);

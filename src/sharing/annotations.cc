@@ -247,7 +247,8 @@ void ParsePlacements(Reader& r, const Json& j, NodeMemory* out) {
     const Json* ids = r.ok() ? r.Array(pj, "ids", p) : nullptr;
     for (size_t k = 0; ids != nullptr && r.ok() && k < ids->size(); ++k) {
       if (!(*ids)[k].is_string() || (*ids)[k].get<std::string>().empty()) {
-        r.Fail(Reader::Item(p, "ids", k), "want a unit ID (a non-empty string)");
+        r.Fail(Reader::Item(p, "ids", k),
+               "want a unit ID (a non-empty string)");
         break;
       }
       placed.ids.push_back((*ids)[k].get<std::string>());

@@ -20,7 +20,14 @@ void AllocationLedger::Record(Allocation allocation) {
 }
 
 void AllocationLedger::Observe(const std::vector<UsedPod>& listed,
+                               const std::set<std::string>& listed_ids,
                                absl::Time now, absl::Duration max_age) {
+  std::erase_if(unmatched_, [&](const Allocation& a) {
+    return !a.ids.empty() &&
+           std::all_of(a.ids.begin(), a.ids.end(), [&](const std::string& id) {
+             return listed_ids.contains(id);
+           });
+  });
   std::set<std::string> seen;
   for (const UsedPod& pod : listed) {
     for (const UsedContainer& c : pod.containers) {
@@ -28,7 +35,8 @@ void AllocationLedger::Observe(const std::vector<UsedPod>& listed,
       if (!seen_.contains(key)) {
         auto it = std::find_if(unmatched_.begin(), unmatched_.end(),
                                [&](const Allocation& a) {
-                                 return a.gpu == c.gpu && a.units == c.units;
+                                 return a.ids.empty() && a.gpu == c.gpu &&
+                                        a.units == c.units;
                                });
         if (it != unmatched_.end()) unmatched_.erase(it);
       }

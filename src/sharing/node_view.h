@@ -32,7 +32,12 @@ class AllocationLedger {
   // takes the oldest answer of its GPU and size; answers older than
   // `max_age` are dropped (the kubelet may have failed the admission after
   // Allocate).
-  void Observe(const std::vector<UsedPod>& listed, absl::Time now,
+  // An answer with unit IDs is matched by them instead: it leaves as soon
+  // as all its IDs are among `listed_ids` (the units PodResources lists
+  // under any container), whether or not that container was listed before
+  // (a restarted kubelet allocates again for the containers it lists).
+  void Observe(const std::vector<UsedPod>& listed,
+               const std::set<std::string>& listed_ids, absl::Time now,
                absl::Duration max_age);
   const std::vector<Allocation>& unmatched() const { return unmatched_; }
 
