@@ -304,6 +304,19 @@ TEST_F(PublisherTest, PlacementIsAddedIncrementallyWithTheResourceVersion) {
   EXPECT_EQ(transport_.requests().size(), 5u);
 }
 
+// An annotation still counting dropped containers never shows a GPU over
+// its size: it is full until the next sync recounts.
+TEST_F(PublisherTest, PlacementOnAStaleAnnotationFillsTheGpuAtMost) {
+  const std::vector<std::string> ids = {"GPU-a::m1", "GPU-a::m2", "GPU-a::m3",
+                                        "GPU-a::m4", "GPU-a::m5", "GPU-a::m6",
+                                        "GPU-a::m7"};
+  publisher_->OnAllocate("GPU-a", 7, ids);
+  transport_.AddResponse(200, NodeWithMemory("7", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->WritePlacement({"GPU-a", 7, ids, kNow}).ok());
+  EXPECT_EQ(Written(Body(1)).gpus[0].used, 8);
+}
+
 TEST_F(PublisherTest, PlacementWriteFailuresAreErrors) {
   publisher_->OnAllocate("GPU-b", 4, kB0To3);
   transport_.AddResponse(

@@ -102,7 +102,10 @@ absl::Status MemoryPublisher::WritePlacementOnce(
     return absl::FailedPreconditionError(
         absl::StrCat("GPU ", placed.gpu, " is not in the node annotation"));
   }
-  gpu->used += placed.units;
+  // More than the GPU holds means the annotation still counts containers
+  // the kubelet has dropped since the last sync (pods deleted while it was
+  // down): the GPU is full as far as anyone may know until the next sync.
+  gpu->used = std::min(gpu->units, gpu->used + placed.units);
   memory.placements.push_back(placed);
   Json patch = {
       {"metadata",
