@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,43 +19,35 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The containers holding units of `resource`, one entry per GPU they use.
-std::vector<sharing::UsedPod> UsedPods(
-    const std::vector<podresources::Pod>& pods, const std::string& resource) {
-  std::vector<sharing::UsedPod> out;
+// The containers holding units of `resource`, one entry per GPU they use,
+// with the unit IDs of each entry.
+sharing::Listing ListUnits(const std::vector<podresources::Pod>& pods,
+                           const std::string& resource) {
+  sharing::Listing out;
   for (const podresources::Pod& pod : pods) {
     sharing::UsedPod used;
     used.ns = pod.ns;
     used.name = pod.name;
     for (const podresources::Container& c : pod.containers) {
-      std::map<std::string, int64_t> per_gpu;
+      std::map<std::string, std::vector<std::string>> per_gpu;
       for (const podresources::Devices& d : c.devices) {
         if (d.resource != resource) continue;
         std::string gpu;
         int64_t k = 0;
         for (const std::string& id : d.ids) {
-          if (sharing::ParseMemoryUnitId(id, &gpu, &k)) ++per_gpu[gpu];
+          if (sharing::ParseMemoryUnitId(id, &gpu, &k)) {
+            per_gpu[gpu].push_back(id);
+          }
         }
       }
-      for (const auto& [gpu, units] : per_gpu) {
-        used.containers.push_back(sharing::UsedContainer{c.name, gpu, units});
+      for (auto& [gpu, ids] : per_gpu) {
+        used.containers.push_back(sharing::UsedContainer{
+            c.name, gpu, static_cast<int64_t>(ids.size())});
+        out.ids[sharing::ListedKey(used, used.containers.back())] =
+            std::move(ids);
       }
     }
-    if (!used.containers.empty()) out.push_back(std::move(used));
-  }
-  return out;
-}
-
-// Every unit of `resource` PodResources lists under a container.
-std::set<std::string> ListedIds(const std::vector<podresources::Pod>& pods,
-                                const std::string& resource) {
-  std::set<std::string> out;
-  for (const podresources::Pod& pod : pods) {
-    for (const podresources::Container& c : pod.containers) {
-      for (const podresources::Devices& d : c.devices) {
-        if (d.resource == resource) out.insert(d.ids.begin(), d.ids.end());
-      }
-    }
+    if (!used.containers.empty()) out.pods.push_back(std::move(used));
   }
   return out;
 }
@@ -167,43 +159,52 @@ std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
     }
   }
   absl::MutexLock lock(&mu_);
-  return sharing::PendingRequests(pending_, listed_, ledger_.unmatched());
+  return sharing::PendingRequests(pending_, Known(), ledger_.unmatched());
+}
+
+sharing::NodeMemory MemoryPublisher::Known() const {
+  return sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
+                                  listed_at_, listed_gpus_, ledger_.Listed(),
+                                  ledger_.unmatched());
+}
+
+absl::Status MemoryPublisher::ReadListing() {
+  uint64_t mark = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    mark = ledger_.Mark();
+  }
+  absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
+  absl::StatusOr<std::vector<podresources::Devices>> allocatable =
+      pods.ok() ? kubelet_.Allocatable()
+                : absl::StatusOr<std::vector<podresources::Devices>>(
+                      pods.status());
+  const absl::Time now = options_.now();
+  absl::MutexLock lock(&mu_);
+  if (!pods.ok()) return pods.status();
+  sharing::Listing listing = ListUnits(*pods, options_.resource_name);
+  for (sharing::UsedPod& pod : listing.pods) {
+    auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
+    if (uid != pod_uids_.end()) pod.uid = uid->second;
+  }
+  ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
+  listed_gpus_ = gpus_;
+  if (allocatable.ok()) {
+    ApplyAllocatable(*allocatable, options_.resource_name, &listed_gpus_);
+  }
+  listed_at_ = now;
+  return absl::OkStatus();
 }
 
 absl::Status MemoryPublisher::Sync(std::stop_token stop) {
-  absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
-  if (!pods.ok()) {
+  absl::Status status = ReadListing();
+  if (!status.ok()) {
     if (metrics_.syncs != nullptr) metrics_.syncs->Add({"error"});
-    return pods.status();
+    return status;
   }
-  std::vector<sharing::UsedPod> listed = UsedPods(*pods, options_.resource_name);
-  absl::StatusOr<std::vector<podresources::Devices>> allocatable =
-      kubelet_.Allocatable();
-  const absl::Time now = options_.now();
-  sharing::NodeMemory view;  // listed pods and GPUs, placements per attempt
-  {
-    absl::MutexLock lock(&mu_);
-    for (sharing::UsedPod& pod : listed) {
-      auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
-      if (uid != pod_uids_.end()) pod.uid = uid->second;
-    }
-    ledger_.Observe(listed, ListedIds(*pods, options_.resource_name), now,
-                    options_.pending_timeout);
-    std::vector<sharing::GpuSpace> gpus = gpus_;
-    if (allocatable.ok()) {
-      ApplyAllocatable(*allocatable, options_.resource_name, &gpus);
-    }
-    view = sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
-                                    now, std::move(gpus), std::move(listed),
-                                    {});
-    listed_ = sharing::BuildNodeMemory(view.resource, view.unit_mib, now,
-                                       view.gpus, view.pods,
-                                       ledger_.unmatched());
-  }
-  absl::Status status;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     bool conflict = false;
-    status = SyncOnce(view, stop, &conflict);
+    status = SyncOnce(stop, &conflict);
     if (!conflict) break;
   }
   if (metrics_.syncs != nullptr) {
@@ -212,19 +213,16 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
   return status;
 }
 
-absl::Status MemoryPublisher::SyncOnce(const sharing::NodeMemory& listed,
-                                       std::stop_token stop, bool* conflict) {
+absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   GPULET_ASSIGN_OR_RETURN(std::string path,
                           kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
-  // The placements as the ledger has them after this read: one written by
-  // OnAllocate since is in the ledger, so this patch keeps it.
+  // The ledger as it is after this read: an answer written by OnAllocate
+  // since is in it, so this patch keeps it.
   sharing::NodeMemory built;
   {
     absl::MutexLock lock(&mu_);
-    built = sharing::BuildNodeMemory(listed.resource, listed.unit_mib,
-                                     listed.observed, listed.gpus, listed.pods,
-                                     ledger_.unmatched());
+    built = Known();
   }
   if (std::optional<std::string> own =
           Annotation(node, sharing::kNodeAnnotation)) {

@@ -14,12 +14,17 @@
 // wakes the thread otherwise.
 //
 // OnAllocate closes the window between an Allocate answer and the next
-// sync: before the plugin answers, a writer thread adds the answer to
-// gpulet.dev/gpu-memory as a placement (GPU, units, unit IDs, time) and
-// counts it in its GPU's `used`, in the same read-modify-write with the
-// resourceVersion, incrementally (nothing is recomputed from listings).
-// A sync then replaces the placement by the container's attributed entry
-// once PodResources lists it, in the same patch that prunes the pending
+// sync: before the plugin answers, a writer thread writes
+// gpulet.dev/gpu-memory from the last PodResources listing with the answer
+// as a placement (GPU, units, unit IDs, time) counted in its GPU's `used`,
+// in a read-modify-write with the resourceVersion (the pending annotation
+// is left to the syncs). The listings and the answers are merged by unit ID
+// (sharing::AllocationLedger), so no unit is counted twice: not when a
+// listing already shows the container being answered, not when a
+// restarted kubelet allocates a listed container again, not when the
+// kubelet hands out units of pods deleted while it was down. A sync
+// replaces the placement by the container's attributed entry once
+// PodResources lists its units, in the same patch that prunes the pending
 // annotation; a placement never listed expires after pending_timeout.
 // When the write fails or takes longer than placement_timeout, Allocate
 // still answers (the kubelet is never blocked on the API server): it is
@@ -112,8 +117,9 @@ class MemoryPublisher {
 
   // One sync, on the caller's thread.
   absl::Status Sync(std::stop_token stop = {});
-  // Adds `placed` to the Node annotation, on the caller's thread: no-op
-  // when the annotation has it already or the ledger no longer does.
+  // Writes the Node annotation with `placed` (see above), on the caller's
+  // thread: no-op when the annotation has it already or the ledger no
+  // longer does; FailedPrecondition before any PodResources listing.
   absl::Status WritePlacement(const sharing::Placement& placed,
                               std::stop_token stop = {});
 
@@ -125,8 +131,12 @@ class MemoryPublisher {
   int64_t syncs() const;
 
  private:
-  absl::Status SyncOnce(const sharing::NodeMemory& listed,
-                        std::stop_token stop, bool* conflict);
+  // Reads PodResources (List, GetAllocatableResources) into the ledger.
+  absl::Status ReadListing();
+  absl::Status SyncOnce(std::stop_token stop, bool* conflict);
+  // The annotation as the node agent knows the node now: the last listing
+  // and the ledger's answers (AllocationLedger: no unit counted twice).
+  sharing::NodeMemory Known() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WritePlacementOnce(const sharing::Placement& placed,
                                   std::stop_token stop, bool* conflict);
   void WriterLoop(std::stop_token stop);
@@ -150,11 +160,13 @@ class MemoryPublisher {
   sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
   sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
   sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
-  // As last listed by the kubelet: the listing the ledger was last matched
-  // against, written or not. Pending() must pair the ledger with this one:
-  // with node_, a container the ledger no longer counts (it is listed)
-  // would count as pending again until the write succeeds.
-  sharing::NodeMemory listed_ ABSL_GUARDED_BY(mu_);
+  // The GPUs as of the last listing (the kubelet's count of units), and
+  // when it was read. Pending() and the placement writes use Known(), the
+  // last listing whether written or not: with node_, a container the
+  // ledger no longer counts (it is listed) would count as pending again
+  // until the write succeeds.
+  std::vector<sharing::GpuSpace> listed_gpus_ ABSL_GUARDED_BY(mu_);
+  absl::Time listed_at_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
   // The last complaint per annotation, so a bad value is logged once.

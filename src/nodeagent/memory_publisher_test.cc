@@ -267,11 +267,14 @@ TEST_F(PublisherTest, KubeletDownIsAnErrorAndWritesNothing) {
   EXPECT_EQ(registry_.Find("gpulet_memory_syncs_total")->Value({"error"}), 1);
 }
 
-// Allocate's placement is added to the annotation as it is, counted in its
-// GPU's used; nothing else changes and a conflict reads again.
-TEST_F(PublisherTest, PlacementIsAddedIncrementallyWithTheResourceVersion) {
+// Allocate's placement is written with the last listing (ns/p on GPU-a),
+// counted in its GPU's used; a conflict reads again.
+TEST_F(PublisherTest, PlacementIsWrittenWithTheResourceVersion) {
+  transport_.AddResponse(200, NodeWithMemory("6", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
   publisher_->OnAllocate("GPU-b", 4, kB0To3);  // not started: no write yet
-  EXPECT_TRUE(transport_.requests().empty());
+  EXPECT_EQ(transport_.requests().size(), 2u);
   transport_.AddResponse(200, NodeWithMemory("7", ""));
   transport_.AddResponse(
       409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"x"})");
@@ -282,14 +285,17 @@ TEST_F(PublisherTest, PlacementIsAddedIncrementallyWithTheResourceVersion) {
   EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/nodes/n1",
                                    "PATCH /api/v1/nodes/n1",
                                    "GET /api/v1/nodes/n1",
+                                   "PATCH /api/v1/nodes/n1",
+                                   "GET /api/v1/nodes/n1",
                                    "PATCH /api/v1/nodes/n1"));
-  EXPECT_EQ(Body(3)["metadata"]["resourceVersion"], "8");
-  EXPECT_FALSE(Body(3)["metadata"]["annotations"].contains(
+  EXPECT_EQ(Body(5)["metadata"]["resourceVersion"], "8");
+  EXPECT_FALSE(Body(5)["metadata"]["annotations"].contains(
       std::string(sharing::kPendingAnnotation)));
-  sharing::NodeMemory node = Written(Body(3));
+  sharing::NodeMemory node = Written(Body(5));
   EXPECT_EQ(node.gpus[0].used, 2);
   EXPECT_EQ(node.gpus[1].used, 4);
-  ASSERT_EQ(node.pods.size(), 1u) << "listings are not read again";
+  EXPECT_EQ(node.gpus[1].units, 8) << "the kubelet's count";
+  ASSERT_EQ(node.pods.size(), 1u);
   ASSERT_EQ(node.placements.size(), 1u);
   EXPECT_EQ(node.placements[0].ids, kB0To3);
   EXPECT_EQ(node.observed, kNow);
@@ -301,20 +307,46 @@ TEST_F(PublisherTest, PlacementIsAddedIncrementallyWithTheResourceVersion) {
   transport_.AddResponse(200, again.dump());
   ASSERT_TRUE(
       publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
-  EXPECT_EQ(transport_.requests().size(), 5u);
+  EXPECT_EQ(transport_.requests().size(), 7u);
 }
 
-// An annotation still counting dropped containers never shows a GPU over
-// its size: it is full until the next sync recounts.
-TEST_F(PublisherTest, PlacementOnAStaleAnnotationFillsTheGpuAtMost) {
-  const std::vector<std::string> ids = {"GPU-a::m1", "GPU-a::m2", "GPU-a::m3",
-                                        "GPU-a::m4", "GPU-a::m5", "GPU-a::m6",
-                                        "GPU-a::m7"};
-  publisher_->OnAllocate("GPU-a", 7, ids);
+// ns/p was deleted while the kubelet was down; the restarted kubelet gives
+// its units and the rest of GPU-a to a new container before any sync
+// lists again. The annotation as last written still counts p: adding the
+// answer to it would show GPU-a used 10 of 8. The write counts the units
+// once.
+TEST_F(PublisherTest, PlacementOfUnitsOfAPodDeletedWhileTheKubeletWasDown) {
   transport_.AddResponse(200, NodeWithMemory("7", ""));
   transport_.AddResponse(200, "{}");
-  ASSERT_TRUE(publisher_->WritePlacement({"GPU-a", 7, ids, kNow}).ok());
-  EXPECT_EQ(Written(Body(1)).gpus[0].used, 8);
+  ASSERT_TRUE(publisher_->Sync().ok());
+  std::vector<std::string> all;
+  for (int k = 0; k < 8; ++k) all.push_back("GPU-a::m" + std::to_string(k));
+  fake_kubelet_.Set({}, {});
+  publisher_->OnAllocate("GPU-a", 8, all);
+  transport_.AddResponse(200, NodeWithMemory("8", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->WritePlacement({"GPU-a", 8, all, kNow}).ok());
+  sharing::NodeMemory node = Written(Body(3));
+  EXPECT_EQ(node.gpus[0].used, 8);
+  EXPECT_TRUE(node.pods.empty());
+  ASSERT_EQ(node.placements.size(), 1u);
+}
+
+// A restarted kubelet allocates again for ns/p, which it listed before
+// under the same units: one container, counted once.
+TEST_F(PublisherTest, AContainerAllocatedAgainCountsOnce) {
+  transport_.AddResponse(200, NodeWithMemory("7", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  const std::vector<std::string> ids = {"GPU-a::m0", "GPU-a::m1"};
+  publisher_->OnAllocate("GPU-a", 2, ids);
+  transport_.AddResponse(200, NodeWithMemory("8", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->WritePlacement({"GPU-a", 2, ids, kNow}).ok());
+  sharing::NodeMemory node = Written(Body(3));
+  EXPECT_EQ(node.gpus[0].used, 2);
+  EXPECT_TRUE(node.pods.empty()) << "p's entry is the placement now";
+  EXPECT_EQ(node.placements.size(), 1u);
 }
 
 TEST_F(PublisherTest, PlacementWriteFailuresAreErrors) {
@@ -322,11 +354,12 @@ TEST_F(PublisherTest, PlacementWriteFailuresAreErrors) {
   transport_.AddResponse(
       503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
   EXPECT_FALSE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
+  // The kubelet never listed: nothing to write the answer beside.
   transport_.AddResponse(200, NodeJson("7", ""));
   absl::Status none =
       publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow});
   EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(none.message(), HasSubstr("no gpulet.dev/gpu-memory"));
+  EXPECT_THAT(none.message(), HasSubstr("no PodResources listing yet"));
   // Unknown to the ledger (attributed or expired since): nothing to write.
   transport_.AddResponse(200, NodeWithMemory("7", ""));
   EXPECT_TRUE(publisher_->WritePlacement({"GPU-a", 1, {"GPU-a::m7"}, kNow})

@@ -1,7 +1,9 @@
 // MemoryPublisher's placements: each Allocate answer is added to
 // gpulet.dev/gpu-memory before the plugin answers (memory_publisher.h).
 #include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -70,49 +72,45 @@ absl::Status MemoryPublisher::WritePlacementOnce(
   GPULET_ASSIGN_OR_RETURN(std::string path,
                           kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
+  sharing::NodeMemory known;
   {
     // A sync since may have attributed it, or expired it.
     absl::MutexLock lock(&mu_);
-    const auto& ledger = ledger_.unmatched();
+    const std::vector<sharing::Placement> ledger = ledger_.unmatched();
     if (std::none_of(ledger.begin(), ledger.end(),
                      [&](const sharing::Placement& p) {
                        return SameIds(p, placed);
                      })) {
       return absl::OkStatus();
     }
+    if (!ledger_.listed_once()) {
+      return absl::FailedPreconditionError(
+          "no PodResources listing yet; the next sync writes the node's "
+          "allocation");
+    }
+    // Not the annotation as read plus this answer: that may still count
+    // containers whose units the kubelet has just handed out again (pods
+    // deleted while it was down), and show the GPU over its size.
+    known = Known();
   }
-  std::optional<std::string> text = Annotation(node, sharing::kNodeAnnotation);
-  if (!text.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "node ", options_.node_name, " has no ",
-        std::string(sharing::kNodeAnnotation), " annotation yet"));
+  if (std::optional<std::string> text =
+          Annotation(node, sharing::kNodeAnnotation)) {
+    absl::StatusOr<sharing::NodeMemory> memory =
+        sharing::ParseNodeMemory(*text);
+    if (memory.ok() &&
+        std::any_of(memory->placements.begin(), memory->placements.end(),
+                    [&](const sharing::Placement& p) {
+                      return SameIds(p, placed);
+                    })) {
+      return absl::OkStatus();  // a sync wrote it first
+    }
   }
-  GPULET_ASSIGN_OR_RETURN(sharing::NodeMemory memory,
-                          sharing::ParseNodeMemory(*text));
-  if (std::any_of(memory.placements.begin(), memory.placements.end(),
-                  [&](const sharing::Placement& p) {
-                    return SameIds(p, placed);
-                  })) {
-    return absl::OkStatus();  // a sync wrote it first
-  }
-  auto gpu = std::find_if(
-      memory.gpus.begin(), memory.gpus.end(),
-      [&](const sharing::GpuSpace& g) { return g.uuid == placed.gpu; });
-  if (gpu == memory.gpus.end()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("GPU ", placed.gpu, " is not in the node annotation"));
-  }
-  // More than the GPU holds means the annotation still counts containers
-  // the kubelet has dropped since the last sync (pods deleted while it was
-  // down): the GPU is full as far as anyone may know until the next sync.
-  gpu->used = std::min(gpu->units, gpu->used + placed.units);
-  memory.placements.push_back(placed);
   Json patch = {
       {"metadata",
        {{"resourceVersion", StringAt(node, "metadata", "resourceVersion")},
         {"annotations",
          {{std::string(sharing::kNodeAnnotation),
-           sharing::EncodeNodeMemory(memory)}}}}}};
+           sharing::EncodeNodeMemory(known)}}}}}};
   absl::StatusOr<Json> patched = api_.MergePatch(path, patch, stop);
   if (!patched.ok()) {
     *conflict = patched.status().code() == absl::StatusCode::kAborted;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,44 +10,67 @@
 namespace gpulet::sharing {
 namespace {
 
-std::string ContainerKey(const UsedPod& pod, const UsedContainer& c) {
-  return absl::StrCat(pod.ns, "/", pod.name, "/", c.name, "@", c.gpu);
+bool SharesAUnit(const std::vector<std::string>& ids,
+                 const std::set<std::string>& taken) {
+  return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) {
+    return taken.contains(id);
+  });
 }
 
 }  // namespace
 
-void AllocationLedger::Record(Allocation allocation) {
-  unmatched_.push_back(std::move(allocation));
+std::string ListedKey(const UsedPod& pod, const UsedContainer& c) {
+  return absl::StrCat(pod.ns, "/", pod.name, "/", c.name, "@", c.gpu);
 }
 
-void AllocationLedger::Observe(const std::vector<UsedPod>& listed,
-                               const std::set<std::string>& listed_ids,
-                               absl::Time now, absl::Duration max_age) {
-  std::erase_if(unmatched_, [&](const Allocation& a) {
-    return !a.ids.empty() &&
-           std::all_of(a.ids.begin(), a.ids.end(), [&](const std::string& id) {
-             return listed_ids.contains(id);
-           });
+void AllocationLedger::Record(Allocation allocation) {
+  const std::set<std::string> taken(allocation.ids.begin(),
+                                    allocation.ids.end());
+  std::erase_if(answers_, [&](const Answer& a) {
+    return SharesAUnit(a.allocation.ids, taken);
   });
-  std::set<std::string> seen;
-  for (const UsedPod& pod : listed) {
-    for (const UsedContainer& c : pod.containers) {
-      std::string key = ContainerKey(pod, c);
-      if (!seen_.contains(key)) {
-        auto it = std::find_if(unmatched_.begin(), unmatched_.end(),
-                               [&](const Allocation& a) {
-                                 return a.ids.empty() && a.gpu == c.gpu &&
-                                        a.units == c.units;
-                               });
-        if (it != unmatched_.end()) unmatched_.erase(it);
-      }
-      seen.insert(std::move(key));
+  answers_.push_back({std::move(allocation), ++recorded_});
+}
+
+void AllocationLedger::Observe(Listing listing, uint64_t mark,
+                               absl::Time now, absl::Duration max_age) {
+  std::set<std::string> listed;
+  for (const auto& [key, ids] : listing.ids) {
+    listed.insert(ids.begin(), ids.end());
+  }
+  std::erase_if(answers_, [&](const Answer& a) {
+    return (a.seq <= mark && SharesAUnit(a.allocation.ids, listed)) ||
+           now - a.allocation.time > max_age;
+  });
+  listing_ = std::move(listing);
+  listing_mark_ = mark;
+  listed_once_ = true;
+}
+
+std::vector<UsedPod> AllocationLedger::Listed() const {
+  std::set<std::string> taken;
+  for (const Answer& a : answers_) {
+    if (a.seq > listing_mark_) {
+      taken.insert(a.allocation.ids.begin(), a.allocation.ids.end());
     }
   }
-  seen_ = std::move(seen);
-  std::erase_if(unmatched_, [&](const Allocation& a) {
-    return now - a.time > max_age;
-  });
+  std::vector<UsedPod> out;
+  for (const UsedPod& pod : listing_.pods) {
+    UsedPod kept = pod;
+    std::erase_if(kept.containers, [&](const UsedContainer& c) {
+      auto ids = listing_.ids.find(ListedKey(pod, c));
+      return ids != listing_.ids.end() && SharesAUnit(ids->second, taken);
+    });
+    if (!kept.containers.empty()) out.push_back(std::move(kept));
+  }
+  return out;
+}
+
+std::vector<Allocation> AllocationLedger::unmatched() const {
+  std::vector<Allocation> out;
+  out.reserve(answers_.size());
+  for (const Answer& a : answers_) out.push_back(a.allocation);
+  return out;
 }
 
 NodeMemory BuildNodeMemory(const std::string& resource, int64_t unit_mib,

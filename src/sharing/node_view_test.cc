@@ -21,39 +21,6 @@ UsedPod Pod(std::string ns, std::string name, std::string container,
                  .containers = {{std::move(container), std::move(gpu), units}}};
 }
 
-TEST(AllocationLedger, NewContainersTakeTheirAnswer) {
-  AllocationLedger ledger;
-  ledger.Observe({Pod("ns", "old", "c", "GPU-a", 2)}, {}, kT0,
-                 absl::Minutes(5));
-  ledger.Record({"GPU-a", 2, {}, kT0});
-  ledger.Record({"GPU-a", 4, {}, kT0 + absl::Seconds(1)});
-  // The old container is no news; a new one of 2 units takes the first.
-  ledger.Observe({Pod("ns", "old", "c", "GPU-a", 2)}, {}, kT0,
-                 absl::Minutes(5));
-  EXPECT_EQ(ledger.unmatched().size(), 2u);
-  ledger.Observe({Pod("ns", "old", "c", "GPU-a", 2),
-                  Pod("ns", "new", "c", "GPU-a", 2)},
-                 {}, kT0, absl::Minutes(5));
-  EXPECT_THAT(ledger.unmatched(), ElementsAre(Field(&Allocation::units, 4)));
-  // Never listed: dropped once it is older than the limit.
-  ledger.Observe({}, {}, kT0 + absl::Minutes(6), absl::Minutes(5));
-  EXPECT_TRUE(ledger.unmatched().empty());
-}
-
-// A restarted kubelet allocates again for a container it already lists:
-// the answer leaves once its unit IDs are listed, new container or not.
-TEST(AllocationLedger, AnswersWithIdsLeaveWhenTheirIdsAreListed) {
-  AllocationLedger ledger;
-  const std::vector<UsedPod> listed = {Pod("ns", "old", "c", "GPU-a", 2)};
-  ledger.Observe(listed, {"GPU-a::m0", "GPU-a::m1"}, kT0, absl::Minutes(5));
-  ledger.Record({"GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"}, kT0});
-  ledger.Record({"GPU-a", 2, {"GPU-a::m2", "GPU-a::m3"}, kT0});
-  ledger.Observe(listed, {"GPU-a::m0", "GPU-a::m1", "GPU-a::m2"}, kT0,
-                 absl::Minutes(5));
-  ASSERT_EQ(ledger.unmatched().size(), 1u);
-  EXPECT_EQ(ledger.unmatched()[0].ids[1], "GPU-a::m3");
-}
-
 TEST(BuildNodeMemory, UsedCountsListedAndUnmatched) {
   std::vector<GpuSpace> gpus = {{.uuid = "GPU-a", .index = 0, .units = 8},
                                 {.uuid = "GPU-b", .index = 1, .units = 8,
