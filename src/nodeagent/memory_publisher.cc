@@ -112,7 +112,9 @@ MemoryPublisher::MemoryPublisher(kube::Client& api,
     : api_(api),
       kubelet_(kubelet),
       options_(std::move(options)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      gate_(options_.kubelet_grace,
+            options_.placement_timeout + absl::Seconds(5)) {}
 
 MemoryPublisher::~MemoryPublisher() {
   writer_.request_stop();
@@ -137,6 +139,15 @@ int64_t MemoryPublisher::syncs() const {
 }
 
 std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
+  if (refresh) {
+    // Called by preferred allocation: the kubelet is choosing units.
+    absl::MutexLock lock(&mu_);
+    auto not_listing = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !gate_.listing();
+    };
+    mu_.Await(absl::Condition(&not_listing));
+    gate_.Choosing(options_.now());
+  }
   if (refresh) {
     absl::StatusOr<std::string> path = kube::NodePath(options_.node_name);
     absl::StatusOr<Json> node =
@@ -168,10 +179,22 @@ sharing::NodeMemory MemoryPublisher::Known() const {
                                   ledger_.unmatched());
 }
 
-absl::Status MemoryPublisher::ReadListing() {
+absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
   uint64_t mark = 0;
   {
     absl::MutexLock lock(&mu_);
+    auto idle = [this, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop.stop_requested() ||
+             gate_.BusyFor(options_.now()) <= absl::ZeroDuration();
+    };
+    while (!idle()) {
+      mu_.AwaitWithTimeout(absl::Condition(&idle),
+                           gate_.BusyFor(options_.now()));
+    }
+    if (stop.stop_requested()) {
+      return absl::CancelledError("stopping: no PodResources listing");
+    }
+    gate_.set_listing(true);
     mark = ledger_.Mark();
   }
   absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
@@ -181,6 +204,7 @@ absl::Status MemoryPublisher::ReadListing() {
                       pods.status());
   const absl::Time now = options_.now();
   absl::MutexLock lock(&mu_);
+  gate_.set_listing(false);
   if (!pods.ok()) return pods.status();
   sharing::Listing listing = ListUnits(*pods, options_.resource_name);
   for (sharing::UsedPod& pod : listing.pods) {
@@ -197,7 +221,7 @@ absl::Status MemoryPublisher::ReadListing() {
 }
 
 absl::Status MemoryPublisher::Sync(std::stop_token stop) {
-  absl::Status status = ReadListing();
+  absl::Status status = ReadListing(stop);
   if (!status.ok()) {
     if (metrics_.syncs != nullptr) metrics_.syncs->Add({"error"});
     return status;

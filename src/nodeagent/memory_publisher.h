@@ -18,9 +18,10 @@
 // gpulet.dev/gpu-memory from the last PodResources listing with the answer
 // as a placement (GPU, units, unit IDs, time) counted in its GPU's `used`,
 // in a read-modify-write with the resourceVersion (the pending annotation
-// is left to the syncs). The listings and the answers are merged by unit ID
-// (sharing::AllocationLedger), so no unit is counted twice: not when a
-// listing already shows the container being answered, not when a
+// is left to the syncs). No List is made while the kubelet allocates
+// (KubeletGate): a sync waits. The listings and the answers are merged by
+// unit ID (sharing::AllocationLedger), so no unit is counted twice: not
+// when a listing already shows the container being answered, not when a
 // restarted kubelet allocates a listed container again, not when the
 // kubelet hands out units of pods deleted while it was down. A sync
 // replaces the placement by the container's attributed entry once
@@ -56,6 +57,7 @@
 #include "src/kube/client.h"
 #include "src/kube/sleeper.h"
 #include "src/metrics/registry.h"
+#include "src/nodeagent/kubelet_gate.h"
 #include "src/podresources/client.h"
 #include "src/sharing/node_view.h"
 
@@ -71,6 +73,9 @@ struct PublisherOptions {
   int max_attempts = 5;
   // How long OnAllocate waits for its placement to be written.
   absl::Duration placement_timeout = absl::Seconds(5);
+  // How long after answering an Allocate no PodResources List is made:
+  // the kubelet records the answer's units just after (KubeletGate).
+  absl::Duration kubelet_grace = absl::Seconds(1);
   // Wall-clock time: the annotations' times are compared across machines.
   std::function<absl::Time()> now = [] { return absl::Now(); };
 };
@@ -112,7 +117,8 @@ class MemoryPublisher {
                   const std::vector<std::string>& ids);
   // The requests preferred allocation must keep fitting; `refresh` reads
   // the Node first (the pending annotation may be newer than the last
-  // sync).
+  // sync) and means the kubelet is choosing units: no List is made until
+  // it has recorded them (KubeletGate), and a List in progress ends first.
   std::vector<sharing::Request> Pending(bool refresh);
 
   // One sync, on the caller's thread.
@@ -131,8 +137,9 @@ class MemoryPublisher {
   int64_t syncs() const;
 
  private:
-  // Reads PodResources (List, GetAllocatableResources) into the ledger.
-  absl::Status ReadListing();
+  // Reads PodResources (List, GetAllocatableResources) into the ledger,
+  // once the kubelet is not allocating (KubeletGate).
+  absl::Status ReadListing(std::stop_token stop);
   absl::Status SyncOnce(std::stop_token stop, bool* conflict);
   // The annotation as the node agent knows the node now: the last listing
   // and the ledger's answers (AllocationLedger: no unit counted twice).
@@ -158,6 +165,7 @@ class MemoryPublisher {
   mutable absl::Mutex mu_;
   std::vector<sharing::GpuSpace> gpus_ ABSL_GUARDED_BY(mu_);
   sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
+  KubeletGate gate_ ABSL_GUARDED_BY(mu_);
   sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
   sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
   // The GPUs as of the last listing (the kubelet's count of units), and

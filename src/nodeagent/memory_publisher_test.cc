@@ -88,6 +88,7 @@ class PublisherTest : public ::testing::Test {
     PublisherOptions options;
     options.node_name = "n1";
     options.now = [this] { return now_; };
+    options.kubelet_grace = absl::ZeroDuration();
     auto metrics = PublisherMetrics::Register(registry_);
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     publisher_ = std::make_unique<MemoryPublisher>(api_, kubelet_client_,

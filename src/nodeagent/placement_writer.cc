@@ -35,9 +35,17 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
   }
   sharing::Placement placed{gpu, units, ids, options_.now()};
   absl::MutexLock lock(&mu_);
+  auto not_listing = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !gate_.listing();
+  };
+  mu_.Await(absl::Condition(&not_listing));
+  gate_.Answering();
   ledger_.Record(placed);
   wake_ = true;
-  if (!writer_running_) return;
+  if (!writer_running_) {
+    gate_.Answered(options_.now());
+    return;
+  }
   to_write_.push_back(std::move(placed));
   const int64_t mine = ++queued_;
   auto done = [this, mine]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -54,6 +62,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
                         << absl::FormatDuration(options_.placement_timeout)
                         << ")";
   }
+  gate_.Answered(options_.now());
 }
 
 absl::Status MemoryPublisher::WritePlacement(const sharing::Placement& placed,
@@ -90,7 +99,9 @@ absl::Status MemoryPublisher::WritePlacementOnce(
     }
     // Not the annotation as read plus this answer: that may still count
     // containers whose units the kubelet has just handed out again (pods
-    // deleted while it was down), and show the GPU over its size.
+    // deleted while it was down), and show the GPU over its size. No
+    // listing is read here: a List while the kubelet waits for this
+    // answer is what KubeletGate forbids.
     known = Known();
   }
   if (std::optional<std::string> text =
