@@ -211,6 +211,13 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
     auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
     if (uid != pod_uids_.end()) pod.uid = uid->second;
   }
+  listing = sharing::CarryOver(
+      ledger_.listing(), std::move(listing),
+      [this](const sharing::UsedPod& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
+        return uid != pod_uids_.end() &&
+               (pod.uid.empty() || uid->second == pod.uid);
+      });
   ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
   listed_gpus_ = gpus_;
   if (allocatable.ok()) {
@@ -394,10 +401,21 @@ void MemoryPublisher::Start(kube::Sleeper& sleeper) {
   writer_ = std::jthread([this](std::stop_token stop) { WriterLoop(stop); });
 }
 
+namespace {
+
+// Succeeded or Failed: the kubelet holds no units for it.
+bool Terminal(const Json& pod) {
+  const std::string phase = StringAt(pod, "status", "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+}  // namespace
+
 void MemoryPublisher::ReplacePods(const std::vector<Json>& pods) {
   absl::MutexLock lock(&mu_);
   pod_uids_.clear();
   for (const Json& pod : pods) {
+    if (Terminal(pod)) continue;
     pod_uids_[absl::StrCat(StringAt(pod, "metadata", "namespace"), "/",
                            StringAt(pod, "metadata", "name"))] =
         StringAt(pod, "metadata", "uid");
@@ -409,7 +427,7 @@ void MemoryPublisher::OnPodEvent(const kube::WatchEvent& event) {
       absl::StrCat(StringAt(event.object, "metadata", "namespace"), "/",
                    StringAt(event.object, "metadata", "name"));
   absl::MutexLock lock(&mu_);
-  if (event.type == kube::EventType::kDeleted) {
+  if (event.type == kube::EventType::kDeleted || Terminal(event.object)) {
     pod_uids_.erase(key);
   } else if (event.type == kube::EventType::kAdded ||
              event.type == kube::EventType::kModified) {

@@ -180,7 +180,8 @@ class MemoryPublisher {
   // The last complaint per annotation, so a bad value is logged once.
   std::map<std::string, std::string, std::less<>> bad_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> metric_gpus_ ABSL_GUARDED_BY(mu_);
-  // The uids of the node's pods, from the watch; PodResources has none.
+  // The uids of the node's pods that are not Succeeded or Failed, from the
+  // watch; PodResources has none.
   std::map<std::string, std::string> pod_uids_ ABSL_GUARDED_BY(mu_);
   // Placements for the writer thread, and how many it has finished.
   std::vector<sharing::Placement> to_write_ ABSL_GUARDED_BY(mu_);

@@ -149,6 +149,29 @@ TEST(AllocationLedger, UnitsHandedOutAgainLeaveTheOlderAnswer) {
   EXPECT_EQ(Used(ledger, "GPU-a"), 4);
 }
 
+// A restarted kubelet lists active pods only, yet holds the units of the
+// pods deleted while it was down until it has dropped them: while the API
+// server still has such a pod, its containers keep counting; not once it
+// is gone, nor when the listing shows one of its units elsewhere.
+TEST(CarryOver, KeepsContainersOfPodsStillBeingDeleted) {
+  const Listing before = List({{"dying", "c", "GPU-a", Ids("GPU-a", 0, 2)},
+                               {"gone", "c", "GPU-a", Ids("GPU-a", 2, 2)},
+                               {"reused", "c", "GPU-a", Ids("GPU-a", 4, 2)},
+                               {"stays", "c", "GPU-a", Ids("GPU-a", 6, 2)}});
+  const Listing now = List({{"stays", "c", "GPU-a", Ids("GPU-a", 6, 2)},
+                            {"new", "c", "GPU-a", Ids("GPU-a", 5, 1)}});
+  Listing merged = CarryOver(before, now, [](const UsedPod& pod) {
+    return pod.name != "gone";
+  });
+  std::vector<std::string> names;
+  for (const UsedPod& pod : merged.pods) names.push_back(pod.name);
+  EXPECT_THAT(names, ElementsAre("stays", "new", "dying"));
+  EXPECT_EQ(merged.ids.size(), 3u);
+  AllocationLedger ledger;
+  ledger.Observe(merged, ledger.Mark(), kT0, kMaxAge);
+  EXPECT_EQ(Used(ledger, "GPU-a"), 5);
+}
+
 // A model kubelet with one GPU allocates, deletes, forgets a container
 // and allocates it again (as after its restart: under the same units, or
 // under others once a listing no longer showed it), and is listed at

@@ -73,6 +73,27 @@ std::vector<Allocation> AllocationLedger::unmatched() const {
   return out;
 }
 
+Listing CarryOver(const Listing& before, Listing now,
+                  const std::function<bool(const UsedPod&)>& exists) {
+  std::set<std::string> pods, units;
+  for (const UsedPod& pod : now.pods) pods.insert(pod.ns + "/" + pod.name);
+  for (const auto& [key, ids] : now.ids) units.insert(ids.begin(), ids.end());
+  for (const UsedPod& pod : before.pods) {
+    if (pods.contains(pod.ns + "/" + pod.name) || !exists(pod)) continue;
+    UsedPod kept = pod;
+    std::erase_if(kept.containers, [&](const UsedContainer& c) {
+      auto ids = before.ids.find(ListedKey(pod, c));
+      return ids == before.ids.end() || SharesAUnit(ids->second, units);
+    });
+    for (const UsedContainer& c : kept.containers) {
+      const std::string key = ListedKey(pod, c);
+      now.ids[key] = before.ids.at(key);
+    }
+    if (!kept.containers.empty()) now.pods.push_back(std::move(kept));
+  }
+  return now;
+}
+
 NodeMemory BuildNodeMemory(const std::string& resource, int64_t unit_mib,
                            absl::Time observed, std::vector<GpuSpace> gpus,
                            std::vector<UsedPod> listed,

@@ -56,6 +56,8 @@ class AllocationLedger {
   // The last listing's containers, without those holding a unit of an
   // answer recorded after it.
   std::vector<UsedPod> Listed() const;
+  // The last listing as read (with the containers carried over into it).
+  const Listing& listing() const { return listing_; }
   std::vector<Allocation> unmatched() const;
   bool listed_once() const { return listed_once_; }
 
@@ -70,6 +72,15 @@ class AllocationLedger {
   uint64_t listing_mark_ = 0;
   bool listed_once_ = false;
 };
+
+// `now` (a new listing) with the containers of `before` (the last one)
+// whose pod it no longer lists but `exists` says the API server still has
+// (being deleted: the kubelet's List shows active pods only, yet its
+// device manager holds their units until it has dropped them, which a
+// restarted kubelet does only once it has caught up), unless `now` lists
+// one of their units under another container.
+Listing CarryOver(const Listing& before, Listing now,
+                  const std::function<bool(const UsedPod&)>& exists);
 
 // The node annotation: per GPU of `gpus` (units, index, health; `used` is
 // recomputed), used = the units the listed containers hold on it plus the
