@@ -170,6 +170,13 @@ TEST(CarryOver, KeepsContainersOfPodsStillBeingDeleted) {
   AllocationLedger ledger;
   ledger.Observe(merged, ledger.Mark(), kT0, kMaxAge);
   EXPECT_EQ(Used(ledger, "GPU-a"), 5);
+  // An answer the kubelet gave some of dying's units, its container not
+  // listed yet: a carried entry is stale, so the answer stays and dying
+  // stops counting, whichever came first.
+  ledger.Record(Answer("GPU-a", Ids("GPU-a", 0, 3)));
+  ledger.Observe(merged, ledger.Mark(), kT0, kMaxAge);
+  EXPECT_EQ(ledger.unmatched().size(), 1u);
+  EXPECT_EQ(Used(ledger, "GPU-a"), 6);
 }
 
 // A model kubelet with one GPU allocates, deletes, forgets a container

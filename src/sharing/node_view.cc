@@ -36,7 +36,7 @@ void AllocationLedger::Observe(Listing listing, uint64_t mark,
                                absl::Time now, absl::Duration max_age) {
   std::set<std::string> listed;
   for (const auto& [key, ids] : listing.ids) {
-    listed.insert(ids.begin(), ids.end());
+    if (!listing.carried.contains(key)) listed.insert(ids.begin(), ids.end());
   }
   std::erase_if(answers_, [&](const Answer& a) {
     return (a.seq <= mark && SharesAUnit(a.allocation.ids, listed)) ||
@@ -48,8 +48,9 @@ void AllocationLedger::Observe(Listing listing, uint64_t mark,
 }
 
 std::vector<UsedPod> AllocationLedger::Listed() const {
-  std::set<std::string> taken;
+  std::set<std::string> taken, any;
   for (const Answer& a : answers_) {
+    any.insert(a.allocation.ids.begin(), a.allocation.ids.end());
     if (a.seq > listing_mark_) {
       taken.insert(a.allocation.ids.begin(), a.allocation.ids.end());
     }
@@ -58,8 +59,11 @@ std::vector<UsedPod> AllocationLedger::Listed() const {
   for (const UsedPod& pod : listing_.pods) {
     UsedPod kept = pod;
     std::erase_if(kept.containers, [&](const UsedContainer& c) {
-      auto ids = listing_.ids.find(ListedKey(pod, c));
-      return ids != listing_.ids.end() && SharesAUnit(ids->second, taken);
+      const std::string key = ListedKey(pod, c);
+      auto ids = listing_.ids.find(key);
+      return ids != listing_.ids.end() &&
+             SharesAUnit(ids->second,
+                         listing_.carried.contains(key) ? any : taken);
     });
     if (!kept.containers.empty()) out.push_back(std::move(kept));
   }
@@ -88,6 +92,7 @@ Listing CarryOver(const Listing& before, Listing now,
     for (const UsedContainer& c : kept.containers) {
       const std::string key = ListedKey(pod, c);
       now.ids[key] = before.ids.at(key);
+      now.carried.insert(key);
     }
     if (!kept.containers.empty()) now.pods.push_back(std::move(kept));
   }

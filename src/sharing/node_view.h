@@ -27,6 +27,9 @@ using Allocation = Placement;
 struct Listing {
   std::vector<UsedPod> pods;
   std::map<std::string, std::vector<std::string>> ids;
+  // Keys of the entries CarryOver kept from an earlier listing: stale, so
+  // they never take an answer's units, and any answer takes theirs.
+  std::set<std::string> carried;
 };
 // "<namespace>/<pod>/<container>@<gpu>": a container's entry on one GPU.
 std::string ListedKey(const UsedPod& pod, const UsedContainer& c);
