@@ -154,8 +154,9 @@ void Daemon::Impl::WrapMemoryHandlers(const config::Config& config,
   }
   if (std::shared_ptr<nodeagent::MemoryPublisher> p = publisher_) {
     o.pending = [p](bool refresh) { return p->Pending(refresh); };
-    o.on_allocate = [p](const std::string& gpu, int64_t units) {
-      p->OnAllocate(gpu, units);
+    o.on_allocate = [p](const std::string& gpu, int64_t units,
+                        const std::vector<std::string>& ids) {
+      p->OnAllocate(gpu, units, ids);
     };
   }
   prepared.preferred = resources::MakeMemoryPreferredHandler(o);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "src/common/status_macros.h"
 #include "src/kube/api_path.h"
 #include "src/kube/list_watcher.h"
+#include "src/nodeagent/node_json.h"
 #include "src/sharing/unit_id.h"
 
 namespace gpulet::nodeagent {
@@ -17,52 +19,35 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The value of `key` in the object's metadata.annotations, when it is a
-// string.
-std::optional<std::string> Annotation(const Json& object,
-                                      std::string_view key) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return std::nullopt;
-  auto annotations = metadata->find("annotations");
-  if (annotations == metadata->end() || !annotations->is_object()) {
-    return std::nullopt;
-  }
-  auto value = annotations->find(std::string(key));
-  if (value == annotations->end() || !value->is_string()) return std::nullopt;
-  return value->get<std::string>();
-}
-
-std::string StringAt(const Json& object, const char* a, const char* b) {
-  auto outer = object.find(a);
-  if (outer == object.end() || !outer->is_object()) return "";
-  auto inner = outer->find(b);
-  if (inner == outer->end() || !inner->is_string()) return "";
-  return inner->get<std::string>();
-}
-
-// The containers holding units of `resource`, one entry per GPU they use.
-std::vector<sharing::UsedPod> UsedPods(
-    const std::vector<podresources::Pod>& pods, const std::string& resource) {
-  std::vector<sharing::UsedPod> out;
+// The containers holding units of `resource`, one entry per GPU they use,
+// with the unit IDs of each entry.
+sharing::Listing ListUnits(const std::vector<podresources::Pod>& pods,
+                           const std::string& resource) {
+  sharing::Listing out;
   for (const podresources::Pod& pod : pods) {
     sharing::UsedPod used;
     used.ns = pod.ns;
     used.name = pod.name;
     for (const podresources::Container& c : pod.containers) {
-      std::map<std::string, int64_t> per_gpu;
+      std::map<std::string, std::vector<std::string>> per_gpu;
       for (const podresources::Devices& d : c.devices) {
         if (d.resource != resource) continue;
         std::string gpu;
         int64_t k = 0;
         for (const std::string& id : d.ids) {
-          if (sharing::ParseMemoryUnitId(id, &gpu, &k)) ++per_gpu[gpu];
+          if (sharing::ParseMemoryUnitId(id, &gpu, &k)) {
+            per_gpu[gpu].push_back(id);
+          }
         }
       }
-      for (const auto& [gpu, units] : per_gpu) {
-        used.containers.push_back(sharing::UsedContainer{c.name, gpu, units});
+      for (auto& [gpu, ids] : per_gpu) {
+        used.containers.push_back(sharing::UsedContainer{
+            c.name, gpu, static_cast<int64_t>(ids.size())});
+        out.ids[sharing::ListedKey(used, used.containers.back())] =
+            std::move(ids);
       }
     }
-    if (!used.containers.empty()) out.push_back(std::move(used));
+    if (!used.containers.empty()) out.pods.push_back(std::move(used));
   }
   return out;
 }
@@ -107,6 +92,13 @@ absl::StatusOr<PublisherMetrics> PublisherMetrics::Register(
       "gpulet_memory_syncs_total",
       "Syncs of the memory-share Node annotations, by result.", {"result"});
   if (!syncs.ok()) return syncs.status();
+  absl::StatusOr<metrics::Family*> writes = registry.AddCounter(
+      "gpulet_memory_placement_writes_total",
+      "Allocate answers recorded on the Node before answering, by result "
+      "(ok, error, timeout).",
+      {"result"});
+  if (!writes.ok()) return writes.status();
+  m.placement_writes = *writes;
   m.memory_units = *units;
   m.annotation_errors = *errors;
   m.syncs = *syncs;
@@ -120,9 +112,12 @@ MemoryPublisher::MemoryPublisher(kube::Client& api,
     : api_(api),
       kubelet_(kubelet),
       options_(std::move(options)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      gate_(options_.kubelet_grace,
+            options_.placement_timeout + absl::Seconds(5)) {}
 
 MemoryPublisher::~MemoryPublisher() {
+  writer_.request_stop();
   loop_.request_stop();
   pods_.request_stop();
 }
@@ -130,12 +125,6 @@ MemoryPublisher::~MemoryPublisher() {
 void MemoryPublisher::SetGpus(std::vector<sharing::GpuSpace> gpus) {
   absl::MutexLock lock(&mu_);
   gpus_ = std::move(gpus);
-  wake_ = true;
-}
-
-void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units) {
-  absl::MutexLock lock(&mu_);
-  ledger_.Record(sharing::Allocation{gpu, units, options_.now()});
   wake_ = true;
 }
 
@@ -150,6 +139,15 @@ int64_t MemoryPublisher::syncs() const {
 }
 
 std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
+  if (refresh) {
+    // Called by preferred allocation: the kubelet is choosing units.
+    absl::MutexLock lock(&mu_);
+    auto not_listing = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !gate_.listing();
+    };
+    mu_.Await(absl::Condition(&not_listing));
+    gate_.Choosing(options_.now());
+  }
   if (refresh) {
     absl::StatusOr<std::string> path = kube::NodePath(options_.node_name);
     absl::StatusOr<Json> node =
@@ -172,40 +170,72 @@ std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
     }
   }
   absl::MutexLock lock(&mu_);
-  return sharing::PendingRequests(pending_, listed_, ledger_.unmatched());
+  return sharing::PendingRequests(pending_, Known(), ledger_.unmatched());
+}
+
+sharing::NodeMemory MemoryPublisher::Known() const {
+  return sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
+                                  listed_at_, listed_gpus_, ledger_.Listed(),
+                                  ledger_.unmatched());
+}
+
+absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
+  uint64_t mark = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop.stop_requested() ||
+             gate_.BusyFor(options_.now()) <= absl::ZeroDuration();
+    };
+    while (!idle()) {
+      mu_.AwaitWithTimeout(absl::Condition(&idle),
+                           gate_.BusyFor(options_.now()));
+    }
+    if (stop.stop_requested()) {
+      return absl::CancelledError("stopping: no PodResources listing");
+    }
+    gate_.set_listing(true);
+    mark = ledger_.Mark();
+  }
+  absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
+  absl::StatusOr<std::vector<podresources::Devices>> allocatable =
+      pods.ok() ? kubelet_.Allocatable()
+                : absl::StatusOr<std::vector<podresources::Devices>>(
+                      pods.status());
+  const absl::Time now = options_.now();
+  absl::MutexLock lock(&mu_);
+  gate_.set_listing(false);
+  if (!pods.ok()) return pods.status();
+  sharing::Listing listing = ListUnits(*pods, options_.resource_name);
+  for (sharing::UsedPod& pod : listing.pods) {
+    auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
+    if (uid != pod_uids_.end()) pod.uid = uid->second;
+  }
+  listing = sharing::CarryOver(
+      ledger_.listing(), std::move(listing),
+      [this](const sharing::UsedPod& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
+        return uid != pod_uids_.end() &&
+               (pod.uid.empty() || uid->second == pod.uid);
+      });
+  ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
+  listed_gpus_ = gpus_;
+  if (allocatable.ok()) {
+    ApplyAllocatable(*allocatable, options_.resource_name, &listed_gpus_);
+  }
+  listed_at_ = now;
+  return absl::OkStatus();
 }
 
 absl::Status MemoryPublisher::Sync(std::stop_token stop) {
-  absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
-  if (!pods.ok()) {
+  absl::Status status = ReadListing(stop);
+  if (!status.ok()) {
     if (metrics_.syncs != nullptr) metrics_.syncs->Add({"error"});
-    return pods.status();
+    return status;
   }
-  std::vector<sharing::UsedPod> listed = UsedPods(*pods, options_.resource_name);
-  absl::StatusOr<std::vector<podresources::Devices>> allocatable =
-      kubelet_.Allocatable();
-  const absl::Time now = options_.now();
-  sharing::NodeMemory built;
-  {
-    absl::MutexLock lock(&mu_);
-    for (sharing::UsedPod& pod : listed) {
-      auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
-      if (uid != pod_uids_.end()) pod.uid = uid->second;
-    }
-    ledger_.Observe(listed, now, options_.pending_timeout);
-    std::vector<sharing::GpuSpace> gpus = gpus_;
-    if (allocatable.ok()) {
-      ApplyAllocatable(*allocatable, options_.resource_name, &gpus);
-    }
-    built = sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
-                                     now, std::move(gpus), std::move(listed),
-                                     ledger_.unmatched());
-    listed_ = built;
-  }
-  absl::Status status;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     bool conflict = false;
-    status = SyncOnce(built, stop, &conflict);
+    status = SyncOnce(stop, &conflict);
     if (!conflict) break;
   }
   if (metrics_.syncs != nullptr) {
@@ -214,11 +244,17 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
   return status;
 }
 
-absl::Status MemoryPublisher::SyncOnce(const sharing::NodeMemory& built,
-                                       std::stop_token stop, bool* conflict) {
+absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   GPULET_ASSIGN_OR_RETURN(std::string path,
                           kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
+  // The ledger as it is after this read: an answer written by OnAllocate
+  // since is in it, so this patch keeps it.
+  sharing::NodeMemory built;
+  {
+    absl::MutexLock lock(&mu_);
+    built = Known();
+  }
   if (std::optional<std::string> own =
           Annotation(node, sharing::kNodeAnnotation)) {
     absl::StatusOr<sharing::NodeMemory> parsed =
@@ -358,12 +394,28 @@ void MemoryPublisher::Start(kube::Sleeper& sleeper) {
     });
   }
   loop_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  {
+    absl::MutexLock lock(&mu_);
+    writer_running_ = true;
+  }
+  writer_ = std::jthread([this](std::stop_token stop) { WriterLoop(stop); });
 }
+
+namespace {
+
+// Succeeded or Failed: the kubelet holds no units for it.
+bool Terminal(const Json& pod) {
+  const std::string phase = StringAt(pod, "status", "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+}  // namespace
 
 void MemoryPublisher::ReplacePods(const std::vector<Json>& pods) {
   absl::MutexLock lock(&mu_);
   pod_uids_.clear();
   for (const Json& pod : pods) {
+    if (Terminal(pod)) continue;
     pod_uids_[absl::StrCat(StringAt(pod, "metadata", "namespace"), "/",
                            StringAt(pod, "metadata", "name"))] =
         StringAt(pod, "metadata", "uid");
@@ -375,7 +427,7 @@ void MemoryPublisher::OnPodEvent(const kube::WatchEvent& event) {
       absl::StrCat(StringAt(event.object, "metadata", "namespace"), "/",
                    StringAt(event.object, "metadata", "name"));
   absl::MutexLock lock(&mu_);
-  if (event.type == kube::EventType::kDeleted) {
+  if (event.type == kube::EventType::kDeleted || Terminal(event.object)) {
     pod_uids_.erase(key);
   } else if (event.type == kube::EventType::kAdded ||
              event.type == kube::EventType::kModified) {

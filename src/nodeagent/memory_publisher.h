@@ -13,6 +13,24 @@
 // change of the node's pods (a watch), and every resync period; nothing
 // wakes the thread otherwise.
 //
+// OnAllocate closes the window between an Allocate answer and the next
+// sync: before the plugin answers, a writer thread writes
+// gpulet.dev/gpu-memory from the last PodResources listing with the answer
+// as a placement (GPU, units, unit IDs, time) counted in its GPU's `used`,
+// in a read-modify-write with the resourceVersion (the pending annotation
+// is left to the syncs). No List is made while the kubelet allocates
+// (KubeletGate): a sync waits. The listings and the answers are merged by
+// unit ID (sharing::AllocationLedger), so no unit is counted twice: not
+// when a listing already shows the container being answered, not when a
+// restarted kubelet allocates a listed container again, not when the
+// kubelet hands out units of pods deleted while it was down. A sync
+// replaces the placement by the container's attributed entry once
+// PodResources lists its units, in the same patch that prunes the pending
+// annotation; a placement never listed expires after pending_timeout.
+// When the write fails or takes longer than placement_timeout, Allocate
+// still answers (the kubelet is never blocked on the API server): it is
+// logged and counted in gpulet_memory_placement_writes_total{result}.
+//
 // An annotation edited by hand into something unreadable is ignored with
 // a logged reason and a count in gpulet_memory_annotation_errors_total,
 // never a crash: a bad pending annotation is left alone (the plugin then
@@ -39,6 +57,7 @@
 #include "src/kube/client.h"
 #include "src/kube/sleeper.h"
 #include "src/metrics/registry.h"
+#include "src/nodeagent/kubelet_gate.h"
 #include "src/podresources/client.h"
 #include "src/sharing/node_view.h"
 
@@ -52,6 +71,11 @@ struct PublisherOptions {
   absl::Duration resync_period = absl::Minutes(5);
   // Read-modify-write attempts of one sync while the Node keeps changing.
   int max_attempts = 5;
+  // How long OnAllocate waits for its placement to be written.
+  absl::Duration placement_timeout = absl::Seconds(5);
+  // How long after answering an Allocate no PodResources List is made:
+  // the kubelet records the answer's units just after (KubeletGate).
+  absl::Duration kubelet_grace = absl::Seconds(1);
   // Wall-clock time: the annotations' times are compared across machines.
   std::function<absl::Time()> now = [] { return absl::Now(); };
 };
@@ -64,8 +88,10 @@ struct PublisherMetrics {
   metrics::Family* annotation_errors = nullptr;
   // gpulet_memory_syncs_total{result}: "ok", "error".
   metrics::Family* syncs = nullptr;
+  // gpulet_memory_placement_writes_total{result}: "ok", "error", "timeout".
+  metrics::Family* placement_writes = nullptr;
 
-  // Registers the three families (idempotent on the same registry).
+  // Registers the four families (idempotent on the same registry).
   static absl::StatusOr<PublisherMetrics> Register(metrics::Registry& registry);
 };
 
@@ -82,16 +108,26 @@ class MemoryPublisher {
   // The GPUs sharing memory: UUID, index, units and health (`used` is
   // ignored). Wakes the sync thread.
   void SetGpus(std::vector<sharing::GpuSpace> gpus);
-  // The plugin answered an Allocate with `units` units of `gpu`. Wakes the
-  // sync thread.
-  void OnAllocate(const std::string& gpu, int64_t units);
+  // The plugin is answering an Allocate with the unit IDs `ids` (`units`
+  // of them; otherwise it is logged and ignored) of `gpu`: records the
+  // placement on the Node (see above),
+  // waiting at most placement_timeout, and wakes the sync thread. Needs
+  // Start() for the write; without it, only the sync thread learns of it.
+  void OnAllocate(const std::string& gpu, int64_t units,
+                  const std::vector<std::string>& ids);
   // The requests preferred allocation must keep fitting; `refresh` reads
   // the Node first (the pending annotation may be newer than the last
-  // sync).
+  // sync) and means the kubelet is choosing units: no List is made until
+  // it has recorded them (KubeletGate), and a List in progress ends first.
   std::vector<sharing::Request> Pending(bool refresh);
 
   // One sync, on the caller's thread.
   absl::Status Sync(std::stop_token stop = {});
+  // Writes the Node annotation with `placed` (see above), on the caller's
+  // thread: no-op when the annotation has it already or the ledger no
+  // longer does; FailedPrecondition before any PodResources listing.
+  absl::Status WritePlacement(const sharing::Placement& placed,
+                              std::stop_token stop = {});
 
   // Starts the sync thread and the watch of the node's pods.
   // REQUIRES: called once.
@@ -101,8 +137,16 @@ class MemoryPublisher {
   int64_t syncs() const;
 
  private:
-  absl::Status SyncOnce(const sharing::NodeMemory& built,
-                        std::stop_token stop, bool* conflict);
+  // Reads PodResources (List, GetAllocatableResources) into the ledger,
+  // once the kubelet is not allocating (KubeletGate).
+  absl::Status ReadListing(std::stop_token stop);
+  absl::Status SyncOnce(std::stop_token stop, bool* conflict);
+  // The annotation as the node agent knows the node now: the last listing
+  // and the ledger's answers (AllocationLedger: no unit counted twice).
+  sharing::NodeMemory Known() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WritePlacementOnce(const sharing::Placement& placed,
+                                  std::stop_token stop, bool* conflict);
+  void WriterLoop(std::stop_token stop);
   sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
   void ReportBad(std::string_view annotation, const absl::Status& status);
   void UpdateMetrics(const sharing::NodeMemory& node,
@@ -121,24 +165,34 @@ class MemoryPublisher {
   mutable absl::Mutex mu_;
   std::vector<sharing::GpuSpace> gpus_ ABSL_GUARDED_BY(mu_);
   sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
+  KubeletGate gate_ ABSL_GUARDED_BY(mu_);
   sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
   sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
-  // As last listed by the kubelet: the listing the ledger was last matched
-  // against, written or not. Pending() must pair the ledger with this one:
-  // with node_, a container the ledger no longer counts (it is listed)
-  // would count as pending again until the write succeeds.
-  sharing::NodeMemory listed_ ABSL_GUARDED_BY(mu_);
+  // The GPUs as of the last listing (the kubelet's count of units), and
+  // when it was read. Pending() and the placement writes use Known(), the
+  // last listing whether written or not: with node_, a container the
+  // ledger no longer counts (it is listed) would count as pending again
+  // until the write succeeds.
+  std::vector<sharing::GpuSpace> listed_gpus_ ABSL_GUARDED_BY(mu_);
+  absl::Time listed_at_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
   // The last complaint per annotation, so a bad value is logged once.
   std::map<std::string, std::string, std::less<>> bad_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> metric_gpus_ ABSL_GUARDED_BY(mu_);
-  // The uids of the node's pods, from the watch; PodResources has none.
+  // The uids of the node's pods that are not Succeeded or Failed, from the
+  // watch; PodResources has none.
   std::map<std::string, std::string> pod_uids_ ABSL_GUARDED_BY(mu_);
+  // Placements for the writer thread, and how many it has finished.
+  std::vector<sharing::Placement> to_write_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writer_running_ ABSL_GUARDED_BY(mu_) = false;
 
   // Last members: stopped and joined first on destruction.
   std::jthread pods_;
   std::jthread loop_;
+  std::jthread writer_;
 };
 
 }  // namespace gpulet::nodeagent

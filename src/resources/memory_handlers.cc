@@ -233,7 +233,13 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
   if (!o.mps_root.empty()) {
     AddMps(o, gpu, units, space.units, *response);
   }
-  if (o.on_allocate) o.on_allocate(gpu, units);
+  if (o.on_allocate) {
+    std::vector<std::string> placed;
+    for (int64_t unit : by_gpu.begin()->second) {
+      placed.push_back(sharing::MemoryUnitId(gpu, unit));
+    }
+    o.on_allocate(gpu, units, placed);
+  }
   return response;
 }
 

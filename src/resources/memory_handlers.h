@@ -52,8 +52,11 @@ struct MemoryHandlerOptions {
   // With MPS: also CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, the share of the
   // GPU's units the container has.
   bool mps_compute_by_share = false;
-  // Told the GPU and the number of units of every Allocate answered.
-  std::function<void(const std::string& gpu_uuid, int64_t units)> on_allocate;
+  // Told the GPU, the number of units and their IDs of every Allocate, just
+  // before it is answered (the node agent records it on the Node).
+  std::function<void(const std::string& gpu_uuid, int64_t units,
+                     const std::vector<std::string>& ids)>
+      on_allocate;
 };
 
 // Wraps `base` (the device-list strategy's answer for the units' GPU).

@@ -53,8 +53,11 @@ TEST(MemoryAllocate, OneGpuGetsItsLimit) {
   MemoryHandlerOptions o;
   o.resource_name = "nvidia.com/gpu-memory";
   o.unit_mib = 1024;
-  o.on_allocate = [&](const std::string& gpu, int64_t units) {
+  std::vector<std::string> told_ids;
+  o.on_allocate = [&](const std::string& gpu, int64_t units,
+                      const std::vector<std::string>& ids) {
     told.emplace_back(gpu, units);
+    told_ids = ids;
   };
   auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
   auto r = allocate(Snapshot(4), Units(1, {0, 3}));
@@ -63,6 +66,7 @@ TEST(MemoryAllocate, OneGpuGetsItsLimit) {
   EXPECT_EQ(r->envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-1");
   EXPECT_EQ(r->envs().count(kGpushareIndexEnv), 0u);
   EXPECT_THAT(told, ElementsAre(Pair("GPU-1", 2)));
+  EXPECT_THAT(told_ids, ElementsAre("GPU-1::m0", "GPU-1::m3"));
 }
 
 TEST(MemoryAllocate, GpushareNameAddsItsVariables) {
@@ -127,7 +131,8 @@ TEST(MemoryAllocate, UnitsSpanningGpusAreRefused) {
   MemoryHandlerOptions o;
   o.resource_name = "nvidia.com/gpu-memory";
   bool told = false;
-  o.on_allocate = [&](const std::string&, int64_t) { told = true; };
+  o.on_allocate = [&](const std::string&, int64_t,
+                      const std::vector<std::string>&) { told = true; };
   auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
   auto r = allocate(Snapshot(2), Concat(Units(0, {0, 1}), Units(1, {0})));
   ASSERT_FALSE(r.ok());

@@ -231,6 +231,39 @@ std::string EncodePending(const Pending& pending) {
   return j.dump();
 }
 
+namespace {
+
+// node.placements; each names its GPU and lists exactly `units` unit IDs.
+void ParsePlacements(Reader& r, const Json& j, NodeMemory* out) {
+  const Json* ps = r.Array(j, "placements", "");
+  for (size_t i = 0; ps != nullptr && r.ok() && i < ps->size(); ++i) {
+    const std::string p = Reader::Item("", "placements", i);
+    const Json& pj = (*ps)[i];
+    if (!r.Object(pj, p, {"gpu", "units", "ids", "time"})) break;
+    Placement placed;
+    placed.gpu = r.String(pj, "gpu", p, /*required=*/true);
+    placed.units = r.Int(pj, "units", p, 1);
+    placed.time = r.Time(pj, "time", p);
+    const Json* ids = r.ok() ? r.Array(pj, "ids", p) : nullptr;
+    for (size_t k = 0; ids != nullptr && r.ok() && k < ids->size(); ++k) {
+      if (!(*ids)[k].is_string() || (*ids)[k].get<std::string>().empty()) {
+        r.Fail(Reader::Item(p, "ids", k),
+               "want a unit ID (a non-empty string)");
+        break;
+      }
+      placed.ids.push_back((*ids)[k].get<std::string>());
+    }
+    if (r.ok() && static_cast<int64_t>(placed.ids.size()) != placed.units) {
+      r.Fail(Reader::At(p, "ids"),
+             absl::StrCat("lists ", placed.ids.size(),
+                          " unit IDs, want units (", placed.units, ")"));
+    }
+    out->placements.push_back(std::move(placed));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view text) {
   const std::string what =
       absl::StrCat("annotation ", std::string(kNodeAnnotation));
@@ -239,7 +272,8 @@ absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view text) {
   Reader r(what);
   NodeMemory out;
   if (!r.Object(*j, "",
-                {"v", "resource", "unitMiB", "observed", "gpus", "pods"})) {
+                {"v", "resource", "unitMiB", "observed", "gpus", "pods",
+                 "placements"})) {
     return r.status();
   }
   r.Version(*j);
@@ -280,6 +314,7 @@ absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view text) {
     }
     out.pods.push_back(std::move(pod));
   }
+  if (r.ok() && j->contains("placements")) ParsePlacements(r, *j, &out);
   if (!r.ok()) return r.status();
   return out;
 }
@@ -313,6 +348,16 @@ std::string EncodeNodeMemory(const NodeMemory& node) {
   j["observed"] = TimeText(node.observed);
   j["gpus"] = std::move(gpus);
   j["pods"] = std::move(pods);
+  if (!node.placements.empty()) {
+    Json placements = Json::array();
+    for (const Placement& p : node.placements) {
+      placements.push_back(Json{{"gpu", p.gpu},
+                                {"units", p.units},
+                                {"ids", p.ids},
+                                {"time", TimeText(p.time)}});
+    }
+    j["placements"] = std::move(placements);
+  }
   return j.dump();
 }
 
@@ -365,6 +410,12 @@ std::vector<Request> OutstandingRequests(const Pending& pending,
       if (HoldsContainer(used, c.name)) continue;
       out.push_back(Request{absl::StrCat(key, "/", c.name), c.units});
     }
+  }
+  for (const Placement& p : node.placements) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const Request& r) {
+      return r.units == p.units;
+    });
+    if (it != out.end()) out.erase(it);
   }
   return out;
 }

@@ -51,12 +51,22 @@ struct UsedPod {
   std::string uid, ns, name;  // uid may be empty when not known
   std::vector<UsedContainer> containers;
 };
+// One Allocate answer the kubelet's PodResources does not list under a pod
+// yet: `units` units of GPU `gpu` (UUID), the unit IDs handed out, and
+// when. Its units are counted in that GPU's `used`.
+struct Placement {
+  std::string gpu;
+  int64_t units = 0;
+  std::vector<std::string> ids;
+  absl::Time time;
+};
 struct NodeMemory {
   std::string resource;
   int64_t unit_mib = 1024;
   absl::Time observed;
   std::vector<GpuSpace> gpus;
   std::vector<UsedPod> pods;
+  std::vector<Placement> placements;  // unattributed, oldest first
 };
 
 absl::StatusOr<NodeMemory> ParseNodeMemory(std::string_view json);
@@ -74,7 +84,10 @@ bool Admitted(const PendingPod& pod, const NodeMemory& node);
 
 // The container requests of the pending pods that node.pods does not list
 // yet (a listed pod's containers that it does not list are still
-// outstanding), keyed "<uid or ns/name>/<container>", in annotation order.
+// outstanding), keyed "<uid or ns/name>/<container>", in annotation order,
+// less one request of the same size per placement in node.placements (that
+// container has its units already, counted in its GPU's `used`; requests of
+// one size are interchangeable, so which pod it serves does not matter).
 std::vector<Request> OutstandingRequests(const Pending& pending,
                                          const NodeMemory& node);
 

@@ -113,6 +113,28 @@ TEST(NodeMemory, ParsesAndEncodesCanonically) {
   EXPECT_EQ(EncodeNodeMemory(*n), kNodeJson);
 }
 
+TEST(NodeMemory, PlacementsRoundTripAndAreOptional) {
+  NodeMemory n{.resource = "r",
+               .placements = {{.gpu = "GPU-a",
+                               .units = 2,
+                               .ids = {"GPU-a::m0", "GPU-a::m1"},
+                               .time = absl::FromUnixSeconds(1795496400)}}};
+  const std::string text = EncodeNodeMemory(n);
+  EXPECT_THAT(text, HasSubstr(R"("placements":[{"gpu":"GPU-a","units":2,)"
+                              R"("ids":["GPU-a::m0","GPU-a::m1"],)"
+                              R"("time":"2026-11-24T05:00:00Z"}])"));
+  auto back = ParseNodeMemory(text);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->placements.size(), 1u);
+  EXPECT_EQ(back->placements[0].ids[1], "GPU-a::m1");
+  EXPECT_EQ(EncodeNodeMemory(*back), text);
+  // An annotation written before placements existed reads as none.
+  auto old = ParseNodeMemory(kNodeJson);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->placements.empty());
+  EXPECT_EQ(EncodeNodeMemory(*old), kNodeJson);
+}
+
 TEST(NodeMemory, ErrorsNameTheField) {
   struct Case {
     const char* json;
@@ -136,6 +158,18 @@ TEST(NodeMemory, ErrorsNameTheField) {
       {R"({"v":1,"resource":"r","unitMiB":1,"observed":)"
        R"("2026-11-24T05:00:00Z","gpus":{},"pods":[]})",
        "gpus: want an array"},
+      {R"({"v":1,"resource":"r","unitMiB":1,"observed":)"
+       R"("2026-11-24T05:00:00Z","gpus":[],"pods":[],"placements":[{"gpu":)"
+       R"("g","units":2,"ids":["g::m0"],"time":"2026-11-24T05:00:00Z"}]})",
+       "placements[0].ids: lists 1 unit IDs, want units (2)"},
+      {R"({"v":1,"resource":"r","unitMiB":1,"observed":)"
+       R"("2026-11-24T05:00:00Z","gpus":[],"pods":[],"placements":[{"gpu":)"
+       R"("g","units":1,"ids":[3],"time":"2026-11-24T05:00:00Z"}]})",
+       "placements[0].ids[0]: want a unit ID"},
+      {R"({"v":1,"resource":"r","unitMiB":1,"observed":)"
+       R"("2026-11-24T05:00:00Z","gpus":[],"pods":[],"placements":[{"units":)"
+       R"(1,"ids":["g::m0"],"time":"2026-11-24T05:00:00Z"}]})",
+       "placements[0].gpu: missing"},
   };
   for (const Case& c : cases) {
     auto n = ParseNodeMemory(c.json);
@@ -184,6 +218,21 @@ TEST(OutstandingRequests, KeepsContainersOfAPartlyListedPod) {
   node.pods[0].containers.push_back({"c1", "GPU-b", 16});
   EXPECT_TRUE(OutstandingRequests(pending, node).empty());
   EXPECT_TRUE(Admitted(pending.pods[0], node));
+}
+
+// A placement is an admitted container whose pod is not listed yet: it
+// serves one outstanding request of its size, whichever pod that is.
+TEST(OutstandingRequests, EachPlacementServesOneRequestOfItsSize) {
+  Pending pending{.pods = {{.uid = "u1", .ns = "ns", .name = "a",
+                            .containers = {{"c", 4}, {"d", 2}}},
+                           {.uid = "u2", .ns = "ns", .name = "b",
+                            .containers = {{"c", 2}}}}};
+  NodeMemory node{.placements = {{.gpu = "GPU-a", .units = 2},
+                                 {.gpu = "GPU-b", .units = 3}}};
+  auto reqs = OutstandingRequests(pending, node);
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].key, "u1/c");
+  EXPECT_EQ(reqs[1].key, "u2/c");
 }
 
 }  // namespace

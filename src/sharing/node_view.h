@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,44 +19,82 @@
 
 namespace gpulet::sharing {
 
-// One Allocate answer: `units` units of GPU `gpu` (UUID).
-struct Allocation {
-  std::string gpu;
-  int64_t units = 0;
-  absl::Time time;
-};
+// One Allocate answer: `units` units of GPU `gpu` (UUID), the unit IDs.
+using Allocation = Placement;
 
-// The plugin's Allocate answers that the kubelet's PodResources does not
-// show yet. Allocate does not say which pod it serves, so an answer is
-// matched to the first container that shows up after it on the same GPU
-// with the same number of units.
+// A PodResources listing: the containers holding units (one entry per GPU
+// each) and the unit IDs each entry holds, by ListedKey.
+struct Listing {
+  std::vector<UsedPod> pods;
+  std::map<std::string, std::vector<std::string>> ids;
+  // Keys of the entries CarryOver kept from an earlier listing: stale, so
+  // they never take an answer's units, and any answer takes theirs.
+  std::set<std::string> carried;
+};
+// "<namespace>/<pod>/<container>@<gpu>": a container's entry on one GPU.
+std::string ListedKey(const UsedPod& pod, const UsedContainer& c);
+
+// What the node agent knows of the node's allocation: the last
+// PodResources listing and the plugin's Allocate answers the kubelet may
+// not list yet. Allocate does not say which pod it serves, so answers are
+// matched by their unit IDs, and no unit ID is ever counted twice: the
+// kubelet hands out only units it holds free, so when an answer and an
+// older entry (listed or answered) share a unit, the older one no longer
+// holds it (its pod was deleted, maybe while the kubelet was down, or a
+// restarted kubelet allocated the same container again) and leaves.
 class AllocationLedger {
  public:
+  // Answers recorded so far; taken just before reading a listing, it
+  // tells answers the listing may show from those it cannot.
+  uint64_t Mark() const { return recorded_; }
+  // An Allocate answer; an older answer sharing a unit ID leaves.
   void Record(Allocation allocation);
-  // A full PodResources listing: each container listed for the first time
-  // takes the oldest answer of its GPU and size; answers older than
-  // `max_age` are dropped (the kubelet may have failed the admission after
-  // Allocate).
-  void Observe(const std::vector<UsedPod>& listed, absl::Time now,
+  // A full listing, read after Mark() returned `mark`. An answer recorded
+  // before it leaves when any of its unit IDs is listed (under the
+  // container it served, or under one that got the units since: the
+  // admission failed after Allocate); answers older than `max_age` leave
+  // (never listed: the admission failed, or the pod went away first).
+  void Observe(Listing listing, uint64_t mark, absl::Time now,
                absl::Duration max_age);
-  const std::vector<Allocation>& unmatched() const { return unmatched_; }
+  // The last listing's containers, without those holding a unit of an
+  // answer recorded after it.
+  std::vector<UsedPod> Listed() const;
+  // The last listing as read (with the containers carried over into it).
+  const Listing& listing() const { return listing_; }
+  std::vector<Allocation> unmatched() const;
+  bool listed_once() const { return listed_once_; }
 
  private:
-  std::vector<Allocation> unmatched_;  // oldest first
-  std::set<std::string> seen_;         // containers of the last listing
+  struct Answer {
+    Allocation allocation;
+    uint64_t seq = 0;  // the Mark() after Record
+  };
+  std::vector<Answer> answers_;  // oldest first, no unit ID twice
+  uint64_t recorded_ = 0;
+  Listing listing_;
+  uint64_t listing_mark_ = 0;
+  bool listed_once_ = false;
 };
+
+// `now` (a new listing) with the containers of `before` (the last one)
+// whose pod it no longer lists but `exists` says the API server still has
+// (being deleted: the kubelet's List shows active pods only, yet its
+// device manager holds their units until it has dropped them, which a
+// restarted kubelet does only once it has caught up), unless `now` lists
+// one of their units under another container.
+Listing CarryOver(const Listing& before, Listing now,
+                  const std::function<bool(const UsedPod&)>& exists);
 
 // The node annotation: per GPU of `gpus` (units, index, health; `used` is
 // recomputed), used = the units the listed containers hold on it plus the
-// unmatched Allocate answers for it.
+// unmatched Allocate answers for it, which become node.placements.
 NodeMemory BuildNodeMemory(const std::string& resource, int64_t unit_mib,
                            absl::Time observed, std::vector<GpuSpace> gpus,
                            std::vector<UsedPod> listed,
                            const std::vector<Allocation>& unmatched);
 
-// The requests the plugin must keep fitting: OutstandingRequests, less one
-// request of the same size per unmatched Allocate answer (that container
-// has its units already; which pod it belongs to does not matter).
+// The requests the plugin must keep fitting: OutstandingRequests of `node`
+// with `unmatched` as its placements (node.placements is ignored).
 std::vector<Request> PendingRequests(const Pending& pending,
                                      const NodeMemory& node,
                                      const std::vector<Allocation>& unmatched);

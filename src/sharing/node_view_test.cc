@@ -21,35 +21,20 @@ UsedPod Pod(std::string ns, std::string name, std::string container,
                  .containers = {{std::move(container), std::move(gpu), units}}};
 }
 
-TEST(AllocationLedger, NewContainersTakeTheirAnswer) {
-  AllocationLedger ledger;
-  ledger.Observe({Pod("ns", "old", "c", "GPU-a", 2)}, kT0, absl::Minutes(5));
-  ledger.Record({"GPU-a", 2, kT0});
-  ledger.Record({"GPU-a", 4, kT0 + absl::Seconds(1)});
-  // The old container is no news; a new one of 2 units takes the first.
-  ledger.Observe({Pod("ns", "old", "c", "GPU-a", 2)}, kT0, absl::Minutes(5));
-  EXPECT_EQ(ledger.unmatched().size(), 2u);
-  ledger.Observe({Pod("ns", "old", "c", "GPU-a", 2),
-                  Pod("ns", "new", "c", "GPU-a", 2)},
-                 kT0, absl::Minutes(5));
-  EXPECT_THAT(ledger.unmatched(), ElementsAre(Field(&Allocation::units, 4)));
-  // Never listed: dropped once it is older than the limit.
-  ledger.Observe({}, kT0 + absl::Minutes(6), absl::Minutes(5));
-  EXPECT_TRUE(ledger.unmatched().empty());
-}
-
 TEST(BuildNodeMemory, UsedCountsListedAndUnmatched) {
   std::vector<GpuSpace> gpus = {{.uuid = "GPU-a", .index = 0, .units = 8},
                                 {.uuid = "GPU-b", .index = 1, .units = 8,
                                  .used = 99, .healthy = false}};
   NodeMemory node = BuildNodeMemory(
       "nvidia.com/gpu-memory", 1024, kT0, gpus,
-      {Pod("ns", "p", "c", "GPU-a", 3)}, {{"GPU-a", 1, kT0}, {"GPU-b", 2, kT0}});
+      {Pod("ns", "p", "c", "GPU-a", 3)},
+      {{"GPU-a", 1, {}, kT0}, {"GPU-b", 2, {}, kT0}});
   EXPECT_EQ(node.gpus[0].used, 4);
   EXPECT_EQ(node.gpus[1].used, 2);
   EXPECT_FALSE(node.gpus[1].healthy);
   ASSERT_EQ(node.pods.size(), 1u);
   EXPECT_EQ(node.observed, kT0);
+  EXPECT_EQ(node.placements.size(), 2u);
 }
 
 TEST(PendingRequests, UnmatchedAnswersServeOneRequestOfTheirSize) {
@@ -58,7 +43,7 @@ TEST(PendingRequests, UnmatchedAnswersServeOneRequestOfTheirSize) {
                            {.uid = "u2", .ns = "ns", .name = "b",
                             .containers = {{"c", 2}}}}};
   NodeMemory node;
-  auto reqs = PendingRequests(pending, node, {{"GPU-a", 4, kT0}});
+  auto reqs = PendingRequests(pending, node, {{"GPU-a", 4, {}, kT0}});
   EXPECT_THAT(reqs, ElementsAre(Field(&Request::key, "u1/d"),
                                 Field(&Request::key, "u2/c")));
 }

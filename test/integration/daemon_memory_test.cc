@@ -126,6 +126,17 @@ class FakeApiServer {
     mu_.AwaitWithTimeout(absl::Condition(&check), kTimeout);
     return found;
   }
+  // Waits until the annotation `key` satisfies `pred`.
+  bool WaitForAnnotation(std::string_view key,
+                         const std::function<bool(const std::string&)>& pred) {
+    absl::MutexLock lock(&mu_);
+    auto check = [&]() {
+      mu_.AssertHeld();
+      auto it = annotations_.find(std::string(key));
+      return pred(it == annotations_.end() ? "" : it->second);
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&check), kTimeout);
+  }
   std::string Annotation(std::string_view key) {
     absl::MutexLock lock(&mu_);
     auto it = annotations_.find(std::string(key));
@@ -378,9 +389,16 @@ TEST_F(DaemonMemoryTest, AdvertisesUnitsPublishesAndKeepsPendingPodsFitting) {
     return n.gpus.size() == 2 && n.gpus[1].used == 3;
   });
   ASSERT_TRUE(node.has_value()) << api_.Annotation(sharing::kNodeAnnotation);
-  // a is gone from the API server (never added): pruned; b and c wait.
+  // a is gone from the API server (never added): the next sync prunes it
+  // (the placement may be written before); b and c wait.
+  EXPECT_TRUE(api_.WaitForAnnotation(
+      sharing::kPendingAnnotation, [](const std::string& text) {
+        return !absl::StrContains(text, "\"name\":\"a\"");
+      }))
+      << api_.Annotation(sharing::kPendingAnnotation);
   EXPECT_THAT(api_.Annotation(sharing::kPendingAnnotation),
-              ::testing::Not(HasSubstr("\"name\":\"a\"")));
+              ::testing::AllOf(HasSubstr("\"name\":\"b\""),
+                               HasSubstr("\"name\":\"c\"")));
 
   // Units of two GPUs for one container are refused, naming them.
   v1beta1::AllocateRequest spanning;

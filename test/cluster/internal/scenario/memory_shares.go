@@ -84,20 +84,28 @@ func memorySharesScenario(t *T) {
 	w.waitSettled("the pods after the kubelet's restart")
 	t.Figure("memory-shares: kubelet restart, deletes -> at rest", time.Since(phase))
 
-	// The extender restarts while the scheduler places pods into the
-	// memory just freed: its view is rebuilt from the API server.
+	// The extender is down while pods are deleted, so the scheduler can
+	// place nothing in the memory freed (it must not without the
+	// extender); a new extender process, its view rebuilt from the API
+	// server, places the waiting pods there.
 	phase = time.Now()
 	victims = pick(rng, w.runningNames(), 3)
+	m.ext.Stop()
+	bound := boundMemPods(t)
 	for _, name := range victims {
 		if err := t.N.Client.CoreV1().Pods(ns).Delete(t.Ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete pod %s: %v", name, err)
 		}
 	}
-	m.ext.Stop()
+	waitMemPodsGone(t, victims)
+	for name := range boundMemPods(t) {
+		if !bound[name] {
+			t.Errorf("pod %s was bound while the extender was down", name)
+		}
+	}
 	if err := m.ext.Start(t.Ctx); err != nil {
 		t.Fatalf("restart the extender: %v", err)
 	}
-	waitMemPodsGone(t, victims)
 	w.waitSettled("the pods after the extender's restart")
 	t.Figure("memory-shares: extender restart, deletes -> at rest", time.Since(phase))
 
@@ -202,6 +210,21 @@ func expectReason(t *T, name, want string) {
 	if err != nil {
 		t.Fatalf("%v (last reason: %q)", err, last)
 	}
+}
+
+// boundMemPods are the names of the memory pods bound to a node.
+func boundMemPods(t *T) map[string]bool {
+	pods, err := t.N.Client.CoreV1().Pods(ns).List(t.Ctx, metav1.ListOptions{LabelSelector: memPodLabel})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			out[p.Name] = true
+		}
+	}
+	return out
 }
 
 // pick returns one in every `every` of names, at random.
