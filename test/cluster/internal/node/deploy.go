@@ -146,19 +146,7 @@ func (n *Node) gpuletObjects() ([]runtime.Object, error) {
 		found = true
 		spec := &ds.Spec.Template.Spec
 		c := &spec.Containers[0]
-		c.Image = GpuletImage
-		for i := range c.Env {
-			if c.Env[i].Name == "NVIDIA_DRIVER_ROOT" {
-				c.Env[i].Value = root
-			}
-		}
-		c.Env = append(c.Env,
-			corev1.EnvVar{Name: "GPULET_SIM_MACHINE", Value: n.Cfg.Machine},
-			corev1.EnvVar{Name: "GPULET_SIM_SOCKET", Value: SimSocket},
-			// No kube-proxy here: the kubernetes Service's address is the
-			// API server's own (what kube-proxy would translate it to).
-			corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: NodeIP},
-			corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiServerPort)})
+		n.substituteContainer(c)
 		for i := range spec.Volumes {
 			if spec.Volumes[i].Name == "driver-root" && spec.Volumes[i].HostPath != nil {
 				spec.Volumes[i].HostPath.Path = root
@@ -266,4 +254,23 @@ func (n *Node) WaitAllocatable(ctx context.Context, resource string, want int) e
 		got, err := n.Allocatable(ctx, resource)
 		return err == nil && got == int64(want), nil
 	})
+}
+
+// substituteContainer points a shipped DaemonSet's gpulet container at this
+// node: the test image, the simulated driver root, the simulator, and the
+// API server.
+func (n *Node) substituteContainer(c *corev1.Container) {
+	c.Image = GpuletImage
+	for i := range c.Env {
+		if c.Env[i].Name == "NVIDIA_DRIVER_ROOT" {
+			c.Env[i].Value = n.Cfg.Paths.GPURoot()
+		}
+	}
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: "GPULET_SIM_MACHINE", Value: n.Cfg.Machine},
+		corev1.EnvVar{Name: "GPULET_SIM_SOCKET", Value: SimSocket},
+		// No kube-proxy here: the kubernetes Service's address is the
+		// API server's own (what kube-proxy would translate it to).
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: NodeIP},
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiServerPort)})
 }

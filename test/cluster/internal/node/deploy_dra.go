@@ -42,20 +42,10 @@ func (n *Node) substituteDra(ds *appsv1.DaemonSet) {
 	root := n.Cfg.Paths.GPURoot()
 	spec := &ds.Spec.Template.Spec
 	c := &spec.Containers[0]
-	c.Image = GpuletImage
+	n.substituteContainer(c)
 	// The simulated node's /proc/driver files (MIG capability minors) are
 	// in its root, not in the kernel's /proc.
 	c.Args = append(c.Args, "--proc-root", root)
-	for i := range c.Env {
-		if c.Env[i].Name == "NVIDIA_DRIVER_ROOT" {
-			c.Env[i].Value = root
-		}
-	}
-	c.Env = append(c.Env,
-		corev1.EnvVar{Name: "GPULET_SIM_MACHINE", Value: n.Cfg.Machine},
-		corev1.EnvVar{Name: "GPULET_SIM_SOCKET", Value: SimSocket},
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: NodeIP},
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiServerPort)})
 	dir := corev1.HostPathDirectory
 	dirOrCreate := corev1.HostPathDirectoryOrCreate
 	spec.Volumes = append(spec.Volumes,
