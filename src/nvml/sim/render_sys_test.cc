@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "src/nvml/sim/fake_kernel.h"
 #include "src/nvml/sim/node_render.h"
 #include "src/nvml/sim/profiles.h"
