@@ -3,7 +3,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -101,18 +100,10 @@ RawTlsServer::RawTlsServer(const KeyPair& leaf, Script script)
   ::signal(SIGPIPE, SIG_IGN);  // a client may hang up mid-answer
   ctx_ = SSL_CTX_new(TLS_server_method());
   Check(ctx_ != nullptr, "SSL_CTX_new");
-  BIO* cert_bio = BIO_new_mem_buf(leaf.cert_pem.data(),
-                                  static_cast<int>(leaf.cert_pem.size()));
-  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-  BIO_free(cert_bio);
-  BIO* key_bio = BIO_new_mem_buf(leaf.key_pem.data(),
-                                 static_cast<int>(leaf.key_pem.size()));
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-  BIO_free(key_bio);
-  Check(SSL_CTX_use_certificate(ctx_, cert) == 1, "use_certificate");
-  Check(SSL_CTX_use_PrivateKey(ctx_, key) == 1, "use_PrivateKey");
-  X509_free(cert);
-  EVP_PKEY_free(key);
+  Check(SSL_CTX_use_certificate(ctx_, ReadCert(leaf.cert_pem).get()) == 1,
+        "use_certificate");
+  Check(SSL_CTX_use_PrivateKey(ctx_, ReadKey(leaf.key_pem).get()) == 1,
+        "use_PrivateKey");
 
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   Check(listen_fd_ >= 0, "socket");

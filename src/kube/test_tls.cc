@@ -13,14 +13,10 @@
 namespace gpulet::kube::tls_test {
 namespace {
 
-struct Free {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-  void operator()(X509* p) const { X509_free(p); }
+struct BioFree {
   void operator()(BIO* p) const { BIO_free(p); }
 };
-using KeyPtr = std::unique_ptr<EVP_PKEY, Free>;
-using CertPtr = std::unique_ptr<X509, Free>;
-using BioPtr = std::unique_ptr<BIO, Free>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
 
 void Check(bool ok, const char* what) {
   if (!ok) {
@@ -47,20 +43,6 @@ std::string CertPem(X509* cert) {
   BioPtr bio(BIO_new(BIO_s_mem()));
   Check(PEM_write_bio_X509(bio.get(), cert) == 1, "PEM_write_bio_X509");
   return BioText(bio.get());
-}
-
-KeyPtr ReadKey(const std::string& pem) {
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  Check(key != nullptr, "PEM_read_bio_PrivateKey");
-  return key;
-}
-
-CertPtr ReadCert(const std::string& pem) {
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  CertPtr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-  Check(cert != nullptr, "PEM_read_bio_X509");
-  return cert;
 }
 
 void AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
@@ -109,6 +91,23 @@ CertPtr MakeCert(EVP_PKEY* key, const std::string& name, X509* issuer,
 }
 
 }  // namespace
+
+void OpenSslFree::operator()(X509* cert) const { X509_free(cert); }
+void OpenSslFree::operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
+
+CertPtr ReadCert(const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  CertPtr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  Check(cert != nullptr, "PEM_read_bio_X509");
+  return cert;
+}
+
+KeyPtr ReadKey(const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  Check(key != nullptr, "PEM_read_bio_PrivateKey");
+  return key;
+}
 
 KeyPair MakeCa(const std::string& name) {
   KeyPtr key(EVP_EC_gen("P-256"));

@@ -4,7 +4,6 @@
 // streamed watches, and the Client on top.
 #include "src/kube/tls_transport.h"
 
-#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <unistd.h>
 
@@ -34,37 +33,19 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using tls_test::KeyPair;
 
-X509* ReadCert(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  return cert;
-}
-
-EVP_PKEY* ReadKey(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  return key;
-}
-
 // An HTTPS server on 127.0.0.1 with `leaf` as its certificate; with a
 // `client_ca`, it demands client certificates signed by that CA.
 class TlsServer {
  public:
   TlsServer(const KeyPair& leaf, const std::string& client_ca = "") {
-    X509* cert = ReadCert(leaf.cert_pem);
-    EVP_PKEY* key = ReadKey(leaf.key_pem);
     X509_STORE* store = nullptr;
     if (!client_ca.empty()) {
       store = X509_STORE_new();
-      X509* ca = ReadCert(client_ca);
-      X509_STORE_add_cert(store, ca);
-      X509_free(ca);
+      X509_STORE_add_cert(store, tls_test::ReadCert(client_ca).get());
     }
-    server_ = std::make_unique<httplib::SSLServer>(cert, key, store);
-    X509_free(cert);
-    EVP_PKEY_free(key);
+    server_ = std::make_unique<httplib::SSLServer>(
+        tls_test::ReadCert(leaf.cert_pem).get(),
+        tls_test::ReadKey(leaf.key_pem).get(), store);
     EXPECT_TRUE(server_->is_valid());
     port_ = server_->bind_to_any_port("127.0.0.1");
     EXPECT_GT(port_, 0);

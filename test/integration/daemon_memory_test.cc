@@ -2,8 +2,6 @@
 // with sharing.memory, a fake kubelet (registration, PodResources) and a
 // fake API server over HTTPS on 127.0.0.1 holding the Node and its
 // memory-share annotations.
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <signal.h>
 
 #include <condition_variable>
@@ -62,17 +60,9 @@ class FakeApiServer {
     ca_ = kube::tls_test::MakeCa("test-ca");
     kube::tls_test::KeyPair leaf =
         kube::tls_test::MakeLeaf(ca_, "apiserver", /*server=*/true);
-    BIO* cert_bio = BIO_new_mem_buf(leaf.cert_pem.data(),
-                                    static_cast<int>(leaf.cert_pem.size()));
-    X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
-    BIO_free(cert_bio);
-    BIO* key_bio = BIO_new_mem_buf(leaf.key_pem.data(),
-                                   static_cast<int>(leaf.key_pem.size()));
-    EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
-    BIO_free(key_bio);
-    server_ = std::make_unique<httplib::SSLServer>(cert, key);
-    X509_free(cert);
-    EVP_PKEY_free(key);
+    server_ = std::make_unique<httplib::SSLServer>(
+        kube::tls_test::ReadCert(leaf.cert_pem).get(),
+        kube::tls_test::ReadKey(leaf.key_pem).get());
     Routes();
     port_ = server_->bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_->listen_after_bind(); });

@@ -120,7 +120,8 @@ class DaemonPassthroughTest : public ::testing::Test {
   }
 
   // Moves the function from `from` to vfio-pci as the kernel does (the
-  // driver link, then the group node once the whole group is on vfio-pci).
+  // driver link; the group node is there already for GPU 0, so only the
+  // timed re-read can notice).
   void BindToVfio(const std::string& address, const std::string& from) {
     const sim::SysTree tree{tree_.root() + "/sys", tree_.root() + "/dev"};
     absl::Status s = sim::UnbindFunction(tree, address, from);
@@ -203,9 +204,8 @@ TEST_F(DaemonPassthroughTest, BindingChangesAreNoticedWithoutSighup) {
   ASSERT_TRUE(Lists(first[0], kGpu1Uuid)) << first[0].DebugString();
 
   // GPU 1 alone to vfio-pci: its group (shared with GPU 2 and two audio
-  // functions) stays unviable, so no group node comes: only the uevent
-  // tells. It leaves nvidia.com/gpu and, selected by "vfio-pci", joins the
-  // passthrough resource, Unhealthy.
+  // functions) stays unviable. It leaves nvidia.com/gpu and, selected by
+  // "vfio-pci", joins the passthrough resource, Unhealthy.
   MoveToVfio(kGpu1, "nvidia");
   EXPECT_TRUE(WaitForList(gpus, [&](const v1beta1::ListAndWatchResponse& r) {
     return !Lists(r, kGpu1Uuid) && r.devices_size() == 2;
@@ -215,7 +215,9 @@ TEST_F(DaemonPassthroughTest, BindingChangesAreNoticedWithoutSighup) {
       absl::StrCat("GPU ", kGpu1, " is now bound to vfio-pci"), kTimeout))
       << plugin->Log();
 
-  // GPU 0's group made viable, then GPU 0 unbound from vfio-pci.
+  // GPU 0's group made viable, then GPU 0 unbound from vfio-pci. Group
+  // 20's node stays throughout (one of its functions is always on
+  // vfio-pci): only the uevents tell.
   MoveToVfio(kAudio0, "snd_hda_intel");
   EXPECT_TRUE(WaitForHealth(vms, kGpu0, "Healthy")) << plugin->Log();
   tree_.Write(tree_.root() + "/sys/bus/pci/drivers/vfio-pci/unbind", kGpu0);

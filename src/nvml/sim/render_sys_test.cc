@@ -11,11 +11,13 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/nvml/sim/fake_kernel.h"
 #include "src/nvml/sim/node_render.h"
 #include "src/nvml/sim/profiles.h"
+#include "src/nvml/sim/sysfs_tree.h"
 
 namespace gpulet::sim {
 namespace {
@@ -87,8 +89,9 @@ TEST_F(RenderSysTest, GroupsWithCompanionsBridgeAndForeignDevice) {
   Render("vfio-groups");
   EXPECT_EQ(Driver("0000:17:00.0"), "vfio-pci");
   EXPECT_EQ(Driver("0000:17:00.1"), "snd_hda_intel");
-  // Its audio function keeps the group from being usable.
-  EXPECT_FALSE(Exists("/dev/vfio/20"));
+  // The group's node is there for its GPU on vfio-pci, though its audio
+  // function keeps the group from being viable.
+  EXPECT_TRUE(Exists("/dev/vfio/20"));
   int members = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(
            root_ + "/sys/kernel/iommu_groups/30/devices")) {
@@ -129,6 +132,42 @@ TEST_F(RenderSysTest, VgpuHostHasMdevTypesAndInstances) {
   EXPECT_EQ(fs::canonical(mdev).parent_path().filename(), "0000:31:00.0");
 }
 
+// As the kernel keeps /dev/vfio/<group>: made when the group's first
+// function binds to vfio-pci, kept while any one is bound, removed when the
+// last one unbinds, whichever order a GPU and its audio function take.
+TEST_F(RenderSysTest, GroupNodeLivesWhileAnyFunctionIsOnVfioPci) {
+  const std::string gpu = "0000:17:00.0", audio = "0000:17:00.1";
+  for (const bool gpu_binds_first : {true, false}) {
+    for (const bool gpu_unbinds_first : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("GPU binds ",
+                                gpu_binds_first ? "first" : "last",
+                                ", unbinds ",
+                                gpu_unbinds_first ? "first" : "last"));
+      Render("vfio-groups");
+      const SysTree tree{root_ + "/sys", root_ + "/dev", DevNodes::kFiles};
+      // From the profile's GPU on vfio-pci, audio on snd_hda_intel to
+      // nothing of the group on vfio-pci.
+      ASSERT_TRUE(UnbindFunction(tree, gpu, "vfio-pci").ok());
+      ASSERT_TRUE(UnbindFunction(tree, audio, "snd_hda_intel").ok());
+      ASSERT_FALSE(Exists("/dev/vfio/20"));
+
+      const std::string& first = gpu_binds_first ? gpu : audio;
+      const std::string& second = gpu_binds_first ? audio : gpu;
+      ASSERT_TRUE(BindFunction(tree, first, "vfio-pci").ok());
+      EXPECT_TRUE(Exists("/dev/vfio/20")) << "after " << first << " bound";
+      ASSERT_TRUE(BindFunction(tree, second, "vfio-pci").ok());
+      EXPECT_TRUE(Exists("/dev/vfio/20")) << "after " << second << " bound";
+
+      const std::string& leaves = gpu_unbinds_first ? gpu : audio;
+      const std::string& stays = gpu_unbinds_first ? audio : gpu;
+      ASSERT_TRUE(UnbindFunction(tree, leaves, "vfio-pci").ok());
+      EXPECT_TRUE(Exists("/dev/vfio/20")) << "after " << leaves << " left";
+      ASSERT_TRUE(UnbindFunction(tree, stays, "vfio-pci").ok());
+      EXPECT_FALSE(Exists("/dev/vfio/20")) << "after " << stays << " left";
+    }
+  }
+}
+
 TEST_F(RenderSysTest, RenderingAnotherMachineReplacesTheTree) {
   Render("vfio-groups");
   Render("mixed-vfio");
@@ -143,6 +182,11 @@ TEST_F(RenderSysTest, FakeKernelMovesDriverLinksAndMakesTheGroupNode) {
   absl::StatusOr<std::unique_ptr<FakeKernel>> kernel =
       FakeKernel::Start({root_ + "/sys", root_ + "/dev", DevNodes::kFiles});
   ASSERT_TRUE(kernel.ok()) << kernel.status();
+  // The GPU, the group's one function on vfio-pci, leaves: the node goes.
+  Write("/sys/bus/pci/drivers/vfio-pci/unbind", "0000:17:00.0");
+  ASSERT_TRUE(Eventually([&] { return Driver("0000:17:00.0").empty(); }));
+  EXPECT_TRUE(Eventually([&] { return !Exists("/dev/vfio/20"); }));
+  // Its audio function comes: the node is back.
   Write("/sys/bus/pci/drivers/snd_hda_intel/unbind", "0000:17:00.1");
   ASSERT_TRUE(Eventually([&] { return Driver("0000:17:00.1").empty(); }));
   EXPECT_FALSE(fs::exists(root_ + "/sys/bus/pci/drivers/snd_hda_intel/0000:17:00.1"));
@@ -151,8 +195,8 @@ TEST_F(RenderSysTest, FakeKernelMovesDriverLinksAndMakesTheGroupNode) {
   ASSERT_TRUE(Eventually([&] { return Driver("0000:17:00.1") == "vfio-pci"; }));
   EXPECT_TRUE(Eventually([&] { return Exists("/dev/vfio/20"); }));
 
-  // Back: unbind, clear the override, probe: the native driver returns and
-  // the group node goes.
+  // Back: unbind (the group's last function on vfio-pci: the node goes),
+  // clear the override, probe: the native driver returns.
   Write("/sys/bus/pci/drivers/vfio-pci/unbind", "0000:17:00.1");
   ASSERT_TRUE(Eventually([&] { return Driver("0000:17:00.1").empty(); }));
   EXPECT_FALSE(Exists("/dev/vfio/20"));

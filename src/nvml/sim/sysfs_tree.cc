@@ -5,8 +5,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
-#include "src/common/file_util.h"
 #include "src/common/status_macros.h"
 #include "src/nvml/sim/render_fs.h"
 
@@ -19,20 +17,6 @@ std::string LinkName(const std::string& path) {
   std::error_code ec;
   fs::path target = fs::read_symlink(path, ec);
   return ec ? "" : target.filename().string();
-}
-
-uint32_t ReadHex(const std::string& path) {
-  absl::StatusOr<std::string> text = common::ReadFile(path);
-  uint32_t value = 0;
-  if (!text.ok()) return 0;
-  absl::string_view v = absl::StripAsciiWhitespace(*text);
-  absl::ConsumePrefix(&v, "0x");
-  return absl::SimpleHexAtoi(v, &value) ? value : 0;
-}
-
-bool IsBridgeClass(uint32_t class_code) {
-  const uint32_t base_sub = class_code >> 8;
-  return base_sub == 0x0604 || base_sub == 0x0600;
 }
 
 // The lowest N with no <dev>/vfio/devices/vfio<N>.
@@ -117,23 +101,21 @@ absl::Status UnbindFunction(const SysTree& tree, const std::string& bdf,
 absl::Status RefreshGroupNode(const SysTree& tree, const std::string& group) {
   const std::string members =
       absl::StrCat(tree.sys, "/kernel/iommu_groups/", group, "/devices");
+  // The kernel makes the group's node when the first of its functions
+  // registers with vfio and removes it when the last one leaves; whether
+  // the others are on vfio-pci too (viability) is only checked at open.
   bool any_vfio = false;
-  bool all_vfio = true;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(members, ec)) {
-    const std::string path = entry.path().string();
-    const std::string driver = LinkName(path + "/driver");
-    if (driver == "vfio-pci") {
+    if (LinkName(entry.path().string() + "/driver") == "vfio-pci") {
       any_vfio = true;
-    } else if (!IsBridgeClass(ReadHex(path + "/class"))) {
-      all_vfio = false;
     }
   }
   if (ec) return absl::NotFoundError(absl::StrCat("list ", members));
   const std::string node = absl::StrCat(tree.dev, "/vfio/", group);
   unsigned number = 0;
   if (!absl::SimpleAtoi(group, &number)) number = 0;
-  if (any_vfio && all_vfio) {
+  if (any_vfio) {
     GPULET_RETURN_IF_ERROR(render::EnsureDir(tree.dev + "/vfio"));
     return render::CharDevice(node, kVfioGroupMajor, number, tree.dev_nodes);
   }

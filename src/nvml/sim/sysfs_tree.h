@@ -10,8 +10,7 @@
 //       class, vfio-dev/vfio<N>}
 //   <sys>/bus/pci/devices/<bdf>, <sys>/bus/pci/drivers/<driver>/<bdf>
 //   <sys>/kernel/iommu_groups/<group>/devices/<bdf>
-//   <dev>/vfio/<group>       once every function of the group is on vfio-pci
-//                            (bridges excepted)
+//   <dev>/vfio/<group>       while any function of the group is on vfio-pci
 //   <dev>/vfio/devices/vfio<N>   per function on vfio-pci, iommufd hosts only
 //
 // Thread safety: stateless; touches only the paths under the tree.
@@ -56,8 +55,10 @@ absl::Status BindFunction(const SysTree& tree, const std::string& bdf,
 absl::Status UnbindFunction(const SysTree& tree, const std::string& bdf,
                             const std::string& driver);
 
-// Makes <dev>/vfio/<group> exist exactly when every member of the group is
-// on vfio-pci or is a bridge (and at least one is on vfio-pci).
+// Makes <dev>/vfio/<group> exist exactly when at least one member of the
+// group is on vfio-pci, as the kernel keeps it: made when the first one
+// binds, removed when the last one unbinds. Whether the group is viable
+// (every member on vfio-pci or a bridge) does not matter here.
 absl::Status RefreshGroupNode(const SysTree& tree, const std::string& group);
 
 // The driver a function of `class_code` gets from the kernel when probed

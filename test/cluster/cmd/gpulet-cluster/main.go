@@ -2,7 +2,7 @@
 // of its own, deploys gpulet from deploy/ onto a simulated GPU node, runs
 // the scenarios and brings everything down again. See docs/testing.md.
 //
-//	gpulet-cluster --build build --k8s-bin DIR [--dra] [--run REGEX] [--seed N] [--keep] [--list]
+//	gpulet-cluster --build build --k8s-bin DIR [--dra] [--run REGEX] [--seed N] [--keep] [--keep-state] [--list]
 package main
 
 import (
@@ -31,10 +31,11 @@ func main() {
 	build := flag.String("build", "build", "gpulet build directory (bin/gpulet, bin/gpulet-runtime, sim/lib)")
 	k8sBin := flag.String("k8s-bin", "", "directory of the Kubernetes binaries (test/cluster/build-k8s prints it)")
 	source := flag.String("source", ".", "the gpulet checkout (deploy/ is read from it)")
-	state := flag.String("state", "/tmp/gpulet-cluster", "state directory: logs, certificates, data; kept after the run")
+	state := flag.String("state", "/tmp/gpulet-cluster", "state directory: logs, certificates, data; removed after a run that passed, kept after a failure")
 	machine := flag.String("machine", "dgx-h100", "NVML simulator machine (profile name or file)")
 	run := flag.String("run", "", "run only the scenarios whose names match this regular expression")
-	keep := flag.Bool("keep", false, "after the scenarios, keep the cluster up until interrupted (prints how to reach it)")
+	keep := flag.Bool("keep", false, "after the scenarios, keep the cluster up until interrupted (prints how to reach it); keeps the state directory")
+	keepState := flag.Bool("keep-state", false, "keep the state directory after a run that passed")
 	list := flag.Bool("list", false, "list the scenarios and exit")
 	dra := flag.Bool("dra", false, "run gpulet dra (deploy/dra/) instead of the device plugin, with the DRA feature gates; runs the dra- scenarios")
 	flag.Int64Var(&scenario.Seed, "seed", 0, "seed of the memory scenarios' random pods (0: from the clock; each run logs its seed)")
@@ -85,7 +86,7 @@ func main() {
 		if err != nil {
 			logf("%v", err)
 		}
-		os.Exit(code)
+		os.Exit(finishState(stateDir, code, *keep || *keepState, logf))
 	case sandbox.Init:
 		os.Exit(sandbox.RunInit(logf))
 	}
@@ -169,7 +170,6 @@ func runner(cfg node.Config, run string, keep bool) int {
 		}
 		logf("tear-down took %.2f s", time.Since(t).Seconds())
 	}
-	logf("logs: %s", cfg.Paths.Logs())
 	if ctx.Err() != nil && code == 0 && !keep {
 		code = 1
 	}

@@ -21,7 +21,7 @@ const (
 
 // Paths of the node, inside the fixture's mount namespace.
 type Paths struct {
-	State string // everything the run writes; kept after the run for debugging
+	State string // everything the run writes; kept after a failed run for debugging
 }
 
 func (p Paths) Logs() string          { return filepath.Join(p.State, "logs") }

@@ -71,15 +71,16 @@ type Options struct {
 }
 
 // RunOuter starts init in new namespaces with the same arguments, waits for
-// it and restores the host. It returns init's exit code.
+// it and restores the host. It returns init's exit code, and a code other
+// than 0 with every error.
 func RunOuter(opts Options) (int, error) {
-	sysctls := newSysctlKeeper(opts.Log)
-	if err := sysctls.acquire(); err != nil {
-		return 0, fmt.Errorf("recording the sysctls in %s: %w", HostStateDir, err)
-	}
 	self, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return 1, err
+	}
+	sysctls := newSysctlKeeper(opts.Log)
+	if err := sysctls.acquire(); err != nil {
+		return 1, fmt.Errorf("recording the sysctls in %s: %w", HostStateDir, err)
 	}
 	attr := &os.ProcAttr{
 		Env:   withRole(Init),
@@ -95,7 +96,7 @@ func RunOuter(opts Options) (int, error) {
 		if rerr := restoreHost(opts, sysctls); rerr != nil {
 			opts.Log("restoring the host: %v", rerr)
 		}
-		return 0, fmt.Errorf("cannot start the fixture in new namespaces (needs root): %w", err)
+		return 1, fmt.Errorf("cannot start the fixture in new namespaces (needs root): %w", err)
 	}
 	if opts.Keep {
 		opts.Log("the fixture's namespaces: nsenter -t %d -m -n -p", p.Pid)
