@@ -138,7 +138,9 @@ int64_t MemoryPublisher::syncs() const {
   return syncs_;
 }
 
-std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
+std::vector<sharing::Request> MemoryPublisher::Pending(
+    bool refresh, std::string* node_version) {
+  if (node_version != nullptr) node_version->clear();
   if (refresh) {
     // Called by preferred allocation: the kubelet is choosing units.
     absl::MutexLock lock(&mu_);
@@ -154,6 +156,9 @@ std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
         path.ok() ? api_.Get(*path) : absl::StatusOr<Json>(path.status());
     std::optional<std::string> text;
     if (node.ok()) text = Annotation(*node, sharing::kPendingAnnotation);
+    if (node.ok() && node_version != nullptr) {
+      *node_version = StringAt(*node, "metadata", "resourceVersion");
+    }
     if (!node.ok()) {
       GPULET_LOG(WARNING) << "memory shares: cannot re-read the node: "
                           << node.status().message();
