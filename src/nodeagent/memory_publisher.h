@@ -175,6 +175,8 @@ class MemoryPublisher {
                      const std::vector<sharing::Request>& pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop(std::stop_token stop);
+  // The watch of the node's pods (pod_watch.cc), until `stop`.
+  void WatchPods(kube::Sleeper& sleeper, std::stop_token stop);
   // The pod watch's view: "<namespace>/<name>" -> uid.
   void ReplacePods(const std::vector<nlohmann::json>& pods);
   void OnPodEvent(const kube::WatchEvent& event);
