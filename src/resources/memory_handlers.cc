@@ -99,6 +99,27 @@ int ChooseFor(const MemoryHandlerOptions& o,
   return c.ok() ? c->gpu : -1;
 }
 
+// Per GPU of `table`, its units in `available` (unit number, ID), in unit
+// order; each GPU's `used` becomes its units less those.
+using FreeIds = std::vector<std::vector<std::pair<int64_t, std::string>>>;
+FreeIds TakeFreeIds(const std::vector<std::string>& available,
+                    GpuTable& table) {
+  FreeIds free_ids(table.gpus.size());
+  std::string uuid;
+  int64_t k = 0;
+  for (const std::string& id : available) {
+    if (!sharing::ParseMemoryUnitId(id, &uuid, &k)) continue;
+    auto it = table.position.find(uuid);
+    if (it != table.position.end()) free_ids[it->second].emplace_back(k, id);
+  }
+  for (size_t g = 0; g < table.gpus.size(); ++g) {
+    std::sort(free_ids[g].begin(), free_ids[g].end());
+    table.gpus[g].used =
+        table.gpus[g].units - static_cast<int64_t>(free_ids[g].size());
+  }
+  return free_ids;
+}
+
 // The first `size` free units of one GPU, in unit order.
 std::vector<std::string> TakeFrom(
     const std::vector<std::pair<int64_t, std::string>>& free_ids,
@@ -117,20 +138,9 @@ absl::StatusOr<std::vector<std::string>> Preferred(
     const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size) {
   GpuTable table = Gpus(snapshot);
-  std::vector<std::vector<std::pair<int64_t, std::string>>> free_ids(
-      table.gpus.size());
+  const FreeIds free_ids = TakeFreeIds(available, table);
   std::string uuid;
   int64_t k = 0;
-  for (const std::string& id : available) {
-    if (!sharing::ParseMemoryUnitId(id, &uuid, &k)) continue;
-    auto it = table.position.find(uuid);
-    if (it != table.position.end()) free_ids[it->second].emplace_back(k, id);
-  }
-  for (size_t g = 0; g < table.gpus.size(); ++g) {
-    std::sort(free_ids[g].begin(), free_ids[g].end());
-    table.gpus[g].used =
-        table.gpus[g].units - static_cast<int64_t>(free_ids[g].size());
-  }
   if (!must_include.empty()) {
     // The kubelet keeps units it already gave the container: their GPU.
     std::set<size_t> gpus;
