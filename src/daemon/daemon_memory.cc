@@ -153,7 +153,14 @@ void Daemon::Impl::WrapMemoryHandlers(const config::Config& config,
     o.mps_compute_by_share = m.mps_compute_by_share;
   }
   if (std::shared_ptr<nodeagent::MemoryPublisher> p = publisher_) {
-    o.pending = [p](bool refresh) { return p->Pending(refresh); };
+    o.pending = [p](bool refresh, std::string* node_version) {
+      return p->Pending(refresh, node_version);
+    };
+    o.reserve = [p](const std::string& gpu, int64_t units,
+                    const std::vector<std::string>& ids,
+                    const std::string& node_version) {
+      return p->Reserve(gpu, units, ids, node_version);
+    };
     o.on_allocate = [p](const std::string& gpu, int64_t units,
                         const std::vector<std::string>& ids) {
       p->OnAllocate(gpu, units, ids);

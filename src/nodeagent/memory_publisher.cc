@@ -2,108 +2,20 @@
 
 #include <algorithm>
 #include <optional>
-#include <map>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "src/common/logging.h"
 #include "src/common/status_macros.h"
 #include "src/kube/api_path.h"
-#include "src/kube/list_watcher.h"
 #include "src/nodeagent/node_json.h"
-#include "src/sharing/unit_id.h"
 
 namespace gpulet::nodeagent {
 namespace {
 
 using Json = nlohmann::json;
 
-// The containers holding units of `resource`, one entry per GPU they use,
-// with the unit IDs of each entry.
-sharing::Listing ListUnits(const std::vector<podresources::Pod>& pods,
-                           const std::string& resource) {
-  sharing::Listing out;
-  for (const podresources::Pod& pod : pods) {
-    sharing::UsedPod used;
-    used.ns = pod.ns;
-    used.name = pod.name;
-    for (const podresources::Container& c : pod.containers) {
-      std::map<std::string, std::vector<std::string>> per_gpu;
-      for (const podresources::Devices& d : c.devices) {
-        if (d.resource != resource) continue;
-        std::string gpu;
-        int64_t k = 0;
-        for (const std::string& id : d.ids) {
-          if (sharing::ParseMemoryUnitId(id, &gpu, &k)) {
-            per_gpu[gpu].push_back(id);
-          }
-        }
-      }
-      for (auto& [gpu, ids] : per_gpu) {
-        used.containers.push_back(sharing::UsedContainer{
-            c.name, gpu, static_cast<int64_t>(ids.size())});
-        out.ids[sharing::ListedKey(used, used.containers.back())] =
-            std::move(ids);
-      }
-    }
-    if (!used.containers.empty()) out.pods.push_back(std::move(used));
-  }
-  return out;
-}
-
-// The kubelet's count of each GPU's units wins over the device list's.
-void ApplyAllocatable(const std::vector<podresources::Devices>& allocatable,
-                      const std::string& resource,
-                      std::vector<sharing::GpuSpace>* gpus) {
-  std::map<std::string, int64_t> units;
-  for (const podresources::Devices& d : allocatable) {
-    if (d.resource != resource) continue;
-    std::string gpu;
-    int64_t k = 0;
-    for (const std::string& id : d.ids) {
-      if (sharing::ParseMemoryUnitId(id, &gpu, &k)) ++units[gpu];
-    }
-  }
-  if (units.empty()) return;  // the kubelet has not seen the resource yet
-  for (sharing::GpuSpace& g : *gpus) {
-    auto it = units.find(g.uuid);
-    g.units = it == units.end() ? 0 : it->second;
-  }
-}
-
 }  // namespace
-
-absl::StatusOr<PublisherMetrics> PublisherMetrics::Register(
-    metrics::Registry& registry) {
-  PublisherMetrics m;
-  absl::StatusOr<metrics::Family*> units = registry.AddGauge(
-      "gpulet_gpu_memory_units",
-      "Memory units of each GPU sharing memory: total, used (allocated), "
-      "pending (bound pods not admitted yet, as packed).",
-      {"gpu", "state"});
-  if (!units.ok()) return units.status();
-  absl::StatusOr<metrics::Family*> errors = registry.AddCounter(
-      "gpulet_memory_annotation_errors_total",
-      "Memory-share Node annotations that could not be read.",
-      {"annotation"});
-  if (!errors.ok()) return errors.status();
-  absl::StatusOr<metrics::Family*> syncs = registry.AddCounter(
-      "gpulet_memory_syncs_total",
-      "Syncs of the memory-share Node annotations, by result.", {"result"});
-  if (!syncs.ok()) return syncs.status();
-  absl::StatusOr<metrics::Family*> writes = registry.AddCounter(
-      "gpulet_memory_placement_writes_total",
-      "Allocate answers recorded on the Node before answering, by result "
-      "(ok, error, timeout).",
-      {"result"});
-  if (!writes.ok()) return writes.status();
-  m.placement_writes = *writes;
-  m.memory_units = *units;
-  m.annotation_errors = *errors;
-  m.syncs = *syncs;
-  return m;
-}
 
 MemoryPublisher::MemoryPublisher(kube::Client& api,
                                  const podresources::Client& kubelet,
@@ -138,7 +50,9 @@ int64_t MemoryPublisher::syncs() const {
   return syncs_;
 }
 
-std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
+std::vector<sharing::Request> MemoryPublisher::Pending(
+    bool refresh, std::string* node_version) {
+  if (node_version != nullptr) node_version->clear();
   if (refresh) {
     // Called by preferred allocation: the kubelet is choosing units.
     absl::MutexLock lock(&mu_);
@@ -154,6 +68,9 @@ std::vector<sharing::Request> MemoryPublisher::Pending(bool refresh) {
         path.ok() ? api_.Get(*path) : absl::StatusOr<Json>(path.status());
     std::optional<std::string> text;
     if (node.ok()) text = Annotation(*node, sharing::kPendingAnnotation);
+    if (node.ok() && node_version != nullptr) {
+      *node_version = StringAt(*node, "metadata", "resourceVersion");
+    }
     if (!node.ok()) {
       GPULET_LOG(WARNING) << "memory shares: cannot re-read the node: "
                           << node.status().message();
@@ -177,54 +94,6 @@ sharing::NodeMemory MemoryPublisher::Known() const {
   return sharing::BuildNodeMemory(options_.resource_name, options_.unit_mib,
                                   listed_at_, listed_gpus_, ledger_.Listed(),
                                   ledger_.unmatched());
-}
-
-absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
-  uint64_t mark = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    auto idle = [this, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stop.stop_requested() ||
-             gate_.BusyFor(options_.now()) <= absl::ZeroDuration();
-    };
-    while (!idle()) {
-      mu_.AwaitWithTimeout(absl::Condition(&idle),
-                           gate_.BusyFor(options_.now()));
-    }
-    if (stop.stop_requested()) {
-      return absl::CancelledError("stopping: no PodResources listing");
-    }
-    gate_.set_listing(true);
-    mark = ledger_.Mark();
-  }
-  absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
-  absl::StatusOr<std::vector<podresources::Devices>> allocatable =
-      pods.ok() ? kubelet_.Allocatable()
-                : absl::StatusOr<std::vector<podresources::Devices>>(
-                      pods.status());
-  const absl::Time now = options_.now();
-  absl::MutexLock lock(&mu_);
-  gate_.set_listing(false);
-  if (!pods.ok()) return pods.status();
-  sharing::Listing listing = ListUnits(*pods, options_.resource_name);
-  for (sharing::UsedPod& pod : listing.pods) {
-    auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
-    if (uid != pod_uids_.end()) pod.uid = uid->second;
-  }
-  listing = sharing::CarryOver(
-      ledger_.listing(), std::move(listing),
-      [this](const sharing::UsedPod& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
-        return uid != pod_uids_.end() &&
-               (pod.uid.empty() || uid->second == pod.uid);
-      });
-  ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
-  listed_gpus_ = gpus_;
-  if (allocatable.ok()) {
-    ApplyAllocatable(*allocatable, options_.resource_name, &listed_gpus_);
-  }
-  listed_at_ = now;
-  return absl::OkStatus();
 }
 
 absl::Status MemoryPublisher::Sync(std::stop_token stop) {
@@ -340,99 +209,15 @@ void MemoryPublisher::ReportBad(std::string_view annotation,
                       << status.message();
 }
 
-void MemoryPublisher::UpdateMetrics(
-    const sharing::NodeMemory& node,
-    const std::vector<sharing::Request>& pending) {
-  if (metrics_.memory_units == nullptr) return;
-  std::vector<int64_t> pending_units(node.gpus.size(), 0);
-  if (absl::StatusOr<std::vector<int>> placed =
-          sharing::Pack(node.gpus, pending);
-      placed.ok()) {
-    for (size_t i = 0; i < pending.size(); ++i) {
-      pending_units[(*placed)[i]] += pending[i].units;
-    }
-  }
-  std::vector<std::string> now;
-  for (size_t g = 0; g < node.gpus.size(); ++g) {
-    const std::string& uuid = node.gpus[g].uuid;
-    metrics_.memory_units->Set({uuid, "total"},
-                               static_cast<double>(node.gpus[g].units));
-    metrics_.memory_units->Set({uuid, "used"},
-                               static_cast<double>(node.gpus[g].used));
-    metrics_.memory_units->Set({uuid, "pending"},
-                               static_cast<double>(pending_units[g]));
-    now.push_back(uuid);
-  }
-  for (const std::string& old : metric_gpus_) {
-    if (std::find(now.begin(), now.end(), old) == now.end()) {
-      metrics_.memory_units->RemoveMatching("gpu", old);
-    }
-  }
-  metric_gpus_ = std::move(now);
-}
-
 void MemoryPublisher::Start(kube::Sleeper& sleeper) {
-  absl::StatusOr<std::string> pods_path = kube::PodsPath();
-  if (pods_path.ok()) {
-    pods_ = std::jthread([this, &sleeper, path = *pods_path](
-                             std::stop_token stop) {
-      kube::ListOptions selectors;
-      selectors.field_selector = kube::PodsOnNodeSelector(options_.node_name);
-      kube::ListWatchCallbacks callbacks;
-      callbacks.on_replace = [this](std::vector<Json> pods,
-                                    const std::string&) {
-        ReplacePods(pods);
-        Wake();
-      };
-      callbacks.on_event = [this](const kube::WatchEvent& event) {
-        OnPodEvent(event);
-        Wake();
-      };
-      kube::ListWatcher watcher(api_, sleeper, path, std::move(selectors),
-                                std::move(callbacks));
-      watcher.Run(stop).IgnoreError();
-    });
-  }
+  pods_ = std::jthread(
+      [this, &sleeper](std::stop_token stop) { WatchPods(sleeper, stop); });
   loop_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   {
     absl::MutexLock lock(&mu_);
     writer_running_ = true;
   }
   writer_ = std::jthread([this](std::stop_token stop) { WriterLoop(stop); });
-}
-
-namespace {
-
-// Succeeded or Failed: the kubelet holds no units for it.
-bool Terminal(const Json& pod) {
-  const std::string phase = StringAt(pod, "status", "phase");
-  return phase == "Succeeded" || phase == "Failed";
-}
-
-}  // namespace
-
-void MemoryPublisher::ReplacePods(const std::vector<Json>& pods) {
-  absl::MutexLock lock(&mu_);
-  pod_uids_.clear();
-  for (const Json& pod : pods) {
-    if (Terminal(pod)) continue;
-    pod_uids_[absl::StrCat(StringAt(pod, "metadata", "namespace"), "/",
-                           StringAt(pod, "metadata", "name"))] =
-        StringAt(pod, "metadata", "uid");
-  }
-}
-
-void MemoryPublisher::OnPodEvent(const kube::WatchEvent& event) {
-  const std::string key =
-      absl::StrCat(StringAt(event.object, "metadata", "namespace"), "/",
-                   StringAt(event.object, "metadata", "name"));
-  absl::MutexLock lock(&mu_);
-  if (event.type == kube::EventType::kDeleted || Terminal(event.object)) {
-    pod_uids_.erase(key);
-  } else if (event.type == kube::EventType::kAdded ||
-             event.type == kube::EventType::kModified) {
-    pod_uids_[key] = StringAt(event.object, "metadata", "uid");
-  }
 }
 
 void MemoryPublisher::Loop(std::stop_token stop) {

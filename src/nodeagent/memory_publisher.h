@@ -13,6 +13,12 @@
 // change of the node's pods (a watch), and every resync period; nothing
 // wakes the thread otherwise.
 //
+// Reserve closes the window between preferred allocation's read of the
+// pending requests and the Allocate answer: the choice is written to the
+// Node with the resourceVersion of that read, so a pod the extender bound
+// in between (which counted this container as pending anywhere it fits)
+// makes the write fail and the choice is made again with that pod.
+//
 // OnAllocate closes the window between an Allocate answer and the next
 // sync: before the plugin answers, a writer thread writes
 // gpulet.dev/gpu-memory from the last PodResources listing with the answer
@@ -117,9 +123,25 @@ class MemoryPublisher {
                   const std::vector<std::string>& ids);
   // The requests preferred allocation must keep fitting; `refresh` reads
   // the Node first (the pending annotation may be newer than the last
-  // sync) and means the kubelet is choosing units: no List is made until
-  // it has recorded them (KubeletGate), and a List in progress ends first.
-  std::vector<sharing::Request> Pending(bool refresh);
+  // sync), sets `node_version` (when not null) to the resourceVersion read
+  // (empty when the read failed), and means the kubelet is choosing units:
+  // no List is made until it has recorded them (KubeletGate), and a List
+  // in progress ends first.
+  std::vector<sharing::Request> Pending(bool refresh,
+                                        std::string* node_version = nullptr);
+  // Preferred allocation chose `ids` (`units` of them) of GPU `gpu`
+  // against the requests Pending(true)
+  // returned with `node_version`: writes gpulet.dev/gpu-memory with it as a
+  // placement, in a merge patch carrying `node_version`, and counts it like
+  // an Allocate answer from then on. Aborted when the Node changed since
+  // that read (409 Conflict: the extender may have bound a pod that the
+  // choice did not see; choose again): nothing is recorded. Another error
+  // (API server unreachable, no listing yet, no version) records the
+  // choice in the node agent only; the caller answers anyway.
+  absl::Status Reserve(const std::string& gpu, int64_t units,
+                       const std::vector<std::string>& ids,
+                       const std::string& node_version,
+                       std::stop_token stop = {});
 
   // One sync, on the caller's thread.
   absl::Status Sync(std::stop_token stop = {});
@@ -153,6 +175,8 @@ class MemoryPublisher {
                      const std::vector<sharing::Request>& pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop(std::stop_token stop);
+  // The watch of the node's pods (pod_watch.cc), until `stop`.
+  void WatchPods(kube::Sleeper& sleeper, std::stop_token stop);
   // The pod watch's view: "<namespace>/<name>" -> uid.
   void ReplacePods(const std::vector<nlohmann::json>& pods);
   void OnPodEvent(const kube::WatchEvent& event);

@@ -240,6 +240,69 @@ TEST_F(PublisherTest, GarbagePendingAnnotationIsIgnoredAndCounted) {
   EXPECT_TRUE(publisher_->Pending(false).empty());
 }
 
+// Preferred allocation's choice is written at the version of the Node its
+// pending requests were read from, and from then on counts like an
+// Allocate answer: r (4 units) is served by it, s still waits.
+TEST_F(PublisherTest, AChoiceIsWrittenAtTheVersionItWasMadeFrom) {
+  transport_.AddResponse(200, NodeJson("7", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  transport_.AddResponse(
+      200, NodeJson("8", PendingJson({{"u-r", "r", 4}, {"u-s", "s", 3}})));
+  std::string version;
+  EXPECT_EQ(publisher_->Pending(true, &version).size(), 2u);
+  EXPECT_EQ(version, "8");
+
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Reserve("GPU-b", 4, kB0To3, version).ok());
+  EXPECT_EQ(Body(3)["metadata"]["resourceVersion"], "8");
+  sharing::NodeMemory node = Written(Body(3));
+  ASSERT_EQ(node.gpus.size(), 2u);
+  EXPECT_EQ(node.gpus[1].used, 4);
+  ASSERT_EQ(node.placements.size(), 1u);
+  EXPECT_EQ(node.placements[0].ids, kB0To3);
+  EXPECT_THAT(publisher_->Pending(false),
+              ElementsAre(Field(&sharing::Request::key, "u-s/c")));
+
+  // The Allocate that follows finds the choice on the Node: no write.
+  Json written = Json::parse(NodeJson("9", ""));
+  written["metadata"]["annotations"][std::string(sharing::kNodeAnnotation)] =
+      sharing::EncodeNodeMemory(node);
+  transport_.AddResponse(200, written.dump());
+  ASSERT_TRUE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, now_}).ok());
+  EXPECT_EQ(Calls().back(), "GET /api/v1/nodes/n1");
+  EXPECT_EQ(Calls().size(), 5u);
+}
+
+// The extender bound a pod between the read and the choice's write: the
+// write fails with 409 Conflict, nothing of the choice stays, and the next
+// sync writes the node without it.
+TEST_F(PublisherTest, AChoiceTheNodeChangedUnderIsTakenBack) {
+  transport_.AddResponse(200, NodeJson("7", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  transport_.AddResponse(200, NodeJson("8", PendingJson({{"u-r", "r", 4}})));
+  std::string version;
+  EXPECT_EQ(publisher_->Pending(true, &version).size(), 1u);
+
+  transport_.AddResponse(
+      409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"x"})");
+  absl::Status s = publisher_->Reserve("GPU-b", 4, kB0To3, version);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(publisher_->Pending(false),
+              ElementsAre(Field(&sharing::Request::key, "u-r/c")))
+      << "the 4 is pending again, not placed";
+
+  // (No Allocate follows: the kubelet's choice times out, a List may go.)
+  now_ += absl::Seconds(11);
+  transport_.AddResponse(200, NodeJson("9", ""));
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  sharing::NodeMemory node = Written(Body(5));
+  EXPECT_TRUE(node.placements.empty());
+  EXPECT_EQ(node.gpus[1].used, 0);
+}
+
 TEST_F(PublisherTest, AllocateAnswersCountUntilTheKubeletListsThem) {
   publisher_->OnAllocate("GPU-b", 4, kB0To3);
   // The pending r (4 units) is the one just allocated: the plugin keeps

@@ -1,5 +1,6 @@
-// MemoryPublisher's placements: each Allocate answer is added to
-// gpulet.dev/gpu-memory before the plugin answers (memory_publisher.h).
+// MemoryPublisher's placements: each preferred choice and each Allocate
+// answer is added to gpulet.dev/gpu-memory before the plugin answers
+// (memory_publisher.h).
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -63,6 +64,45 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
                         << ")";
   }
   gate_.Answered(options_.now());
+}
+
+absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
+                                      const std::vector<std::string>& ids,
+                                      const std::string& node_version,
+                                      std::stop_token stop) {
+  if (static_cast<int64_t>(ids.size()) != units) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a choice of ", units, " unit(s) of ", gpu, " names ",
+                     ids.size(), " unit IDs"));
+  }
+  const sharing::Placement placed{gpu, units, ids, options_.now()};
+  GPULET_ASSIGN_OR_RETURN(std::string path,
+                          kube::NodePath(options_.node_name));
+  sharing::NodeMemory known;
+  {
+    // Counted from now on, so a sync that writes meanwhile keeps it; taken
+    // back below if the Node changed since the choice's read.
+    absl::MutexLock lock(&mu_);
+    ledger_.Record(placed);
+    if (node_version.empty() || !ledger_.listed_once()) {
+      return absl::FailedPreconditionError(
+          "no Node version or no PodResources listing to write the choice "
+          "against; the Allocate answer writes it");
+    }
+    known = Known();
+  }
+  Json patch = {{"metadata",
+                 {{"resourceVersion", node_version},
+                  {"annotations",
+                   {{std::string(sharing::kNodeAnnotation),
+                     sharing::EncodeNodeMemory(known)}}}}}};
+  absl::StatusOr<Json> patched = api_.MergePatch(path, patch, stop);
+  if (!patched.ok() &&
+      patched.status().code() == absl::StatusCode::kAborted) {
+    absl::MutexLock lock(&mu_);
+    ledger_.Forget(placed);
+  }
+  return patched.status();
 }
 
 absl::Status MemoryPublisher::WritePlacement(const sharing::Placement& placed,

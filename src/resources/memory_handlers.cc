@@ -64,16 +64,18 @@ std::vector<std::string> FirstAvailable(
   return out;
 }
 
-// The GPU the answer comes from; -1 when none fits.
+// The GPU the answer comes from (-1 when none fits), chosen against the
+// pending requests read now, whose Node version goes to `node_version`.
 int ChooseFor(const MemoryHandlerOptions& o,
-              const std::vector<sharing::GpuSpace>& spaces, int size) {
+              const std::vector<sharing::GpuSpace>& spaces, int size,
+              std::string* node_version) {
   // The pending pods as the API server has them now. The extender records
   // a pod there before it binds it, so this read holds the pod being
   // admitted and every pod bound before it; the copy of the last sync may
   // lack some, and when one of those has this request's size, the copy
   // would send this container into the room another one needs.
   std::vector<sharing::Request> pending;
-  if (o.pending) pending = o.pending(true);
+  if (o.pending) pending = o.pending(true, node_version);
   absl::StatusOr<sharing::Choice> c =
       sharing::ChooseGpu(spaces, pending, size, o.policy);
   if (!c.ok() || !c->pending_fits) {
@@ -97,13 +99,12 @@ int ChooseFor(const MemoryHandlerOptions& o,
   return c.ok() ? c->gpu : -1;
 }
 
-absl::StatusOr<std::vector<std::string>> Preferred(
-    const MemoryHandlerOptions& o, const pluginapi::DeviceSnapshot& snapshot,
-    const std::vector<std::string>& available,
-    const std::vector<std::string>& must_include, int size) {
-  GpuTable table = Gpus(snapshot);
-  std::vector<std::vector<std::pair<int64_t, std::string>>> free_ids(
-      table.gpus.size());
+// Per GPU of `table`, its units in `available` (unit number, ID), in unit
+// order; each GPU's `used` becomes its units less those.
+using FreeIds = std::vector<std::vector<std::pair<int64_t, std::string>>>;
+FreeIds TakeFreeIds(const std::vector<std::string>& available,
+                    GpuTable& table) {
+  FreeIds free_ids(table.gpus.size());
   std::string uuid;
   int64_t k = 0;
   for (const std::string& id : available) {
@@ -116,27 +117,62 @@ absl::StatusOr<std::vector<std::string>> Preferred(
     table.gpus[g].used =
         table.gpus[g].units - static_cast<int64_t>(free_ids[g].size());
   }
-  int chosen = -1;
+  return free_ids;
+}
+
+// The first `size` free units of one GPU, in unit order.
+std::vector<std::string> TakeFrom(
+    const std::vector<std::pair<int64_t, std::string>>& free_ids,
+    const std::vector<std::string>& must_include, int size) {
+  std::vector<std::string> out = must_include;
+  std::set<std::string> taken(must_include.begin(), must_include.end());
+  for (const auto& [unit, id] : free_ids) {
+    if (static_cast<int>(out.size()) >= size) break;
+    if (taken.insert(id).second) out.push_back(id);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> Preferred(
+    const MemoryHandlerOptions& o, const pluginapi::DeviceSnapshot& snapshot,
+    const std::vector<std::string>& available,
+    const std::vector<std::string>& must_include, int size) {
+  GpuTable table = Gpus(snapshot);
+  const FreeIds free_ids = TakeFreeIds(available, table);
+  std::string uuid;
+  int64_t k = 0;
   if (!must_include.empty()) {
+    // The kubelet keeps units it already gave the container: their GPU.
     std::set<size_t> gpus;
     for (const std::string& id : must_include) {
       if (!sharing::ParseMemoryUnitId(id, &uuid, &k)) continue;
       auto it = table.position.find(uuid);
       if (it != table.position.end()) gpus.insert(it->second);
     }
-    if (gpus.size() == 1) chosen = static_cast<int>(*gpus.begin());
-  } else {
-    chosen = ChooseFor(o, table.gpus, size);
+    if (gpus.size() != 1 ||
+        static_cast<int>(free_ids[*gpus.begin()].size()) < size) {
+      return FirstAvailable(available, must_include, size);
+    }
+    return TakeFrom(free_ids[*gpus.begin()], must_include, size);
   }
-  if (chosen < 0 ||
-      static_cast<int>(free_ids[chosen].size()) < size) {
-    return FirstAvailable(available, must_include, size);
-  }
-  std::vector<std::string> out = must_include;
-  std::set<std::string> taken(must_include.begin(), must_include.end());
-  for (const auto& [unit, id] : free_ids[chosen]) {
-    if (static_cast<int>(out.size()) >= size) break;
-    if (taken.insert(id).second) out.push_back(id);
+  std::vector<std::string> out;
+  for (int attempt = 1; attempt <= kMaxPreferredChoices; ++attempt) {
+    std::string version;
+    const int chosen = ChooseFor(o, table.gpus, size, &version);
+    if (chosen < 0 || static_cast<int>(free_ids[chosen].size()) < size) {
+      return FirstAvailable(available, must_include, size);
+    }
+    out = TakeFrom(free_ids[chosen], must_include, size);
+    if (!o.reserve) break;
+    absl::Status s =
+        o.reserve(table.gpus[chosen].uuid, size, out, version);
+    if (s.code() != absl::StatusCode::kAborted) break;
+    if (attempt == kMaxPreferredChoices) {
+      GPULET_LOG(WARNING) << "memory units: the Node kept changing under "
+                          << kMaxPreferredChoices << " choices for " << size
+                          << " unit(s); answering the last one: "
+                          << s.message();
+    }
   }
   return out;
 }

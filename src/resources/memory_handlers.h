@@ -5,7 +5,10 @@
 // per GPU come from the kubelet's own `available` list, the pending
 // requests from the Node's annotations (through `pending`), so a
 // container gets the GPU that keeps every pod already bound to the node
-// fitting, without knowing which pod it is. It always answers (the kubelet
+// fitting, without knowing which pod it is. The choice is recorded on the
+// Node (through `reserve`) only if no pod was bound since that read, else
+// it is made again: a pod bound in between counted this container as
+// pending anywhere it fits, not on the GPU just chosen. It always answers (the kubelet
 // fails the admission when GetPreferredAllocation fails): with nothing
 // better to go on, it packs by the policy.
 //
@@ -17,7 +20,7 @@
 // memory limit to the share, which CUDA enforces.
 //
 // Thread safety: the handlers are immutable and safe to call from many
-// threads; `pending` and `on_allocate` must be too.
+// threads; `pending`, `reserve` and `on_allocate` must be too.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "src/pluginapi/handlers.h"
 #include "src/sharing/mps_paths.h"
@@ -38,14 +42,32 @@ inline constexpr char kGpushareIndexEnv[] = "ALIYUN_COM_GPU_MEM_IDX";
 inline constexpr char kGpusharePodEnv[] = "ALIYUN_COM_GPU_MEM_POD";
 inline constexpr char kGpushareContainerEnv[] = "ALIYUN_COM_GPU_MEM_CONTAINER";
 inline constexpr char kGpushareDeviceEnv[] = "ALIYUN_COM_GPU_MEM_DEV";
+// Choices a preferred allocation makes while pods keep being bound to the
+// node under it (`reserve` answering Aborted); the last one is answered.
+inline constexpr int kMaxPreferredChoices = 5;
 
 struct MemoryHandlerOptions {
   std::string resource_name;
   int64_t unit_mib = 1024;
   sharing::Policy policy = sharing::Policy::kBinpack;
   // The requests pending on the node (docs/sharing.md); `refresh` asks for
-  // the Node to be read again first. Null: nothing is pending.
-  std::function<std::vector<sharing::Request>(bool refresh)> pending;
+  // the Node to be read again first, and then sets `node_version` to the
+  // resourceVersion read (left empty when the Node could not be read).
+  // Null: nothing is pending.
+  std::function<std::vector<sharing::Request>(bool refresh,
+                                              std::string* node_version)>
+      pending;
+  // Told every preferred answer chosen against the pending requests
+  // (GPU, units, unit IDs) with the `node_version` they were read at,
+  // before it is returned: the node agent records the choice on the Node
+  // unless the Node changed since (a pod was bound meanwhile that the
+  // choice did not see), which it reports as Aborted; the choice is then
+  // made again from a fresh read, up to kMaxPreferredChoices times. Any
+  // other result keeps the choice. Null: choices are not recorded.
+  std::function<absl::Status(const std::string& gpu_uuid, int64_t units,
+                             const std::vector<std::string>& ids,
+                             const std::string& node_version)>
+      reserve;
   // flags.mpsRoot (host path) when sharing.memory.mps is enabled; empty:
   // no MPS.
   std::string mps_root;

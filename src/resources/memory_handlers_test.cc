@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -169,7 +171,7 @@ TEST(MemoryPreferred, BinpacksWithoutPendingPods) {
 TEST(MemoryPreferred, KeepsPendingPodsFitting) {
   MemoryHandlerOptions o;
   int reads = 0;
-  o.pending = [&](bool) {
+  o.pending = [&](bool, std::string*) {
     ++reads;
     return std::vector<sharing::Request>{
         {"u1/c", 2}, {"u2/c", 4}, {"u3/c", 3}};
@@ -191,7 +193,7 @@ TEST(MemoryPreferred, KeepsPendingPodsFitting) {
 TEST(MemoryPreferred, ReadsTheNodeForEveryChoice) {
   MemoryHandlerOptions o;
   std::vector<bool> refreshes;
-  o.pending = [&](bool refresh) {
+  o.pending = [&](bool refresh, std::string*) {
     refreshes.push_back(refresh);
     return refresh ? std::vector<sharing::Request>{{"u1/c", 3}, {"u2/c", 4},
                                                    {"u3/c", 2}}
@@ -204,6 +206,61 @@ TEST(MemoryPreferred, ReadsTheNodeForEveryChoice) {
   // After the re-read: 3 on GPU-1 leaves 4 | 2 for the pending 4 and 2.
   EXPECT_THAT(*r, ElementsAre("GPU-1::m0", "GPU-1::m1", "GPU-1::m2"));
   EXPECT_THAT(refreshes, ElementsAre(true));
+}
+
+// The extender binds two pods between the read and the choice's record on
+// the Node: the record fails (Aborted, the Node changed) and the choice is
+// made again from a fresh read that has them.
+TEST(MemoryPreferred, ChoosesAgainWhenPodsAreBoundUnderTheChoice) {
+  MemoryHandlerOptions o;
+  int reads = 0;
+  o.pending = [&](bool refresh, std::string* version) {
+    EXPECT_TRUE(refresh);
+    *version = std::to_string(++reads);
+    return reads == 1 ? std::vector<sharing::Request>{{"u1/c", 2}}
+                      : std::vector<sharing::Request>{
+                            {"u1/c", 2}, {"u2/c", 4}, {"u3/c", 3}};
+  };
+  std::vector<std::string> reserved;
+  o.reserve = [&](const std::string& gpu, int64_t units,
+                  const std::vector<std::string>& ids,
+                  const std::string& version) {
+    EXPECT_EQ(units, 2);
+    EXPECT_EQ(ids.size(), 2u);
+    reserved.push_back(absl::StrCat(gpu, "@", version));
+    return reserved.size() == 1 ? absl::AbortedError("409 Conflict")
+                                : absl::OkStatus();
+  };
+  auto preferred = MakeMemoryPreferredHandler(o);
+  // GPU-0 has 4 free, GPU-1 5. Alone, the 2 goes to the fuller GPU-0;
+  // with the pending 4 and 3 it must go to GPU-1 (4 | 3 left).
+  auto available = Concat(Units(0, {0, 1, 2, 3}), Units(1, {0, 1, 2, 3, 4}));
+  auto r = preferred(Snapshot(5), available, {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("GPU-1::m0", "GPU-1::m1"));
+  EXPECT_THAT(reserved, ElementsAre("GPU-0@1", "GPU-1@2"));
+}
+
+// The API server is unreachable: the choice stands (the kubelet is never
+// held up), and it is not made again.
+TEST(MemoryPreferred, KeepsTheChoiceWhenItCannotBeRecorded) {
+  MemoryHandlerOptions o;
+  int reads = 0;
+  o.pending = [&](bool, std::string* version) {
+    ++reads;
+    version->clear();
+    return std::vector<sharing::Request>{};
+  };
+  o.reserve = [&](const std::string&, int64_t,
+                  const std::vector<std::string>&, const std::string&) {
+    return absl::UnavailableError("connection refused");
+  };
+  auto preferred = MakeMemoryPreferredHandler(o);
+  auto r = preferred(Snapshot(4), Concat(Units(0, {1, 3}), Units(1, {0, 1})),
+                     {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(*r, ElementsAre("GPU-0::m1", "GPU-0::m3"));
+  EXPECT_EQ(reads, 1);
 }
 
 TEST(MemoryPreferred, MustIncludePinsItsGpu) {

@@ -32,6 +32,13 @@ void AllocationLedger::Record(Allocation allocation) {
   answers_.push_back({std::move(allocation), ++recorded_});
 }
 
+void AllocationLedger::Forget(const Allocation& allocation) {
+  std::erase_if(answers_, [&](const Answer& a) {
+    return a.allocation.gpu == allocation.gpu &&
+           a.allocation.ids == allocation.ids;
+  });
+}
+
 void AllocationLedger::Observe(Listing listing, uint64_t mark,
                                absl::Time now, absl::Duration max_age) {
   std::set<std::string> listed;

@@ -49,6 +49,9 @@ class AllocationLedger {
   uint64_t Mark() const { return recorded_; }
   // An Allocate answer; an older answer sharing a unit ID leaves.
   void Record(Allocation allocation);
+  // Takes back an answer recorded with exactly these unit IDs of this GPU
+  // (a preferred choice that could not be recorded on the Node).
+  void Forget(const Allocation& allocation);
   // A full listing, read after Mark() returned `mark`. An answer recorded
   // before it leaves when any of its unit IDs is listed (under the
   // container it served, or under one that got the units since: the
