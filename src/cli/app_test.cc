@@ -52,6 +52,30 @@ TEST_F(AppTest, HelpSucceeds) {
   EXPECT_THAT(r.out, HasSubstr("--driver-root"));
 }
 
+// Only the subcommands named on the command line are built (app.cc); help
+// must still list every one of them, and another subcommand's options must
+// still be refused.
+TEST_F(AppTest, HelpListsEverySubcommand) {
+  for (const char* help : {"--help", "-h"}) {
+    Result r = RunArgs({help});
+    EXPECT_EQ(r.code, kExitOk) << help;
+    for (const char* name : {"devices", "topo", "sim", "cdi", "plugin",
+                             "runtime", "extender", "dra", "labels", "vfio",
+                             "version"}) {
+      EXPECT_THAT(r.out, HasSubstr(name)) << help;
+    }
+  }
+  Result plugin = RunArgs({"plugin", "--help"});
+  EXPECT_EQ(plugin.code, kExitOk);
+  EXPECT_THAT(plugin.out, HasSubstr("--kubelet-socket"));
+}
+
+TEST_F(AppTest, AnotherSubcommandsOptionIsAUsageError) {
+  Result r = RunArgs({"version", "--kubelet-socket", "/tmp/k.sock"});
+  EXPECT_EQ(r.code, kExitUsage) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--kubelet-socket"));
+}
+
 TEST_F(AppTest, UsageErrorsExitTwoWithOneLine) {
   for (auto args :
        std::vector<std::vector<const char*>>{{},

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <iterator>
@@ -170,11 +171,12 @@ absl::StatusOr<std::vector<unsigned>> DynamicLibrary::DeviceGetCpuAffinity(
   if (!status.ok()) return status;
   constexpr unsigned kBitsPerWord = sizeof(unsigned long) * CHAR_BIT;
   std::vector<unsigned> cpus;
+  // The mask has room for at least 4096 CPUs, mostly zero words: visit only
+  // the set bits (this loop was a tenth of discovery on 16 GPUs).
   for (size_t word = 0; word < mask.size(); ++word) {
-    for (unsigned bit = 0; bit < kBitsPerWord; ++bit) {
-      if ((mask[word] >> bit) & 1UL) {
-        cpus.push_back(static_cast<unsigned>(word * kBitsPerWord + bit));
-      }
+    for (unsigned long bits = mask[word]; bits != 0; bits &= bits - 1) {
+      cpus.push_back(static_cast<unsigned>(word * kBitsPerWord +
+                                           std::countr_zero(bits)));
     }
   }
   return cpus;

@@ -16,10 +16,10 @@
 // Thread safety: none; SimState calls it with its mutex held.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <tuple>
 
-#include "absl/container/flat_hash_map.h"
 #include "src/nvml/nvml_api.h"
 
 namespace gpulet::sim {
@@ -56,8 +56,8 @@ class HandleTable {
   HandleObject* GetOrCreate(const HandleObject& position);
   const HandleObject* Find(const void* pointer) const;
 
-  absl::flat_hash_map<Key, std::unique_ptr<HandleObject>> by_position_;
-  absl::flat_hash_map<const void*, const HandleObject*> by_pointer_;
+  std::map<Key, std::unique_ptr<HandleObject>> by_position_;
+  std::map<const void*, const HandleObject*> by_pointer_;
 };
 
 }  // namespace gpulet::sim

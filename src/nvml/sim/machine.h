@@ -38,6 +38,8 @@ struct GpuInstanceProfile {
   // Valid placements: GI slots [start, start + placement_size).
   std::vector<unsigned> placement_starts;
   unsigned placement_size = 0;
+
+  bool operator==(const GpuInstanceProfile&) const = default;
 };
 
 struct ComputeInstanceProfile {
@@ -46,6 +48,8 @@ struct ComputeInstanceProfile {
   unsigned slice_count = 0;
   unsigned instance_count = 0;
   unsigned multiprocessor_count = 0;
+
+  bool operator==(const ComputeInstanceProfile&) const = default;
 };
 
 // One MIG device: a compute instance inside a GPU instance.
@@ -59,6 +63,8 @@ struct MigDevice {
   unsigned compute_instance_profile_id = 0;  // key into Gpu::ci_profiles
   unsigned ci_placement_start = 0;
   unsigned ci_placement_size = 0;
+
+  bool operator==(const MigDevice&) const = default;
 };
 
 struct NvLink {
@@ -66,6 +72,8 @@ struct NvLink {
   nvmlIntNvLinkDeviceType_t remote_type = NVML_NVLINK_DEVICE_TYPE_GPU;
   int peer_gpu = -1;          // index of the peer GPU when remote_type is GPU
   std::string remote_bus_id;  // PCI bus ID of the remote end (GPU or switch)
+
+  bool operator==(const NvLink&) const = default;
 };
 
 // The GPU's NVLink fabric membership (nvmlDeviceGetGpuFabricInfo(V)).
@@ -76,6 +84,8 @@ struct GpuFabric {
   nvmlReturn_t status = NVML_SUCCESS;
   unsigned health_mask = 0;
   unsigned char health_summary = NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY;
+
+  bool operator==(const GpuFabric&) const = default;
 };
 
 // A PCI function that shares a GPU's IOMMU group: the board's own audio,
@@ -87,6 +97,8 @@ struct PciFunction {
   uint16_t device = 0;
   uint32_t class_code = 0;    // 0x040300 audio, 0x010802 NVMe, 0x060400 bridge
   std::string driver;         // bound driver; "" when unbound
+
+  bool operator==(const PciFunction&) const = default;
 };
 
 // A vGPU type a GPU offers (mdev_supported_types/<id>) and an instance of
@@ -95,10 +107,14 @@ struct MdevType {
   std::string id;             // "nvidia-558"
   std::string name;           // "GRID H100-4C"
   unsigned available = 0;     // available_instances
+
+  bool operator==(const MdevType&) const = default;
 };
 struct Mdev {
   std::string uuid;           // lower-case 8-4-4-4-12
   std::string type;           // an MdevType id of the parent GPU
+
+  bool operator==(const Mdev&) const = default;
 };
 
 struct Gpu {
@@ -141,6 +157,8 @@ struct Gpu {
   std::vector<PciFunction> functions;   // the rest of its IOMMU group
   std::vector<MdevType> mdev_types;
   std::vector<Mdev> mdevs;
+
+  bool operator==(const Gpu&) const = default;
 };
 
 struct Machine {
@@ -166,6 +184,8 @@ struct Machine {
   bool iommufd = false;        // /dev/iommu and vfio-dev/vfioN cdevs
   // topology[i][j]: common ancestor of GPU i and j; INTERNAL on the diagonal.
   std::vector<std::vector<nvmlGpuTopologyLevel_t>> topology;
+
+  bool operator==(const Machine&) const = default;
 };
 
 }  // namespace gpulet::sim

@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "src/common/logging.h"
+#include "src/nvml/sim/compiled_profiles.h"
 #include "src/nvml/sim/control_server.h"
 #include "src/nvml/sim/profiles.h"
 
@@ -55,9 +57,15 @@ ControlChannel g_control_channel;
 SimState& State() {
   // Leaked on purpose, see the header.
   static SimState* const state =
-      std::make_unique<SimState>([](const std::string& spec) {
-        return LoadMachine(spec);
-      }).release();
+      std::make_unique<SimState>(
+          [](const std::string& spec) -> absl::StatusOr<Machine> {
+            // A built-in profile is compiled in: no YAML to parse at init.
+            std::optional<Machine> compiled =
+                CompiledProfile(spec.empty() ? kDefaultProfile : spec);
+            if (compiled) return *std::move(compiled);
+            return LoadMachine(spec);
+          })
+          .release();
   return *state;
 }
 

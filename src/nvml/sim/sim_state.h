@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,8 +31,6 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -144,7 +143,7 @@ class SimState {
     void Quiet() const;
 
     EventQueue queue;
-    absl::flat_hash_map<int, unsigned long long> registrations;  // gpu->mask
+    std::map<int, unsigned long long> registrations;  // gpu->mask
     // An eventfd, rung when an event is queued, the set is freed or a wait
     // error is pending. Waiters poll() it with mu_ released, so a signal
     // interrupts their wait as it interrupts the driver's (which returns
@@ -202,8 +201,8 @@ class SimState {
   std::deque<std::string> error_texts_ ABSL_GUARDED_BY(mu_);
   const char* unknown_error_text_ ABSL_GUARDED_BY(mu_) = nullptr;
 
-  absl::flat_hash_set<std::string> lost_uuids_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<const void*, std::shared_ptr<EventSetObject>> event_sets_
+  std::set<std::string> lost_uuids_ ABSL_GUARDED_BY(mu_);
+  std::map<const void*, std::shared_ptr<EventSetObject>> event_sets_
       ABSL_GUARDED_BY(mu_);
   nvmlReturn_t wait_error_code_ ABSL_GUARDED_BY(mu_) = NVML_SUCCESS;
   unsigned int wait_error_remaining_ ABSL_GUARDED_BY(mu_) = 0;

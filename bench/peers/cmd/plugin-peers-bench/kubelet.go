@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,17 +22,20 @@ var registerTimeout = 20 * time.Second
 
 // fakeKubelet serves the Registration service on <dir>/kubelet.sock. Inside
 // Register it dials the plugin back and asks for its options, as the kubelet
-// does, then reports the registration's arrival on `registered`.
+// does, then reports the registration's arrival on `registered`, with the
+// CPU time the plugin (`pid`, once set) has used up to that moment.
 type fakeKubelet struct {
 	pluginapi.UnimplementedRegistrationServer
 	dir        string
 	srv        *grpc.Server
 	registered chan registration
+	pid        atomic.Int64
 }
 
 type registration struct {
 	endpoint string
 	at       time.Time
+	cpuMs    float64 // the plugin's CPU time when Register arrived; -1 if unknown
 	err      error
 }
 
@@ -56,7 +60,14 @@ func (k *fakeKubelet) Register(ctx context.Context, req *pluginapi.RegisterReque
 		_, err = pluginapi.NewDevicePluginClient(conn).GetDevicePluginOptions(ctx, &pluginapi.Empty{})
 		conn.Close()
 	}
-	k.registered <- registration{endpoint: req.Endpoint, at: time.Now(), err: err}
+	at := time.Now()
+	// Read while the plugin still waits for this answer: nothing it does
+	// after the registration (gpulet's topology read) counts.
+	cpuMs := -1.0
+	if pid := int(k.pid.Load()); pid > 0 {
+		cpuMs = cpuMicrosBetween(nil, readThreadCPU(pid)) / 1000
+	}
+	k.registered <- registration{endpoint: req.Endpoint, at: at, cpuMs: cpuMs, err: err}
 	return &pluginapi.Empty{}, err
 }
 

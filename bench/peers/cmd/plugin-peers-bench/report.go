@@ -89,17 +89,22 @@ func verdict(what string, ok bool) {
 	fmt.Printf("  %-60s %s\n", what, v)
 }
 
-func printReport(cfg config, starts map[string][]float64, r *rpcResults) {
+func printReport(cfg config, starts startFigures, r *rpcResults) {
 	fmt.Printf("devices:  %d advertised by gpulet; one Allocate exchange moves %d bytes in, %d out\n\n",
 		len(r.devices), r.bytesIn, r.bytesOut)
 	header("milliseconds")
 	for _, p := range []float64{50, 99} {
 		v := map[string]float64{}
-		for s, samples := range starts {
+		for s, samples := range starts.wallMs {
 			v[s] = percentile(samples, p)
 		}
 		row(fmt.Sprintf("start -> Register p%.0f (%d starts)", p, cfg.starts), v)
 	}
+	v := map[string]float64{}
+	for s, samples := range starts.cpuMs {
+		v[s] = percentile(samples, 50)
+	}
+	row("CPU until Register p50 (every thread)", v)
 	fmt.Println()
 	header("microseconds")
 	for _, kase := range []string{caseOptions, caseAllocate} {
@@ -143,7 +148,7 @@ func printReport(cfg config, starts map[string][]float64, r *rpcResults) {
 	verdict("server CPU per Allocate <= half grpc-go's",
 		r.cpuUs[serverGpulet][caseAllocate] <= r.cpuUs[serverGo][caseAllocate]/2)
 	verdict("start -> Register p50 <= half grpc-go's",
-		percentile(starts[serverGpulet], 50) <= percentile(starts[serverGo], 50)/2)
+		percentile(starts.wallMs[serverGpulet], 50) <= percentile(starts.wallMs[serverGo], 50)/2)
 	verdict("gpulet VmRSS registered < 15 MiB", r.rssMiB[serverGpulet] < 15)
 	fmt.Printf("\nload average after: %s\n", firstLine("/proc/loadavg", ""))
 }
