@@ -25,13 +25,12 @@ if(GPULET_BUILD_BENCH)
   find_package(benchmark CONFIG REQUIRED)
 endif()
 
-# gpulet_link_archives(<target>): link abseil, protobuf, yaml-cpp, OpenSSL
-# and nghttp2 into the program from Debian's archives instead of loading
-# their shared libraries at every start (35 fewer libraries for `gpulet`;
-# start-up and resident memory in docs/benchmarks.md). Off with
-# GPULET_STATIC_DEPS=OFF.
+# gpulet_link_archives(<target>): link abseil, protobuf and yaml-cpp into
+# the program from Debian's archives instead of loading their shared
+# libraries at every start (32 fewer libraries for `gpulet`; start-up and
+# resident memory in docs/benchmarks.md). Off with GPULET_STATIC_DEPS=OFF.
 option(GPULET_STATIC_DEPS
-  "Link abseil, protobuf, yaml-cpp, OpenSSL and nghttp2 into gpulet's programs" ON)
+  "Link abseil, protobuf and yaml-cpp into gpulet's programs" ON)
 function(gpulet_link_archives target)
   if(GPULET_STATIC_DEPS)
     set_target_properties(${target} PROPERTIES CXX_LINKER_LAUNCHER
