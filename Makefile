@@ -49,7 +49,8 @@ test-asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 $(CURDIR)/scripts/ctest-strict --output-on-failure -j $(JOBS) -LE no-sanitize
 
-# Every libFuzzer target, FUZZ_SECONDS each.
+# Every libFuzzer target, FUZZ_SECONDS each, FUZZ_JOBS (the number of
+# cores) at a time.
 fuzz: $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) -j $(JOBS) fuzzers
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
