@@ -15,7 +15,8 @@ CMAKE_COMMON := -G Ninja $(LAUNCHER) -DGPULET_WERROR=ON
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-.PHONY: all build test test-unit test-asan demo bench fuzz soak bootstrap clean
+.PHONY: all build test test-unit test-asan build-asan-only build-fuzz-only demo bench fuzz soak \
+        bootstrap clean
 
 all: build
 
@@ -45,14 +46,19 @@ test: test-unit test-asan
 test-unit: build
 	cd $(BUILD) && $(CURDIR)/scripts/ctest-strict --output-on-failure -j $(JOBS)
 
-test-asan: $(ASAN_BUILD)/build.ninja
-	ninja -C $(ASAN_BUILD) -j $(JOBS)
+test-asan: build-asan-only
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 $(CURDIR)/scripts/ctest-strict --output-on-failure -j $(JOBS) -LE no-sanitize
+
+# The builds alone (.ci/run starts them while the previous tests run).
+build-asan-only: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j $(JOBS)
+
+build-fuzz-only: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) -j $(JOBS) fuzzers
 
 # Every libFuzzer target, FUZZ_SECONDS each, FUZZ_JOBS (the number of
 # cores) at a time.
-fuzz: $(FUZZ_BUILD)/build.ninja
-	ninja -C $(FUZZ_BUILD) -j $(JOBS) fuzzers
+fuzz: build-fuzz-only
 	scripts/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The chaos soak (docs/testing.md), SOAK_SECONDS long (30 minutes by
