@@ -14,6 +14,9 @@ CMAKE_COMMON := -G Ninja $(LAUNCHER) -DGPULET_WERROR=ON
 # (CI) reuses what an earlier build compiled.
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
+# Three builds (normal, ASan, fuzz) share the cache; ccache's default 5 GB
+# would evict one build's objects while compiling the next.
+export CCACHE_MAXSIZE ?= 20G
 
 .PHONY: all build test test-unit test-asan build-asan-only build-fuzz-only demo bench fuzz soak \
         bootstrap clean
