@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -156,14 +157,33 @@ int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
+namespace {
+
+// Kubernetes components take klog's `-v=N`; CLI11 would read a short option's
+// attached value as "=N". Such an argument becomes `--v=N` (up to a `--`).
+std::vector<std::string> KlogStyleArgs(int argc, const char* const* argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i].starts_with("-v=")) args[i].insert(0, "-");
+  }
+  return args;
+}
+
+}  // namespace
+
 int Run(int argc, const char* const* argv, std::ostream& out,
         std::ostream& err) {
   try {
+    std::vector<std::string> args = KlogStyleArgs(argc, argv);
+    std::vector<const char*> arg_ptrs;
+    arg_ptrs.reserve(args.size());
+    for (const std::string& a : args) arg_ptrs.push_back(a.c_str());
+    const int n = static_cast<int>(arg_ptrs.size());
     CLI::App app("gpulet: GPUs for Kubernetes", "gpulet");
     Commands commands;
-    Register(app, commands, Wanted(argc, argv));
+    Register(app, commands, Wanted(n, arg_ptrs.data()));
     try {
-      app.parse(argc, argv);
+      app.parse(n, arg_ptrs.data());
     } catch (const CLI::ParseError& e) {
       return HandleParseError(app, e, out, err);
     }

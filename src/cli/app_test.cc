@@ -92,8 +92,18 @@ TEST_F(AppTest, UsageErrorsExitTwoWithOneLine) {
 
 TEST_F(AppTest, VerbosityAndLogFormatAccepted) {
   EXPECT_EQ(RunArgs({"-v", "2", "version"}).code, kExitOk);
+  EXPECT_EQ(RunArgs({"-v=4", "version"}).code, kExitOk);  // klog's spelling
   EXPECT_EQ(RunArgs({"--v=3", "--log-format", "json", "version"}).code,
             kExitOk);
+}
+
+TEST_F(AppTest, ABadVerbosityIsNamed) {
+  for (const char* arg : {"-v=x", "--v=-1", "-v=4.5"}) {
+    Result r = RunArgs({arg, "version"});
+    EXPECT_EQ(r.code, kExitUsage) << arg;
+    EXPECT_THAT(r.err, HasSubstr("is not a verbosity level")) << r.err;
+    EXPECT_EQ(r.err.find("not in range"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(AppTest, SimWithoutSocketIsAUsageError) {

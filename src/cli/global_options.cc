@@ -1,12 +1,27 @@
 #include "src/cli/global_options.h"
 
+#include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "src/common/logging.h"
 #include "src/device/nvml_error_kind.h"
 #include "src/nvml/dynamic_library.h"
 
 namespace gpulet::cli {
+namespace {
+
+// klog's -v: a whole number, 0 or more. CLI11's NonNegativeNumber would name
+// the largest double as the upper bound.
+std::string CheckVerbosity(std::string& value) {
+  int level = 0;
+  if (!absl::SimpleAtoi(value, &level) || level < 0) {
+    return "'" + value + "' is not a verbosity level (a whole number, 0 or more)";
+  }
+  return "";
+}
+
+}  // namespace
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions& options) {
   app.add_option("--driver-root,--nvidia-driver-root", options.driver_root,
@@ -22,7 +37,7 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& options) {
                  "and for the GPUs' PCI class (node labels)")
       ->capture_default_str();
   app.add_option("-v,--v", options.verbosity, "Log verbosity level")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Validator(CheckVerbosity, "LEVEL"))
       ->capture_default_str();
   app.add_option("--log-format", options.log_format, "Log format")
       ->check(CLI::IsMember({"text", "json"}))
