@@ -155,10 +155,6 @@ int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
-}  // namespace
-
-namespace {
-
 // Kubernetes components take klog's `-v=N`; CLI11 would read a short option's
 // attached value as "=N". Such an argument becomes `--v=N` (up to a `--`).
 std::vector<std::string> KlogStyleArgs(int argc, const char* const* argv) {

@@ -153,14 +153,12 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
     annotations[std::string(sharing::kPendingAnnotation)] =
         sharing::EncodePending(pruned);
   }
-  Json patch = {{"metadata",
-                 {{"resourceVersion", StringAt(node, "metadata",
-                                               "resourceVersion")},
-                  {"annotations", annotations}}}};
-  absl::StatusOr<Json> patched = api_.MergePatch(path, patch, stop);
+  absl::Status patched =
+      PatchAnnotations(StringAt(node, "metadata", "resourceVersion"),
+                       std::move(annotations), stop);
   if (!patched.ok()) {
-    *conflict = patched.status().code() == absl::StatusCode::kAborted;
-    return patched.status();
+    *conflict = patched.code() == absl::StatusCode::kAborted;
+    return patched;
   }
   absl::MutexLock lock(&mu_);
   pending_ = std::move(pruned);

@@ -168,6 +168,11 @@ class MemoryPublisher {
   sharing::NodeMemory Known() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WritePlacementOnce(const sharing::Placement& placed,
                                   std::stop_token stop, bool* conflict);
+  // A merge patch of the Node's `annotations`, valid only at
+  // `resource_version` (409 Conflict comes back as Aborted).
+  absl::Status PatchAnnotations(const std::string& resource_version,
+                                nlohmann::json annotations,
+                                std::stop_token stop);
   void WriterLoop(std::stop_token stop);
   sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
   void ReportBad(std::string_view annotation, const absl::Status& status);

@@ -76,8 +76,6 @@ absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
                      ids.size(), " unit IDs"));
   }
   const sharing::Placement placed{gpu, units, ids, options_.now()};
-  GPULET_ASSIGN_OR_RETURN(std::string path,
-                          kube::NodePath(options_.node_name));
   sharing::NodeMemory known;
   {
     // Counted from now on, so a sync that writes meanwhile keeps it; taken
@@ -91,18 +89,16 @@ absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
     }
     known = Known();
   }
-  Json patch = {{"metadata",
-                 {{"resourceVersion", node_version},
-                  {"annotations",
-                   {{std::string(sharing::kNodeAnnotation),
-                     sharing::EncodeNodeMemory(known)}}}}}};
-  absl::StatusOr<Json> patched = api_.MergePatch(path, patch, stop);
-  if (!patched.ok() &&
-      patched.status().code() == absl::StatusCode::kAborted) {
+  absl::Status patched = PatchAnnotations(
+      node_version,
+      {{std::string(sharing::kNodeAnnotation),
+        sharing::EncodeNodeMemory(known)}},
+      stop);
+  if (patched.code() == absl::StatusCode::kAborted) {
     absl::MutexLock lock(&mu_);
     ledger_.Forget(placed);
   }
-  return patched.status();
+  return patched;
 }
 
 absl::Status MemoryPublisher::WritePlacement(const sharing::Placement& placed,
@@ -156,18 +152,24 @@ absl::Status MemoryPublisher::WritePlacementOnce(
       return absl::OkStatus();  // a sync wrote it first
     }
   }
-  Json patch = {
-      {"metadata",
-       {{"resourceVersion", StringAt(node, "metadata", "resourceVersion")},
-        {"annotations",
-         {{std::string(sharing::kNodeAnnotation),
-           sharing::EncodeNodeMemory(known)}}}}}};
-  absl::StatusOr<Json> patched = api_.MergePatch(path, patch, stop);
-  if (!patched.ok()) {
-    *conflict = patched.status().code() == absl::StatusCode::kAborted;
-    return patched.status();
-  }
-  return absl::OkStatus();
+  absl::Status patched = PatchAnnotations(
+      StringAt(node, "metadata", "resourceVersion"),
+      {{std::string(sharing::kNodeAnnotation),
+        sharing::EncodeNodeMemory(known)}},
+      stop);
+  *conflict = patched.code() == absl::StatusCode::kAborted;
+  return patched;
+}
+
+absl::Status MemoryPublisher::PatchAnnotations(
+    const std::string& resource_version, Json annotations,
+    std::stop_token stop) {
+  GPULET_ASSIGN_OR_RETURN(std::string path,
+                          kube::NodePath(options_.node_name));
+  Json patch = {{"metadata",
+                 {{"resourceVersion", resource_version},
+                  {"annotations", std::move(annotations)}}}};
+  return api_.MergePatch(path, patch, stop).status();
 }
 
 void MemoryPublisher::WriterLoop(std::stop_token stop) {

@@ -139,10 +139,10 @@ absl::StatusOr<std::vector<std::string>> Preferred(
     const std::vector<std::string>& must_include, int size) {
   GpuTable table = Gpus(snapshot);
   const FreeIds free_ids = TakeFreeIds(available, table);
-  std::string uuid;
-  int64_t k = 0;
   if (!must_include.empty()) {
     // The kubelet keeps units it already gave the container: their GPU.
+    std::string uuid;
+    int64_t k = 0;
     std::set<size_t> gpus;
     for (const std::string& id : must_include) {
       if (!sharing::ParseMemoryUnitId(id, &uuid, &k)) continue;

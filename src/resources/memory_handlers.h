@@ -8,9 +8,9 @@
 // fitting, without knowing which pod it is. The choice is recorded on the
 // Node (through `reserve`) only if no pod was bound since that read, else
 // it is made again: a pod bound in between counted this container as
-// pending anywhere it fits, not on the GPU just chosen. It always answers (the kubelet
-// fails the admission when GetPreferredAllocation fails): with nothing
-// better to go on, it packs by the policy.
+// pending anywhere it fits, not on the GPU just chosen. It always answers
+// (the kubelet fails the admission when GetPreferredAllocation fails): with
+// nothing better to go on, it packs by the policy.
 //
 // Allocate refuses units spanning GPUs, naming the units and GPUs, and
 // tells the container its limit: GPULET_GPU_MEMORY_LIMIT in MiB, and

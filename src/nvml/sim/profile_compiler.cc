@@ -108,9 +108,9 @@ void EmitMig(std::ostream& o, SharedVectors& shared, const Gpu& g) {
     << ";\n";
   std::ostringstream ci;
   for (const ComputeInstanceProfile& p : g.ci_profiles) {
-    ci << "  v.push_back({.id = " << p.id
-      << ", .name = " << Quote(p.name) << ", .slice_count = " << p.slice_count
-      << ", .instance_count = " << p.instance_count
+    ci << "  v.push_back({.id = " << p.id << ", .name = " << Quote(p.name)
+       << ", .slice_count = " << p.slice_count
+       << ", .instance_count = " << p.instance_count
        << ", .multiprocessor_count = " << p.multiprocessor_count << "});\n";
   }
   o << "  g.ci_profiles = " << shared.Use("ComputeInstanceProfile", ci.str())
