@@ -6,7 +6,11 @@
 // gpulet.dev/gpu-memory-pending annotation. The tokens carry the node name
 // only as the server puts it there, so this also checks that the pinned
 // version passes it on ("authentication.kubernetes.io/node-name").
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -77,35 +81,43 @@ class NodePolicyApiServerTest : public ::testing::Test {
   // Creates every object of deploy/<file> as written (nothing is skipped:
   // an unknown kind fails the test).
   void Apply(const std::string& file) {
-    static const std::map<std::string, std::string> kPaths = {
+    const std::string path = std::string(GPULET_SOURCE_DIR) + "/deploy/" + file;
+    absl::StatusOr<std::string> text = common::ReadFile(path);
+    ASSERT_TRUE(text.ok()) << text.status();
+    CreateAll(*text, path, "kube-system");
+  }
+
+  // Creates every object of a multi-document YAML `text`, the namespaced
+  // ones in `ns`.
+  void CreateAll(const std::string& text, const std::string& source,
+                 const std::string& ns) {
+    const std::string in_ns = absl::StrCat("/namespaces/", ns, "/");
+    const std::map<std::string, std::string> paths = {
         {"ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"},
         {"ClusterRoleBinding",
          "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"},
-        {"DaemonSet", "/apis/apps/v1/namespaces/kube-system/daemonsets"},
-        {"Deployment", "/apis/apps/v1/namespaces/kube-system/deployments"},
-        {"Service", "/api/v1/namespaces/kube-system/services"},
-        {"ServiceAccount", "/api/v1/namespaces/kube-system/serviceaccounts"},
-        {"NetworkPolicy",
-         "/apis/networking.k8s.io/v1/namespaces/kube-system/networkpolicies"},
+        {"ConfigMap", "/api/v1" + in_ns + "configmaps"},
+        {"DaemonSet", "/apis/apps/v1" + in_ns + "daemonsets"},
+        {"Deployment", "/apis/apps/v1" + in_ns + "deployments"},
+        {"Service", "/api/v1" + in_ns + "services"},
+        {"ServiceAccount", "/api/v1" + in_ns + "serviceaccounts"},
+        {"NetworkPolicy", "/apis/networking.k8s.io/v1" + in_ns + "networkpolicies"},
         {"ValidatingAdmissionPolicy",
          "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"},
         {"ValidatingAdmissionPolicyBinding",
          "/apis/admissionregistration.k8s.io/v1/"
          "validatingadmissionpolicybindings"},
     };
-    const std::string path = std::string(GPULET_SOURCE_DIR) + "/deploy/" + file;
-    absl::StatusOr<std::string> text = common::ReadFile(path);
-    ASSERT_TRUE(text.ok()) << text.status();
-    for (absl::string_view doc : absl::StrSplit(*text, "\n---\n")) {
+    for (absl::string_view doc : absl::StrSplit(text, "\n---\n")) {
       absl::StatusOr<nlohmann::ordered_json> object =
-          config::YamlToJson(doc, path);
-      ASSERT_TRUE(object.ok()) << path << ": " << object.status();
+          config::YamlToJson(doc, source);
+      ASSERT_TRUE(object.ok()) << source << ": " << object.status();
       if (!object->is_object() || !object->contains("kind")) continue;
       const std::string kind = (*object)["kind"];
-      ASSERT_TRUE(kPaths.contains(kind)) << path << ": " << kind;
+      ASSERT_TRUE(paths.contains(kind)) << source << ": " << kind;
       absl::StatusOr<Json> made =
-          admin_.client->Create(kPaths.at(kind), Json::parse(object->dump()));
-      ASSERT_TRUE(made.ok()) << path << ": " << made.status();
+          admin_.client->Create(paths.at(kind), Json::parse(object->dump()));
+      ASSERT_TRUE(made.ok()) << source << ": " << made.status();
     }
   }
 
@@ -118,14 +130,15 @@ class NodePolicyApiServerTest : public ::testing::Test {
     ASSERT_TRUE(made.ok()) << made.status();
   }
 
-  // A token of kube-system's service account `account`, bound to a pod of
-  // that account on `node` when `node` is not empty, as the kubelet asks
-  // for it (TokenRequest).
-  std::string TokenOf(const std::string& account, const std::string& node) {
+  // A token of the service account `ns`/`account`, bound to a pod of that
+  // account on `node` when `node` is not empty, as the kubelet asks for it
+  // (TokenRequest).
+  std::string TokenOf(const std::string& account, const std::string& node,
+                      const std::string& ns = "kube-system") {
     Json bound = Json::object();
     if (!node.empty()) {
       absl::StatusOr<Json> pod = admin_.client->Create(
-          "/api/v1/namespaces/kube-system/pods",
+          absl::StrCat("/api/v1/namespaces/", ns, "/pods"),
           {{"apiVersion", "v1"},
            {"kind", "Pod"},
            {"metadata", {{"name", account + "-on-" + node}}},
@@ -147,8 +160,8 @@ class NodePolicyApiServerTest : public ::testing::Test {
                     {"spec", Json::object()}};
     if (!bound.empty()) request["spec"]["boundObjectRef"] = bound;
     absl::StatusOr<Json> got = admin_.client->Create(
-        absl::StrCat("/api/v1/namespaces/kube-system/serviceaccounts/",
-                     account, "/token"),
+        absl::StrCat("/api/v1/namespaces/", ns, "/serviceaccounts/", account,
+                     "/token"),
         request);
     EXPECT_TRUE(got.ok()) << got.status();
     return got.ok() ? (*got)["status"]["token"].get<std::string>() : "";
@@ -281,6 +294,67 @@ TEST_F(NodePolicyApiServerTest, ExtenderWritesOnlyThePendingAnnotation) {
   EXPECT_TRUE(s.ok()) << s;
   s = Patch(extender, "gpu-c",
             Annotation("gpulet.dev/gpu-memory-pending", nullptr));
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+// The chart, rendered for a release "gpu" in "gpu-system" with memory
+// shares and the extender, is accepted by the API server as rendered, and
+// its policy confines that release's service account, not deploy/'s.
+TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
+  ASSERT_TRUE(admin_.client
+                  ->Create("/api/v1/namespaces",
+                           {{"apiVersion", "v1"},
+                            {"kind", "Namespace"},
+                            {"metadata", {{"name", "gpu-system"}}}})
+                  .ok());
+  char tmpl[] = "/tmp/chart-values-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const std::string values = tmpl;
+  ASSERT_TRUE(common::WriteFileAtomic(
+                  values,
+                  "memoryShares:\n  enabled: true\nextender:\n  enabled: "
+                  "true\n  networkPolicy:\n    from:\n    - ipBlock:\n"
+                  "        cidr: 10.0.0.0/24\n",
+                  {.mode = 0600, .durable = false})
+                  .ok());
+  // (The paths hold no characters the shell would interpret.)
+  const std::string cmd = absl::StrCat(GPULET_HELM_BINARY,
+                                       " template -n gpu-system -f ", values,
+                                       " gpu ", GPULET_SOURCE_DIR,
+                                       "/deploy/chart");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string rendered;
+  char buf[4096];
+  for (size_t n; (n = ::fread(buf, 1, sizeof(buf), p)) > 0;) {
+    rendered.append(buf, n);
+  }
+  const int rc = ::pclose(p);
+  ::unlink(values.c_str());
+  ASSERT_EQ(rc, 0) << rendered;
+  ASSERT_THAT(rendered, HasSubstr("system:serviceaccount:gpu-system:gpu-gpulet"));
+  CreateAll(rendered, "helm template gpu", "gpu-system");
+
+  MakeNode("gpu-d");
+  MakeNode("gpu-e");
+  ApiClient agent = Connect(TokenOf("gpu-gpulet", "gpu-d", "gpu-system"));
+  ASSERT_NE(agent.client, nullptr);
+  AwaitEnforced(agent, "gpu-e", Annotation("gpulet.dev/gpu-memory", "x"),
+                kAgentDenied);
+  absl::Status s = Patch(agent, "gpu-d", Label("example.com/team", "b"));
+  EXPECT_THAT(s.message(), HasSubstr("not example.com/team")) << s;
+  s = Patch(agent, "gpu-d", Annotation("gpulet.dev/gpu-memory", "{}"));
+  EXPECT_TRUE(s.ok()) << s;
+
+  ApiClient extender =
+      Connect(TokenOf("gpu-gpulet-extender", "", "gpu-system"));
+  ASSERT_NE(extender.client, nullptr);
+  AwaitEnforced(extender, "gpu-e", Annotation("gpulet.dev/gpu-memory", "x"),
+                kExtenderDenied);
+  s = Patch(extender, "gpu-e",
+            Annotation("gpulet.dev/gpu-memory-pending", "{}"));
   EXPECT_TRUE(s.ok()) << s;
 }
 
