@@ -38,7 +38,8 @@ using ::testing::HasSubstr;
 
 constexpr char kNodes[] = "/api/v1/nodes";
 constexpr char kAgentDenied[] = "may write only the Node its pod runs on";
-constexpr char kExtenderDenied[] = "may change only the gpulet.dev/gpu-memory-pending";
+constexpr char kExtenderDenied[] =
+    "may change only the gpulet.dev/gpu-memory-pending";
 
 // A client of the test's API server with its own transport.
 struct ApiClient {
@@ -101,7 +102,8 @@ class NodePolicyApiServerTest : public ::testing::Test {
         {"Deployment", "/apis/apps/v1" + in_ns + "deployments"},
         {"Service", "/api/v1" + in_ns + "services"},
         {"ServiceAccount", "/api/v1" + in_ns + "serviceaccounts"},
-        {"NetworkPolicy", "/apis/networking.k8s.io/v1" + in_ns + "networkpolicies"},
+        {"NetworkPolicy",
+         "/apis/networking.k8s.io/v1" + in_ns + "networkpolicies"},
         {"ValidatingAdmissionPolicy",
          "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"},
         {"ValidatingAdmissionPolicyBinding",
@@ -218,32 +220,36 @@ TEST_F(NodePolicyApiServerTest, NodeAgentWritesOnlyItsOwnNodesGpuletKeys) {
 
   // Another node's annotations: what would misplace the extender's pods.
   absl::Status s = Patch(agent, "gpu-b", memory);
-  EXPECT_THAT(s.message(), HasSubstr(kAgentDenied)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(kAgentDenied)) << s;
   s = Patch(agent, "gpu-b", Label("nvidia.com/gpu.count", "8"));
-  EXPECT_THAT(s.message(), HasSubstr(kAgentDenied)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(kAgentDenied)) << s;
   // Its own Node's spec: taints, unschedulable.
   s = Patch(agent, "gpu-a",
             {{"spec",
               {{"taints",
                 {{{"key", "x"}, {"value", "y"}, {"effect", "NoSchedule"}}}}}}});
-  EXPECT_THAT(s.message(), HasSubstr("may not change a Node's spec")) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("may not change a Node's spec"))
+      << s;
   s = Patch(agent, "gpu-a", {{"spec", {{"unschedulable", true}}}});
-  EXPECT_THAT(s.message(), HasSubstr("may not change a Node's spec")) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("may not change a Node's spec"))
+      << s;
   // Its own Node's labels and annotations that are not gpulet's.
   s = Patch(agent, "gpu-a", Label("example.com/team", "b"));
-  EXPECT_THAT(s.message(), HasSubstr("not example.com/team")) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not example.com/team")) << s;
   s = Patch(agent, "gpu-a", Label("example.com/team", nullptr));
-  EXPECT_THAT(s.message(), HasSubstr("not example.com/team")) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not example.com/team")) << s;
   s = Patch(agent, "gpu-a",
             Label("node-restriction.kubernetes.io/gpu", "true"));
-  EXPECT_THAT(s.message(),
+  EXPECT_THAT(std::string(s.message()),
               HasSubstr("not node-restriction.kubernetes.io/gpu"))
       << s;
   s = Patch(agent, "gpu-a", Annotation("example.com/note", "x"));
-  EXPECT_THAT(s.message(), HasSubstr("not example.com/note")) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not example.com/note")) << s;
   s = Patch(agent, "gpu-a",
             {{"metadata", {{"finalizers", {"example.com/keep"}}}}});
-  EXPECT_THAT(s.message(), HasSubstr("finalizers or owners")) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("finalizers or owners")) << s;
   s = Patch(agent, "gpu-a/status",
             {{"status", {{"capacity", {{"nvidia.com/gpu", "100"}}}}}});
   EXPECT_FALSE(s.ok());
@@ -283,11 +289,15 @@ TEST_F(NodePolicyApiServerTest, ExtenderWritesOnlyThePendingAnnotation) {
 
   absl::Status s =
       Patch(extender, "gpu-c", Annotation("gpulet.dev/gpu-memory", "x"));
-  EXPECT_THAT(s.message(), HasSubstr(kExtenderDenied)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(kExtenderDenied)) << s;
   s = Patch(extender, "gpu-c", Label("nvidia.com/gpu.count", "8"));
-  EXPECT_THAT(s.message(), HasSubstr("may not change a Node's labels")) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("may not change a Node's labels"))
+      << s;
   s = Patch(extender, "gpu-c", {{"spec", {{"unschedulable", true}}}});
-  EXPECT_THAT(s.message(), HasSubstr("may not change a Node's spec")) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("may not change a Node's spec"))
+      << s;
 
   s = Patch(extender, "gpu-c",
             Annotation("gpulet.dev/gpu-memory-pending", "{}"));
@@ -334,8 +344,10 @@ TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
   const int rc = ::pclose(p);
   ::unlink(values.c_str());
   ASSERT_EQ(rc, 0) << rendered;
-  ASSERT_THAT(rendered, HasSubstr("system:serviceaccount:gpu-system:gpu-gpulet"));
-  CreateAll(rendered, "helm template gpu", "gpu-system");
+  ASSERT_THAT(rendered,
+              HasSubstr("system:serviceaccount:gpu-system:gpu-gpulet"));
+  // The manifest opens with "---"; the split wants it after a newline.
+  CreateAll("\n" + rendered, "helm template gpu", "gpu-system");
 
   MakeNode("gpu-d");
   MakeNode("gpu-e");
@@ -344,7 +356,7 @@ TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
   AwaitEnforced(agent, "gpu-e", Annotation("gpulet.dev/gpu-memory", "x"),
                 kAgentDenied);
   absl::Status s = Patch(agent, "gpu-d", Label("example.com/team", "b"));
-  EXPECT_THAT(s.message(), HasSubstr("not example.com/team")) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not example.com/team")) << s;
   s = Patch(agent, "gpu-d", Annotation("gpulet.dev/gpu-memory", "{}"));
   EXPECT_TRUE(s.ok()) << s;
 
