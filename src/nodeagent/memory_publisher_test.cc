@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -478,6 +480,31 @@ TEST_F(PublisherTest, PlacementsExpireAndDeletedPodsStopCounting) {
   EXPECT_TRUE(node.pods.empty());
   EXPECT_EQ(node.gpus[0].used, 0);
   EXPECT_EQ(node.gpus[1].used, 0);
+}
+
+// The node agent reads pods only as its RBAC note says (docs/security.md):
+// the list and watch of its own node's pods (field selector
+// spec.nodeName), and each pending pod of its Node by name (the GETs of
+// WritesTheAllocationAndPrunesAdmittedAndGonePods); never all pods.
+TEST_F(PublisherTest, ListsOnlyThePodsOfItsNode) {
+  publisher_->Start(sleeper_);
+  auto pod_reads = [this] {
+    std::vector<std::string> out;
+    for (const kube::Request& r : transport_.requests()) {
+      if (absl::StrContains(r.path, "/pods")) out.push_back(r.path);
+    }
+    return out;
+  };
+  // Nothing is scripted: every request fails and is retried; wait for the
+  // first list of pods.
+  while (pod_reads().empty()) std::this_thread::yield();
+  publisher_.reset();
+  const std::vector<std::string> reads = pod_reads();
+  ASSERT_FALSE(reads.empty());
+  for (const std::string& path : reads) {
+    EXPECT_THAT(path, ::testing::StartsWith(
+                          "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&"));
+  }
 }
 
 }  // namespace

@@ -295,9 +295,9 @@ func TestBrokenDaemonSetIsRejected(t *testing.T) {
 		{
 			name: "unknown kind",
 			mutate: func(t *testing.T, ds map[string]interface{}) {
-				ds["kind"] = "Deployment"
+				ds["kind"] = "StatefulSet"
 			},
-			want: `kind "Deployment" in apiVersion "apps/v1" is not one this check knows`,
+			want: `kind "StatefulSet" in apiVersion "apps/v1" is not one this check knows`,
 		},
 		{
 			name: "old apiVersion",

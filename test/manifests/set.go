@@ -6,12 +6,15 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/apis/networking"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	"sigs.k8s.io/yaml"
 )
@@ -71,6 +74,10 @@ type Set struct {
 	ServiceMonitors []*ServiceMonitor
 	ClusterRoles    map[string]*rbac.ClusterRole
 	Bindings        []*rbac.ClusterRoleBinding
+	Deployments     []*apps.Deployment
+	Policies        map[string]*admissionregistration.ValidatingAdmissionPolicy
+	PolicyBindings  []*admissionregistration.ValidatingAdmissionPolicyBinding
+	NetworkPolicies []*networking.NetworkPolicy
 }
 
 // NewSet indexes validated objects; two objects of one kind with one name are
@@ -81,6 +88,7 @@ func NewSet(objs []Object) (*Set, error) {
 		ServiceAccounts: map[string]*core.ServiceAccount{},
 		Namespaces:      map[string]*core.Namespace{},
 		ClusterRoles:    map[string]*rbac.ClusterRole{},
+		Policies:        map[string]*admissionregistration.ValidatingAdmissionPolicy{},
 	}
 	seen := map[string]string{}
 	for _, o := range objs {
@@ -105,6 +113,14 @@ func NewSet(objs []Object) (*Set, error) {
 			s.ClusterRoles[v.Name] = v
 		case *rbac.ClusterRoleBinding:
 			s.Bindings = append(s.Bindings, v)
+		case *apps.Deployment:
+			s.Deployments = append(s.Deployments, v)
+		case *admissionregistration.ValidatingAdmissionPolicy:
+			s.Policies[v.Name] = v
+		case *admissionregistration.ValidatingAdmissionPolicyBinding:
+			s.PolicyBindings = append(s.PolicyBindings, v)
+		case *networking.NetworkPolicy:
+			s.NetworkPolicies = append(s.NetworkPolicies, v)
 		default:
 			return nil, fmt.Errorf("%s: no cross-checks for %T", o.Source, o.Internal)
 		}
@@ -155,7 +171,17 @@ func (s *Set) Check(documented map[string]bool) error {
 			return fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err)
 		}
 	}
-	return nil
+	for _, d := range s.Deployments {
+		if err := s.checkDeployment(d); err != nil {
+			return fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, err)
+		}
+	}
+	for _, np := range s.NetworkPolicies {
+		if err := s.checkNetworkPolicy(np); err != nil {
+			return fmt.Errorf("NetworkPolicy %s/%s: %w", np.Namespace, np.Name, err)
+		}
+	}
+	return s.checkPolicies()
 }
 
 // checkBinding: the role it binds and the service accounts it binds it to
@@ -175,9 +201,9 @@ func (s *Set) checkBinding(b *rbac.ClusterRoleBinding) error {
 	return nil
 }
 
-// checkService: the Service selects the pods of a DaemonSet of its
-// namespace in the set, and every port's targetPort is a port of theirs
-// (by name, or by number).
+// checkService: the Service selects the pods of a DaemonSet or Deployment
+// of its namespace in the set, and every port's targetPort is a port of
+// theirs (by name, or by number).
 func (s *Set) checkService(svc *core.Service) error {
 	if err := s.checkNamespace(svc.Namespace); err != nil {
 		return err
@@ -186,19 +212,26 @@ func (s *Set) checkService(svc *core.Service) error {
 		return fmt.Errorf("spec.selector: empty; it would select no pod of the manifests")
 	}
 	sel := labels.SelectorFromSet(svc.Spec.Selector)
-	for _, ds := range s.DaemonSets {
-		if ds.Namespace != svc.Namespace || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+	templates := s.podTemplates(svc.Namespace)
+	names := make([]string, 0, len(templates))
+	for name := range templates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t := templates[name]
+		if !sel.Matches(labels.Set(t.Labels)) {
 			continue
 		}
 		for i, p := range svc.Spec.Ports {
-			if !podHasPort(&ds.Spec.Template.Spec, p.TargetPort.String(), p.TargetPort.IntValue()) {
-				return fmt.Errorf("spec.ports[%d].targetPort: %s is not a container port of DaemonSet %s/%s",
-					i, p.TargetPort.String(), ds.Namespace, ds.Name)
+			if !podHasPort(&t.Spec, p.TargetPort.String(), p.TargetPort.IntValue()) {
+				return fmt.Errorf("spec.ports[%d].targetPort: %s is not a container port of %s/%s",
+					i, p.TargetPort.String(), name, svc.Namespace)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("spec.selector: %v selects the pods of no DaemonSet in the manifests", svc.Spec.Selector)
+	return fmt.Errorf("spec.selector: %v selects the pods of no DaemonSet or Deployment in the manifests", svc.Spec.Selector)
 }
 
 func podHasPort(spec *core.PodSpec, name string, number int) bool {

@@ -86,3 +86,55 @@ config.yaml
 {{- fail (printf "config.default: config.map has %d entries (%s); name the one gpulet reads" (len $map) (keys $map | sortAlpha | join ", ")) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The user name of gpulet's service account as the API server sees it, for
+the admission policies' match conditions.
+*/}}
+{{- define "gpulet.serviceAccountUser" -}}
+{{- printf "system:serviceaccount:%s:%s" (include "gpulet.namespace" .) (include "gpulet.fullname" .) -}}
+{{- end -}}
+
+{{/*
+The scheduler extender's objects (extender.enabled): named
+<fullname>-extender, labelled as deploy/extender/extender.yaml's.
+*/}}
+{{- define "gpulet.extenderName" -}}
+{{- printf "%s-extender" (include "gpulet.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gpulet.extenderLabels" -}}
+app.kubernetes.io/name: {{ include "gpulet.name" . }}
+app.kubernetes.io/component: scheduler-extender
+{{- end -}}
+
+{{- define "gpulet.extenderUser" -}}
+{{- printf "system:serviceaccount:%s:%s" (include "gpulet.namespace" .) (include "gpulet.extenderName" .) -}}
+{{- end -}}
+
+{{- define "gpulet.extenderTlsSecret" -}}
+{{- .Values.extender.tls.secretName | default (printf "%s-tls" (include "gpulet.extenderName" .)) -}}
+{{- end -}}
+
+{{/*
+The CEL variables of a policy: the label and annotation keys an update
+adds, changes or removes.
+*/}}
+{{- define "gpulet.changedKeys" -}}
+- name: oldLabels
+  expression: 'has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}'
+- name: newLabels
+  expression: 'has(object.metadata.labels) ? object.metadata.labels : {}'
+- name: oldAnnotations
+  expression: 'has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}'
+- name: newAnnotations
+  expression: 'has(object.metadata.annotations) ? object.metadata.annotations : {}'
+- name: changedLabels
+  expression: >-
+    variables.newLabels.filter(k, !(k in variables.oldLabels) || variables.oldLabels[k] != variables.newLabels[k]) +
+    variables.oldLabels.filter(k, !(k in variables.newLabels))
+- name: changedAnnotations
+  expression: >-
+    variables.newAnnotations.filter(k, !(k in variables.oldAnnotations) || variables.oldAnnotations[k] != variables.newAnnotations[k]) +
+    variables.oldAnnotations.filter(k, !(k in variables.newAnnotations))
+{{- end -}}

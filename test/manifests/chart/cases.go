@@ -86,7 +86,8 @@ func Cases() []Case {
 					return fmt.Errorf("no ConfigMap with the chart's config.yaml")
 				}
 				return all(expectConfig(r, "gpulet-config", "config.yaml"),
-					expectEnv(r, map[string]string{"MIG_STRATEGY": "", "METRICS_ADDRESS": "", "PASS_DEVICE_SPECS": ""}))
+					expectEnv(r, map[string]string{"MIG_STRATEGY": "", "METRICS_ADDRESS": "", "PASS_DEVICE_SPECS": ""}),
+					expectPolicies(r, map[string]string{"gpulet-node-agent": "kube-system:gpulet"}))
 			},
 		},
 		{
@@ -356,7 +357,7 @@ imagePullSecrets:
 			Extra:  "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-operator\n",
 			Expect: func(r *Rendered) error {
 				for _, o := range r.Objects {
-					if name := o.Name(); strings.HasPrefix(name, "Cluster") {
+					if name := o.Name(); !strings.Contains(name, "/") {
 						// Cluster-scoped: no namespace.
 						if !strings.Contains(name, " nvidia-device-plugin") {
 							return fmt.Errorf("%s, want it named nvidia-device-plugin*", name)
@@ -457,7 +458,7 @@ env:
 				return expectEnv(r, map[string]string{"DP_DISABLE_HEALTHCHECKS": "109", "GPULET_HEALTH_QUIET_PERIOD": "30s"})
 			},
 		},
-	}, passthroughCases()...)
+	}, append(passthroughCases(), securityCases()...)...)
 }
 
 // configMapYAML is a ConfigMap in kube-system holding a config file at key.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -134,6 +135,11 @@ func CompareWithDeploy(chartDir, deployDir string) error {
 	if err != nil {
 		return err
 	}
+	policy, err := manifests.LoadFile(filepath.Join(deployDir, "node-policy.yaml"))
+	if err != nil {
+		return err
+	}
+	deployObjs = append(deployObjs, policy...)
 	example, err := manifests.LoadFile(filepath.Join(deployDir, "configmap-example.yaml"))
 	if err != nil {
 		return err
@@ -170,7 +176,45 @@ func CompareWithDeploy(chartDir, deployDir string) error {
 			continue
 		}
 		if !apiequality.Semantic.DeepEqual(g, w) {
-			return fmt.Errorf("%s: the chart's defaults differ from deploy/daemonset.yaml:\n%s", n, diff(g, w))
+			return fmt.Errorf("%s: the chart's defaults differ from deploy/:\n%s", n, diff(g, w))
+		}
+	}
+	return compareExtenderPolicy(ch, deployDir)
+}
+
+// compareExtenderPolicy renders the extender (release "gpulet" in
+// kube-system) and compares its admission policy and binding with
+// deploy/extender/node-policy.yaml's.
+func compareExtenderPolicy(ch *chart.Chart, deployDir string) error {
+	vals, err := Values(extenderValues)
+	if err != nil {
+		return err
+	}
+	text, err := Template(ch, DefaultRelease, DefaultNamespace, vals)
+	if err != nil {
+		return err
+	}
+	objs, err := Decode(text, "helm template (extender)")
+	if err != nil {
+		return err
+	}
+	want, err := manifests.LoadFile(filepath.Join(deployDir, "extender", "node-policy.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range objs {
+			if g.Name() != w.Name() {
+				continue
+			}
+			found = true
+			if !apiequality.Semantic.DeepEqual(g.Versioned, w.Versioned) {
+				return fmt.Errorf("%s: the chart's differs from deploy/extender/node-policy.yaml:\n%s", w.Name(), diff(g.Versioned, w.Versioned))
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s: deploy/extender/node-policy.yaml has it, the chart with extender.enabled does not", w.Name())
 		}
 	}
 	return nil

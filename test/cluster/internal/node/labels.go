@@ -47,10 +47,10 @@ func (n *Node) SetNodeLabel(ctx context.Context, key string, value *string) erro
 	return nil
 }
 
-// ApplyOptional creates the objects of deploy/optional/<file> (admission
+// ApplyDeployFile creates the objects of deploy/<file> (admission
 // policies, RBAC, and their bindings) and returns a function that deletes them.
-func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Context) error, error) {
-	objs, err := readObjects(filepath.Join(n.Cfg.SourceDir, "deploy/optional", file))
+func (n *Node) ApplyDeployFile(ctx context.Context, file string) (func(context.Context) error, error) {
+	objs, err := readObjects(filepath.Join(n.Cfg.SourceDir, "deploy", file))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Con
 		case *admissionv1.ValidatingAdmissionPolicy:
 			if _, err := api.ValidatingAdmissionPolicies().Create(ctx, x, metav1.CreateOptions{}); err != nil {
 				_ = cleanup(ctx)
-				return nil, fmt.Errorf("deploy/optional/%s: %w", file, err)
+				return nil, fmt.Errorf("deploy/%s: %w", file, err)
 			}
 			name := x.Name
 			undo = append(undo, func(ctx context.Context) error {
@@ -79,7 +79,7 @@ func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Con
 		case *admissionv1.ValidatingAdmissionPolicyBinding:
 			if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, x, metav1.CreateOptions{}); err != nil {
 				_ = cleanup(ctx)
-				return nil, fmt.Errorf("deploy/optional/%s: %w", file, err)
+				return nil, fmt.Errorf("deploy/%s: %w", file, err)
 			}
 			name := x.Name
 			undo = append(undo, func(ctx context.Context) error {
@@ -88,7 +88,7 @@ func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Con
 		case *rbacv1.ClusterRole:
 			if _, err := n.Client.RbacV1().ClusterRoles().Create(ctx, x, metav1.CreateOptions{}); err != nil {
 				_ = cleanup(ctx)
-				return nil, fmt.Errorf("deploy/optional/%s: %w", file, err)
+				return nil, fmt.Errorf("deploy/%s: %w", file, err)
 			}
 			name := x.Name
 			undo = append(undo, func(ctx context.Context) error {
@@ -97,7 +97,7 @@ func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Con
 		case *rbacv1.ClusterRoleBinding:
 			if _, err := n.Client.RbacV1().ClusterRoleBindings().Create(ctx, x, metav1.CreateOptions{}); err != nil {
 				_ = cleanup(ctx)
-				return nil, fmt.Errorf("deploy/optional/%s: %w", file, err)
+				return nil, fmt.Errorf("deploy/%s: %w", file, err)
 			}
 			name := x.Name
 			undo = append(undo, func(ctx context.Context) error {
@@ -105,7 +105,7 @@ func (n *Node) ApplyOptional(ctx context.Context, file string) (func(context.Con
 			})
 		default:
 			_ = cleanup(ctx)
-			return nil, fmt.Errorf("deploy/optional/%s: unexpected %T", file, o)
+			return nil, fmt.Errorf("deploy/%s: unexpected %T", file, o)
 		}
 	}
 	return cleanup, nil

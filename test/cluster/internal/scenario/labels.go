@@ -5,8 +5,9 @@ package scenario
 // Node through the API server, from the pod's service account. Read back
 // from the API server: the labels follow a configuration reload, labels
 // gpulet set before and no longer computes are removed, a label gpulet does
-// not own stays. The reloads run under deploy/optional's admission policy,
-// which lets gpulet's service account update only its own Node's metadata.
+// not own stays. The reloads run under deploy/node-policy.yaml's admission
+// policy, which lets gpulet's service account update only its own Node's
+// nvidia.com/ labels and gpulet.dev/ annotations.
 
 import (
 	"context"
@@ -24,10 +25,10 @@ import (
 func init() {
 	register(Scenario{
 		Name: "node-labels",
-		Doc: "gpulet labels its Node (GFD's set) through the API server; under the optional own-node " +
+		Doc: "gpulet labels its Node (GFD's set) through the API server; under deploy/'s own-node " +
 			"admission policy, a reload to time-slicing x4 and migStrategy mixed changes them (-SHARED, " +
 			"replicas 4, mig.strategy), a reload back removes nvidia.com/mig.strategy; an administrator's " +
-			"label is never touched; the policy refuses another node's gpulet and spec changes",
+			"label is never touched; the policy refuses another node's gpulet, spec changes and other labels",
 		Machine: "dgx-h100",
 		Run:     nodeLabelsScenario,
 	})
@@ -173,12 +174,12 @@ const (
 	probeLabel    = "nvidia.com/gpu.policy-probe"
 )
 
-// applyOwnNodePolicy applies deploy/optional/node-labels-policy.yaml, waits
+// applyOwnNodePolicy applies deploy/node-policy.yaml, waits
 // until the API server enforces it and checks what it lets gpulet's service
 // account do: label its own Node, not another one, not change the spec.
 func applyOwnNodePolicy(t *T) func(context.Context) error {
 	n := t.N
-	undo, err := n.ApplyOptional(t.Ctx, "node-labels-policy.yaml")
+	undo, err := n.ApplyDeployFile(t.Ctx, "node-policy.yaml")
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -206,7 +207,7 @@ func applyOwnNodePolicy(t *T) func(context.Context) error {
 	if err := n.WaitFor(t.Ctx, "the admission policy to refuse another node's gpulet", 60*time.Second,
 		func(ctx context.Context) (bool, error) {
 			_, last = elsewhere.CoreV1().Nodes().Patch(ctx, node.NodeName, types.MergePatchType, probe, metav1.PatchOptions{})
-			return last != nil && strings.Contains(last.Error(), "gpulet may label only the node its pod runs on"), nil
+			return last != nil && strings.Contains(last.Error(), "gpulet's node agent may write only the Node its pod runs on"), nil
 		}); err != nil {
 		t.Fatalf("%v (last answer: %v)", err, last)
 	}
@@ -215,11 +216,19 @@ func applyOwnNodePolicy(t *T) func(context.Context) error {
 	}
 	spec := []byte(`{"spec":{"unschedulable":true}}`)
 	_, err = own.CoreV1().Nodes().Patch(t.Ctx, node.NodeName, types.MergePatchType, spec, metav1.PatchOptions{})
-	if err == nil || !strings.Contains(err.Error(), "gpulet may change only the labels and annotations") {
+	if err == nil || !strings.Contains(err.Error(), "gpulet's node agent may not change a Node's spec") {
 		t.Errorf("a spec change by gpulet's service account: got %v, want the policy's refusal", err)
 		uncordon := []byte(`{"spec":{"unschedulable":null}}`)
 		if _, err := n.Client.CoreV1().Nodes().Patch(t.Ctx, node.NodeName, types.MergePatchType, uncordon, metav1.PatchOptions{}); err != nil {
 			t.Errorf("uncordoning the node: %v", err)
+		}
+	}
+	foreign := []byte(`{"metadata":{"labels":{"example.com/policy-probe":"x"}}}`)
+	_, err = own.CoreV1().Nodes().Patch(t.Ctx, node.NodeName, types.MergePatchType, foreign, metav1.PatchOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not example.com/policy-probe") {
+		t.Errorf("a non-gpulet label set by gpulet's service account: got %v, want the policy's refusal", err)
+		if err := n.SetNodeLabel(t.Ctx, "example.com/policy-probe", nil); err != nil {
+			t.Errorf("%v", err)
 		}
 	}
 	checked = true

@@ -132,7 +132,7 @@ func setUpMemoryShares(t *T) (*memShares, func()) {
 			cleanup()
 		}
 	}()
-	rbac, err := n.ApplyOptional(t.Ctx, "memory-shares-rbac.yaml")
+	rbac, err := n.ApplyDeployFile(t.Ctx, "optional/memory-shares-rbac.yaml")
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
