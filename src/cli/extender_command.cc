@@ -37,6 +37,20 @@ CLI::App* AddExtenderCommand(CLI::App& app, ExtenderCommandOptions& options) {
                   "changes)");
   cmd->add_option("--tls-key-file", run.tls_key_file,
                   "PEM private key of --tls-cert-file");
+  cmd->add_option("--client-ca-file", run.client_ca_file,
+                  "PEM CA certificates of client certificates: mutual TLS, "
+                  "only clients with a certificate they signed may call the "
+                  "verbs and /metrics (/healthz and /readyz stay open)");
+  cmd->add_option("--allowed-client-names", run.allowed_client_names,
+                  "comma-separated names, one of which a client "
+                  "certificate's common name or DNS name must be (default: "
+                  "any the client CA signed)")
+      ->delimiter(',');
+  cmd->add_option("--scheduler-names", run.scheduler_names,
+                  "comma-separated spec.schedulerName values of the pods "
+                  "bind accepts (kube-scheduler profiles using the extender)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--request-timeout", options.request_timeout_seconds,
                   "seconds a client has for one request, from its first byte "
                   "to the end of the answer")
@@ -47,8 +61,18 @@ CLI::App* AddExtenderCommand(CLI::App& app, ExtenderCommandOptions& options) {
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--max-connections", run.max_connections,
-                  "connections served at once (more wait in the backlog)")
+                  "connections served at once (idle ones give way to new "
+                  "ones; past that, more wait in the backlog)")
       ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-peer", run.max_connections_per_peer,
+                  "connections served at once from one IP address")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", options.idle_timeout_seconds,
+                  "seconds a connection may stay idle (TLS handshake, or "
+                  "between requests) before it is closed")
+      ->check(CLI::Range(1, 3600))
       ->capture_default_str();
   cmd->add_option("--kube-api-qps", run.kube_qps,
                   "API server requests per second")
@@ -65,6 +89,7 @@ int RunExtenderCommand(const ExtenderCommandOptions& options,
                        std::ostream& err) {
   daemon::ExtenderRunOptions run = options.run;
   run.request_deadline = absl::Seconds(options.request_timeout_seconds);
+  run.idle_timeout = absl::Seconds(options.idle_timeout_seconds);
   absl::Status status = daemon::RunExtender(run);
   if (status.ok()) return kExitOk;
   err << "gpulet: " << status.message() << "\n";

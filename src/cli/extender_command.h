@@ -14,6 +14,7 @@ namespace gpulet::cli {
 struct ExtenderCommandOptions {
   daemon::ExtenderRunOptions run;
   int request_timeout_seconds = 30;
+  int idle_timeout_seconds = 5;
 };
 
 CLI::App* AddExtenderCommand(CLI::App& app, ExtenderCommandOptions& options);

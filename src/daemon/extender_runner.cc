@@ -38,6 +38,23 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
         "--tls-cert-file and --tls-key-file go together: give both or "
         "neither");
   }
+  if (!options.client_ca_file.empty() && options.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--client-ca-file needs --tls-cert-file and --tls-key-file");
+  }
+  if (!options.allowed_client_names.empty() &&
+      options.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--allowed-client-names needs --client-ca-file: without client "
+        "certificates there are no names to check");
+  }
+  if (options.client_ca_file.empty()) {
+    GPULET_LOG(WARNING)
+        << "extender: no --client-ca-file: anyone who reaches "
+        << options.address
+        << " may call filter, prioritize and bind; serve kube-scheduler "
+           "with mutual TLS (docs/extender.md)";
+  }
   GPULET_ASSIGN_OR_RETURN(
       config::ApiServerConfig api,
       config::LoadApiServerConfig(options.kubeconfig, options.context));
@@ -54,6 +71,7 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   binder_options.gone_pods = &gone;
   binder_options.resource = options.resource;
   binder_options.default_policy = policy;
+  binder_options.scheduler_names = options.scheduler_names;
   extender::Binder binder(client, cache, binder_options);
   metrics::Registry registry;
   extender::ExtenderOptions extender_options;
@@ -92,9 +110,16 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   server_options.address = options.address;
   server_options.tls_cert_file = options.tls_cert_file;
   server_options.tls_key_file = options.tls_key_file;
+  server_options.client_ca_file = options.client_ca_file;
+  server_options.allowed_client_names = options.allowed_client_names;
+  // Probes (the kubelet's httpGet sends no client certificate) and
+  // nothing else: the verbs and /metrics need an allowed certificate.
+  server_options.open_paths = {"/healthz", "/readyz"};
   server_options.request_deadline = options.request_deadline;
+  server_options.idle_timeout = options.idle_timeout;
   server_options.max_body_bytes = options.max_body_bytes;
   server_options.max_connections = options.max_connections;
+  server_options.max_connections_per_peer = options.max_connections_per_peer;
   server_options.name = "extender";
   absl::StatusOr<std::unique_ptr<http::Server>> server = http::Server::Start(
       server_options, [&ext](const http::Request& r) { return ext.Handle(r); });

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -30,9 +31,17 @@ struct ExtenderRunOptions {
   std::string default_policy = "binpack";
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Mutual TLS: the CAs of client certificates, and the names (CN or DNS
+  // SAN) allowed to call the verbs and /metrics (empty: any the CA signed).
+  std::string client_ca_file;
+  std::vector<std::string> allowed_client_names;
+  // spec.schedulerName of the pods bind accepts.
+  std::vector<std::string> scheduler_names = {"default-scheduler"};
   absl::Duration request_deadline = absl::Seconds(30);
+  absl::Duration idle_timeout = absl::Seconds(5);
   size_t max_body_bytes = 4 << 20;
   int max_connections = 64;
+  int max_connections_per_peer = 32;
   double kube_qps = 50;
   int kube_burst = 100;
   // Called with the bound port once serving (tests pick port 0).

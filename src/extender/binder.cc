@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "src/common/logging.h"
@@ -18,6 +19,13 @@ using nlohmann::json;
 
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+// The member `key` of `object`; nullptr when absent or null.
+const json* Member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
 bool IsConflict(const absl::Status& s) {
@@ -43,33 +51,19 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
                           kube::PodBindingPath(request.pod_namespace,
                                                request.pod_name));
   GPULET_RETURN_IF_ERROR(kube::ValidateName("node name", request.node));
-  absl::StatusOr<PodRequest> pod;
-  if (request.pod != nullptr && !request.pod_uid.empty() &&
-      request.pod->uid == request.pod_uid) {
-    pod = *request.pod;
-  } else {
-    absl::StatusOr<json> pod_object = client_.Get(pod_path, stop);
-    if (!pod_object.ok()) return Prefixed(what, pod_object.status());
-    pod = ReadPod(*pod_object, options_.resource, options_.default_policy,
-                  "pod");
-  }
-  if (!pod.ok()) return Prefixed(what, pod.status());
-  if (!request.pod_uid.empty() && request.pod_uid != pod->uid) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, "the pod now has uid ", pod->uid, ", the scheduler placed uid ",
-        request.pod_uid, " (deleted and created again)"));
-  }
-  if (!pod->empty()) {
+  GPULET_ASSIGN_OR_RETURN(PodRequest pod,
+                          PlaceablePod(request, pod_path, stop));
+  {
     std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
     absl::MutexLock hold(lock.get());
-    absl::Status reserved = Reserve(request.node, *pod, outcome, stop);
+    absl::Status reserved = Reserve(request.node, pod, outcome, stop);
     if (!reserved.ok()) return Prefixed(what, reserved);
   }
   const json binding = {
       {"apiVersion", "v1"},
       {"kind", "Binding"},
       {"metadata",
-       {{"name", pod->name}, {"namespace", pod->ns}, {"uid", pod->uid}}},
+       {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", request.node}}},
   };
   absl::StatusOr<json> bound = client_.Create(binding_path, binding, stop);
@@ -77,7 +71,7 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
   if (outcome->reserved) {
     std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
     absl::MutexLock hold(lock.get());
-    absl::Status released = Release(request.node, *pod, stop);
+    absl::Status released = Release(request.node, pod, stop);
     if (!released.ok()) {
       GPULET_LOG(WARNING) << what << "the pending entry stays until the node "
                                      "agent's timeout: "
@@ -85,6 +79,57 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
     }
   }
   return Prefixed(what, bound.status());
+}
+
+absl::StatusOr<PodRequest> Binder::PlaceablePod(const BindRequest& request,
+                                                const std::string& path,
+                                                std::stop_token stop) {
+  const std::string who =
+      absl::StrCat("bind pod ", request.pod_namespace, "/", request.pod_name);
+  const absl::Status refused = absl::FailedPreconditionError(
+      absl::StrCat(who, ": ", kNotPlacedHere));
+  if (request.pod_uid.empty()) return refused;
+  absl::StatusOr<json> object = client_.Get(path, stop);
+  if (!object.ok()) {
+    if (object.status().code() == absl::StatusCode::kNotFound ||
+        kube::HttpCode(object.status()) == 404) {
+      return refused;
+    }
+    // Logged, not answered: the API server's words may say more about the
+    // pod than the caller may learn.
+    GPULET_LOG(WARNING) << who << ": " << kube::ForLog(object.status());
+    return absl::UnavailableError(
+        absl::StrCat(who, ": the pod cannot be read now; try again"));
+  }
+  if (!Placeable(*object, request.pod_uid)) return refused;
+  absl::StatusOr<PodRequest> pod =
+      ReadPod(*object, options_.resource, options_.default_policy, "pod");
+  if (!pod.ok()) return Prefixed(absl::StrCat(who, ": "), pod.status());
+  if (pod->empty()) return refused;
+  return pod;
+}
+
+bool Binder::Placeable(const json& pod, const std::string& uid) const {
+  const json* meta = Member(pod, "metadata");
+  const json* spec = Member(pod, "spec");
+  if (meta == nullptr || spec == nullptr) return false;
+  const json* pod_uid = Member(*meta, "uid");
+  if (pod_uid == nullptr || !pod_uid->is_string() || *pod_uid != uid) {
+    return false;
+  }
+  if (Member(*meta, "deletionTimestamp") != nullptr) return false;
+  const json* node = Member(*spec, "nodeName");
+  if (node != nullptr &&
+      !(node->is_string() && node->get_ref<const std::string&>().empty())) {
+    return false;  // bound already
+  }
+  const json* scheduler = Member(*spec, "schedulerName");
+  const std::string name =
+      scheduler != nullptr && scheduler->is_string() &&
+              !scheduler->get_ref<const std::string&>().empty()
+          ? scheduler->get<std::string>()
+          : std::string("default-scheduler");
+  return absl::c_linear_search(options_.scheduler_names, name);
 }
 
 std::shared_ptr<absl::Mutex> Binder::NodeLock(const std::string& node) {

@@ -3,6 +3,15 @@
 // annotation, then creates the pod's Binding; the node agent removes the
 // entry once the kubelet has admitted the pod.
 //
+// It binds only what the extender would have placed: it reads the pod
+// from the API server and binds it only when its uid is the one the
+// scheduler sent, it is still unbound, not being deleted, left to one of
+// `scheduler_names` and asks for the resource; and only to a node where
+// filter's own verdict (Evaluate on the node as the API server has it)
+// says it fits. Every other pod is refused with one message, whether it
+// does not exist or was not placed here, so that the answer tells nothing
+// about pods in other namespaces.
+//
 // The record is a read-modify-write of the Node: read it (first from the
 // node cache, after a conflict from the API server), check that the pod
 // still fits beside what is used and pending, then a JSON merge patch that
@@ -26,12 +35,14 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "src/extender/gone_pods.h"
 #include "src/extender/node_cache.h"
 #include "src/extender/placement.h"
@@ -42,16 +53,22 @@ namespace gpulet::extender {
 struct BindRequest {
   std::string pod_name;
   std::string pod_namespace;
-  std::string pod_uid;  // checked against the pod when given
+  std::string pod_uid;  // must equal the pod's
   std::string node;
-  // The pod as filter saw it (its containers cannot change): saves reading
-  // it again. Used only when its uid equals pod_uid.
-  std::shared_ptr<const PodRequest> pod{};
 };
+
+// The answer to a bind of a pod that does not exist or that the extender
+// would not place: the same for both.
+inline constexpr char kNotPlacedHere[] =
+    "no pending pod with this name and uid that asks for the extender's "
+    "resource and is scheduled by a scheduler it serves";
 
 struct BinderOptions {
   std::string resource = "nvidia.com/gpu-memory";
   Policy default_policy = Policy::kBinpack;
+  // spec.schedulerName of the pods it binds (kube-scheduler's profiles
+  // that use the extender).
+  std::vector<std::string> scheduler_names = {"default-scheduler"};
   // Read-modify-write rounds before giving up on a busy Node.
   int max_conflicts = 20;
   sharing::PackOptions pack{};
@@ -71,14 +88,24 @@ class Binder {
  public:
   Binder(kube::Client& client, NodeCache& cache, BinderOptions options);
 
-  // Binds the pod to the node. Errors name the pod and node: NotFound for
-  // a pod that is gone, FailedPrecondition when its uid differs (it was
-  // created again) or it no longer fits (the reason says why), Aborted
-  // after max_conflicts conflicting writes, else the API server's error.
+  // Binds the pod to the node. Errors name the pod and node:
+  // FailedPrecondition with kNotPlacedHere for a pod that is not there or
+  // not the extender's to place (see above), or when it does not fit the
+  // node (the reason says why), Aborted after max_conflicts conflicting
+  // writes, Unavailable when the pod cannot be read, else the API
+  // server's error.
   absl::Status Bind(const BindRequest& request, BindOutcome* outcome,
                     std::stop_token stop = {});
 
  private:
+  // The pod `request` names, read from the API server, when the extender
+  // may bind it.
+  absl::StatusOr<PodRequest> PlaceablePod(const BindRequest& request,
+                                          const std::string& path,
+                                          std::stop_token stop);
+  // True when the pod object is the one with `uid`, unbound, not being
+  // deleted, and left to one of the scheduler names.
+  bool Placeable(const nlohmann::json& pod, const std::string& uid) const;
   // Adds the pod to the node's pending annotation (CAS loop).
   absl::Status Reserve(const std::string& node, const PodRequest& pod,
                        BindOutcome* outcome, std::stop_token stop);

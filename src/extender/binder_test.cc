@@ -178,57 +178,102 @@ TEST_F(BinderTest, AlreadyRecordedIsNotWrittenAgain) {
                           "POST /api/v1/namespaces/default/pods/p/binding"));
 }
 
-TEST_F(BinderTest, KnownPodAndCurrentCacheNeedNoReads) {
+TEST_F(BinderTest, CurrentCacheNeedsNoNodeRead) {
   cache_.Update(NodeObject("n1", &memory_, nullptr, "7"));
-  BindRequest request = request_;
-  request.pod = std::make_shared<const PodRequest>(
-      *ReadPod(PodObject("p", {8}), testing::kResource, Policy::kBinpack, "pod"));
+  transport_.AddResponse(200, PodObject("p", {8}).dump());
   AddNode({.pods = {PendingEntry("uid-p", {8})}}, "8");
   transport_.AddResponse(201, "{}");
-  ASSERT_TRUE(binder_.Bind(request, nullptr).ok());
+  ASSERT_TRUE(binder_.Bind(request_, nullptr).ok());
   EXPECT_THAT(Calls(),
-              ElementsAre("PATCH /api/v1/nodes/n1",
+              ElementsAre("GET /api/v1/namespaces/default/pods/p",
+                          "PATCH /api/v1/nodes/n1",
                           "POST /api/v1/namespaces/default/pods/p/binding"));
-  EXPECT_EQ(nlohmann::json::parse(transport_.requests()[0].body)["metadata"]
+  EXPECT_EQ(nlohmann::json::parse(transport_.requests()[1].body)["metadata"]
                                  ["resourceVersion"],
             "7");
 }
 
 TEST_F(BinderTest, StaleCacheConflictsThenReadsTheNode) {
   cache_.Update(NodeObject("n1", &memory_, nullptr, "7"));
-  BindRequest request = request_;
-  request.pod = std::make_shared<const PodRequest>(
-      *ReadPod(PodObject("p", {8}), testing::kResource, Policy::kBinpack, "pod"));
+  transport_.AddResponse(200, PodObject("p", {8}).dump());
   transport_.AddResponse(409, kConflict);
   AddNode({}, "12");
   AddNode({.pods = {PendingEntry("uid-p", {8})}}, "13");
   transport_.AddResponse(201, "{}");
   BindOutcome outcome;
-  ASSERT_TRUE(binder_.Bind(request, &outcome).ok());
+  ASSERT_TRUE(binder_.Bind(request_, &outcome).ok());
   EXPECT_EQ(outcome.conflicts, 1);
   EXPECT_THAT(Calls(),
-              ElementsAre("PATCH /api/v1/nodes/n1", "GET /api/v1/nodes/n1",
+              ElementsAre("GET /api/v1/namespaces/default/pods/p",
+                          "PATCH /api/v1/nodes/n1", "GET /api/v1/nodes/n1",
                           "PATCH /api/v1/nodes/n1",
                           "POST /api/v1/namespaces/default/pods/p/binding"));
 }
 
-TEST_F(BinderTest, PodWithoutMemoryRequestIsBoundDirectly) {
-  transport_.AddResponse(200, PodObject("p", {0}).dump());
-  transport_.AddResponse(201, "{}");
-  ASSERT_TRUE(binder_.Bind(request_, nullptr).ok());
-  EXPECT_THAT(Calls(),
-              ElementsAre("GET /api/v1/namespaces/default/pods/p",
-                          "POST /api/v1/namespaces/default/pods/p/binding"));
+// Whatever is wrong with the pod, the answer is one message, so that a
+// caller learns nothing about pods it does not know the uid of.
+TEST_F(BinderTest, PodsNotPlacedHereGetOneAnswer) {
+  nlohmann::json no_memory = PodObject("p", {0});
+  nlohmann::json bound = PodObject("p", {8});
+  bound["spec"]["nodeName"] = "n2";
+  nlohmann::json other_scheduler = PodObject("p", {8});
+  other_scheduler["spec"]["schedulerName"] = "my-scheduler";
+  nlohmann::json deleting = PodObject("p", {8});
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-28T10:00:00Z";
+  nlohmann::json created_again = PodObject("p", {8});
+  created_again["metadata"]["uid"] = "uid-newer";
+  for (const nlohmann::json& pod :
+       {no_memory, bound, other_scheduler, deleting, created_again}) {
+    transport_.AddResponse(200, pod.dump());
+  }
+  transport_.AddResponse(404, kPodGone);
+  const std::string want = std::string(
+      "bind pod default/p: ") + kNotPlacedHere;
+  for (int i = 0; i < 6; ++i) {
+    absl::Status s = binder_.Bind(request_, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << i;
+    EXPECT_EQ(s.message(), want) << i;
+  }
+  // A bind without the pod's uid is refused without asking.
+  BindRequest no_uid = request_;
+  no_uid.pod_uid.clear();
+  EXPECT_EQ(binder_.Bind(no_uid, nullptr).message(), want);
+  // Only reads: nothing was recorded or bound.
+  for (const std::string& call : Calls()) {
+    EXPECT_THAT(call, ::testing::StartsWith("GET /api/v1/namespaces/")) << call;
+  }
+  EXPECT_EQ(Calls().size(), 6u);
 }
 
-TEST_F(BinderTest, PodCreatedAgainIsRefused) {
+TEST_F(BinderTest, APodForAnotherSchedulerIsBoundWhenThatOneIsServed) {
+  Binder binder(client_, cache_,
+                {.scheduler_names = {"default-scheduler", "gpu-scheduler"},
+                 .now = [] { return absl::FromUnixSeconds(1795496400); }});
+  nlohmann::json pod = PodObject("p", {8});
+  pod["spec"]["schedulerName"] = "gpu-scheduler";
+  transport_.AddResponse(200, pod.dump());
+  AddNode({}, "7");
+  AddNode({.pods = {PendingEntry("uid-p", {8})}}, "8");
+  transport_.AddResponse(201, "{}");
+  EXPECT_TRUE(binder.Bind(request_, nullptr).ok());
+}
+
+TEST_F(BinderTest, AnApiServerErrorIsNotPassedOn) {
+  transport_.AddResponse(
+      403, R"({"kind":"Status","status":"Failure","reason":"Forbidden",)"
+           R"("code":403,"message":"pods "p" is forbidden: secret detail"})");
+  absl::Status s = binder_.Bind(request_, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("secret")));
+}
+
+TEST_F(BinderTest, ANodeWithoutMemorySharesIsNotInTheFitSet) {
   transport_.AddResponse(200, PodObject("p", {8}).dump());
-  BindRequest request = request_;
-  request.pod_uid = "an-older-uid";
-  absl::Status s = binder_.Bind(request, nullptr);
+  transport_.AddResponse(200, NodeObject("n1", nullptr, nullptr, "7").dump());
+  absl::Status s = binder_.Bind(request_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), HasSubstr("the pod now has uid uid-p, the "
-                                     "scheduler placed uid an-older-uid"));
+  EXPECT_THAT(s.message(), HasSubstr("has no gpulet.dev/gpu-memory annotation"));
+  EXPECT_EQ(Calls().size(), 2u);  // no PATCH, no Binding
 }
 
 TEST_F(BinderTest, GivesUpAfterRepeatedConflicts) {
@@ -292,8 +337,6 @@ TEST(BinderReplicas, NeverDoubleBook) {
                             .pod_namespace = "default",
                             .pod_uid = "uid-" + name,
                             .node = "n1"};
-        request.pod = std::make_shared<const PodRequest>(*ReadPod(
-            PodObject(name, {4}), testing::kResource, Policy::kBinpack, "pod"));
         results[i] = (i % 2 == 0 ? a : b).binder.Bind(request, nullptr);
       });
     }
@@ -347,8 +390,6 @@ TEST(BinderReplicas, BindsOfOneReplicaToOneNodeTakeTurns) {
                             .pod_namespace = "default",
                             .pod_uid = "uid-" + name,
                             .node = "n1"};
-        request.pod = std::make_shared<const PodRequest>(*ReadPod(
-            PodObject(name, {4}), testing::kResource, Policy::kBinpack, "pod"));
         results[i] = binder.Bind(request, &outcomes[i]);
       });
     }

@@ -9,15 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "src/common/logging.h"
 #include "src/common/status_macros.h"
+#include "src/extender/names.h"
 #include "src/kube/api_status.h"
 
 namespace gpulet::extender {
 namespace {
 
 using nlohmann::json;
-
-// Pods remembered between filter and bind; the oldest are forgotten.
-constexpr size_t kRememberedPods = 4096;
 
 absl::Status Bad(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
@@ -70,6 +68,12 @@ bool TooDeep(absl::string_view text, int limit) {
     }
   }
   return false;
+}
+
+absl::Status CheckCount(absl::string_view field, const json& list) {
+  if (list.size() <= kMaxNodes) return absl::OkStatus();
+  return Bad(field, absl::StrCat(list.size(), " nodes, more than the ",
+                                 kMaxNodes, " one request may name"));
 }
 
 // The string member `name` (Go field matching); "" when absent.
@@ -156,12 +160,13 @@ absl::StatusOr<Extender::Args> Extender::ReadArgs(const json& body) const {
   if (!args.pod->is_object()) return Bad("ExtenderArgs.Pod", "not an object");
   if (const json* names = GoField(body, "NodeNames"); names != nullptr) {
     if (!names->is_array()) return Bad("ExtenderArgs.NodeNames", "not a list");
+    GPULET_RETURN_IF_ERROR(CheckCount("ExtenderArgs.NodeNames", *names));
     for (size_t i = 0; i < names->size(); ++i) {
-      if (!(*names)[i].is_string()) {
-        return Bad(absl::StrCat("ExtenderArgs.NodeNames[", i, "]"),
-                   "not a string");
-      }
-      args.names.push_back((*names)[i].get<std::string>());
+      const std::string where = absl::StrCat("ExtenderArgs.NodeNames[", i, "]");
+      if (!(*names)[i].is_string()) return Bad(where, "not a string");
+      const std::string& name = (*names)[i].get_ref<const std::string&>();
+      GPULET_RETURN_IF_ERROR(CheckSubdomain(where, name));
+      args.names.push_back(name);
     }
     return args;
   }
@@ -176,6 +181,7 @@ absl::StatusOr<Extender::Args> Extender::ReadArgs(const json& body) const {
     return Bad("ExtenderArgs.Nodes.items", "missing or not a list");
   }
   args.node_list = true;
+  GPULET_RETURN_IF_ERROR(CheckCount("ExtenderArgs.Nodes.items", *items));
   for (size_t i = 0; i < items->size(); ++i) {
     const json& item = (*items)[i];
     const std::string where = absl::StrCat("ExtenderArgs.Nodes.items[", i, "]");
@@ -184,7 +190,10 @@ absl::StatusOr<Extender::Args> Extender::ReadArgs(const json& body) const {
         !item["metadata"]["name"].is_string()) {
       return Bad(where + ".metadata.name", "missing or not a string");
     }
-    args.names.push_back(item["metadata"]["name"].get<std::string>());
+    const std::string& name =
+        item["metadata"]["name"].get_ref<const std::string&>();
+    GPULET_RETURN_IF_ERROR(CheckSubdomain(where + ".metadata.name", name));
+    args.names.push_back(name);
     args.items.push_back(&item);
   }
   return args;
@@ -214,7 +223,6 @@ absl::StatusOr<json> Extender::Filter(const json& body) {
                                            "ExtenderArgs.Pod");
   std::vector<size_t> fit;
   int64_t failed_count = 0, unresolvable_count = 0;
-  if (pod.ok() && !pod->empty() && !pod->uid.empty()) Remember(*pod);
   if (!pod.ok()) {
     result["Error"] = std::string(pod.status().message());
   } else {
@@ -293,30 +301,19 @@ absl::StatusOr<json> Extender::Bind(const json& body) {
   GPULET_ASSIGN_OR_RETURN(request.node, GoString(body, "Node", where));
   if (request.pod_name.empty()) return Bad("ExtenderBindingArgs.PodName", "missing");
   if (request.node.empty()) return Bad("ExtenderBindingArgs.Node", "missing");
+  if (request.pod_uid.empty()) return Bad("ExtenderBindingArgs.PodUID", "missing");
   if (request.pod_namespace.empty()) request.pod_namespace = "default";
-  if (!request.pod_uid.empty()) request.pod = Recall(request.pod_uid);
+  GPULET_RETURN_IF_ERROR(
+      CheckSubdomain("ExtenderBindingArgs.PodName", request.pod_name));
+  GPULET_RETURN_IF_ERROR(
+      CheckLabel("ExtenderBindingArgs.PodNamespace", request.pod_namespace));
+  GPULET_RETURN_IF_ERROR(CheckUid("ExtenderBindingArgs.PodUID", request.pod_uid));
+  GPULET_RETURN_IF_ERROR(CheckSubdomain("ExtenderBindingArgs.Node", request.node));
   BindOutcome outcome;
   absl::Status s = binder_.Bind(request, &outcome);
   bind_conflicts_->Add({}, outcome.conflicts);
   binds_->Add({s.ok() ? "ok" : "error"});
   return json{{"Error", s.ok() ? "" : std::string(s.message())}};
-}
-
-void Extender::Remember(const PodRequest& pod) {
-  absl::MutexLock lock(&pods_mu_);
-  if (pods_.contains(pod.uid)) return;
-  pods_[pod.uid] = std::make_shared<const PodRequest>(pod);
-  pod_order_.push_back(pod.uid);
-  if (pod_order_.size() > kRememberedPods) {
-    pods_.erase(pod_order_.front());
-    pod_order_.pop_front();
-  }
-}
-
-std::shared_ptr<const PodRequest> Extender::Recall(const std::string& uid) {
-  absl::MutexLock lock(&pods_mu_);
-  auto it = pods_.find(uid);
-  return it == pods_.end() ? nullptr : it->second;
 }
 
 http::Response Extender::Verb(const std::string& verb,

@@ -18,7 +18,8 @@
 // cache does not know yet).
 //
 // A request that is not what the protocol says (not JSON, no Pod, a node
-// list of the wrong shape, a bind without a node) is answered 400 with a
+// list of the wrong shape, a bind without a node or uid, a name Kubernetes
+// would not accept, more than kMaxNodes nodes) is answered 400 with a
 // message naming the field. What is wrong with the pod itself (an invalid
 // policy annotation, a quantity that is not a whole number) is answered in
 // the result's Error field, which the scheduler shows in the pod's events.
@@ -26,14 +27,11 @@
 // Thread safety: every method may be called from many threads at once.
 #pragma once
 
-#include <deque>
-#include <map>
+#include <cstddef>
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "src/extender/binder.h"
 #include "src/extender/gone_pods.h"
@@ -74,9 +72,6 @@ class Extender {
   // The view of node `i` of `args`: the cache's, else the NodeList item's.
   NodeViewPtr View(const Args& args, size_t i) const;
   http::Response Verb(const std::string& verb, const http::Request& request);
-  // Pods filter saw, by uid, so bind need not read them again.
-  void Remember(const PodRequest& pod);
-  std::shared_ptr<const PodRequest> Recall(const std::string& uid);
 
   NodeCache& cache_;
   Binder& binder_;
@@ -88,11 +83,11 @@ class Extender {
   metrics::Family* binds_ = nullptr;
   metrics::Family* bind_conflicts_ = nullptr;
   metrics::Family* nodes_ = nullptr;
-  absl::Mutex pods_mu_;
-  std::map<std::string, std::shared_ptr<const PodRequest>> pods_
-      ABSL_GUARDED_BY(pods_mu_);
-  std::deque<std::string> pod_order_ ABSL_GUARDED_BY(pods_mu_);  // oldest first
 };
+
+// The most nodes one filter or prioritize request may name (Kubernetes
+// supports clusters of 5,000 nodes; the largest managed ones 15,000).
+inline constexpr size_t kMaxNodes = 15000;
 
 // The member of `object` named `name`, matched as Go's encoding/json
 // matches struct fields: exactly first, else ignoring case. nullptr when

@@ -152,6 +152,18 @@ TEST_F(ExtenderTest, MalformedRequestsAre400NamingTheField) {
       {"/bind", R"({"PodName":"p"})", "bind: ExtenderBindingArgs.Node: missing"},
       {"/bind", R"({"PodName":7,"Node":"n"})",
        "bind: ExtenderBindingArgs.PodName: not a string"},
+      {"/bind", R"({"PodName":"p","Node":"n"})",
+       "bind: ExtenderBindingArgs.PodUID: missing"},
+      {"/bind", R"({"PodName":"p","PodNamespace":"a.b","PodUID":"u","Node":"n"})",
+       "bind: ExtenderBindingArgs.PodNamespace: \"a.b\" is not a valid"},
+      {"/bind", R"({"PodName":"P","PodUID":"u","Node":"n"})",
+       "bind: ExtenderBindingArgs.PodName: \"P\" is not a valid"},
+      {"/bind", R"({"PodName":"p","PodUID":"u","Node":"../n"})",
+       "bind: ExtenderBindingArgs.Node: \"../n\" is not a valid"},
+      {"/filter", R"({"Pod":{},"NodeNames":["big","Big"]})",
+       "filter: ExtenderArgs.NodeNames[1]: \"Big\" is not a valid"},
+      {"/filter", R"({"Pod":{},"Nodes":{"items":[{"metadata":{"name":"a_b"}}]}})",
+       "filter: ExtenderArgs.Nodes.items[0].metadata.name: \"a_b\" is not"},
   };
   for (const Case& c : cases) {
     http::Response r = Post(c.path, c.body);
@@ -175,8 +187,43 @@ TEST_F(ExtenderTest, BindAnswersErrorsInTheResult) {
       R"({"PodName":"p","PodNamespace":"default","PodUID":"u","Node":"big"})");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.content_type, "application/json");
-  EXPECT_THAT(json::parse(r.body)["Error"].get<std::string>(),
-              HasSubstr("bind pod default/p to node big"));
+  EXPECT_EQ(json::parse(r.body)["Error"].get<std::string>(),
+            std::string("bind pod default/p: ") + kNotPlacedHere);
+}
+
+TEST_F(ExtenderTest, RequestsNamingTooManyNodesAre400) {
+  json names = json::array();
+  for (size_t i = 0; i <= kMaxNodes; ++i) names.push_back("n");
+  http::Response r =
+      Post("/filter", json{{"Pod", PodObject("p", {1})}, {"NodeNames", names}}
+                          .dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("ExtenderArgs.NodeNames: 15001 nodes, more "
+                                "than the 15000 one request may name"));
+}
+
+// A filter call cannot change what bind believes about a pod: bind reads
+// the pod itself. Before, filter remembered the first copy it saw by uid
+// and bind used it, so a caller could book fewer units than the pod uses.
+TEST_F(ExtenderTest, FilterCannotSubstituteAPodsSizes) {
+  json forged = PodObject("p", {1});  // the real pod asks for 12
+  ASSERT_EQ(Post("/filter", Args(forged, {"big"}).dump()).status, 200);
+  transport_.AddResponse(200, PodObject("p", {12}).dump());
+  const sharing::NodeMemory big = Memory("big", {{16, 0}, {16, 0}});
+  const sharing::Pending after{.pods = {PendingEntry("uid-p", {12})}};
+  // The cache's copy of the node is current: the PATCH is the next call.
+  transport_.AddResponse(200, NodeObject("big", &big, &after, "101").dump());
+  transport_.AddResponse(201, "{}");
+  http::Response r = Post(
+      "/bind",
+      R"({"PodName":"p","PodNamespace":"default","PodUID":"uid-p","Node":"big"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["Error"], "");
+  ASSERT_EQ(transport_.requests().size(), 3u);
+  EXPECT_EQ(transport_.requests()[0].path, "/api/v1/namespaces/default/pods/p");
+  EXPECT_EQ(transport_.requests()[1].method, "PATCH");
+  const json patch = json::parse(transport_.requests()[1].body);
+  EXPECT_THAT(patch.dump(), HasSubstr(R"(\"units\":12)"));
 }
 
 TEST_F(ExtenderTest, HealthReadinessAndMetrics) {

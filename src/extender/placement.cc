@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/common/status_macros.h"
+#include "src/extender/names.h"
 
 namespace gpulet::extender {
 namespace {
@@ -113,6 +114,11 @@ absl::StatusOr<PodRequest> ReadPod(const json& pod, absl::string_view resource,
   GPULET_ASSIGN_OR_RETURN(out.uid, StringField(meta, "uid", meta_where));
   if (out.name.empty()) return Bad(meta_where + ".name", "missing");
   if (out.ns.empty()) out.ns = "default";
+  GPULET_RETURN_IF_ERROR(CheckSubdomain(meta_where + ".name", out.name));
+  GPULET_RETURN_IF_ERROR(CheckLabel(meta_where + ".namespace", out.ns));
+  if (!out.uid.empty()) {
+    GPULET_RETURN_IF_ERROR(CheckUid(meta_where + ".uid", out.uid));
+  }
   out.policy = default_policy;
   if (meta.is_object() && meta.contains("annotations")) {
     const std::string ann_where = meta_where + ".annotations";
@@ -143,6 +149,7 @@ absl::StatusOr<PodRequest> ReadPod(const json& pod, absl::string_view resource,
       }
       GPULET_ASSIGN_OR_RETURN(std::string name,
                               StringField(c, "name", c_where));
+      GPULET_RETURN_IF_ERROR(CheckLabel(c_where + ".name", name));
       out.containers.push_back({.name = std::move(name), .units = units});
     }
   }

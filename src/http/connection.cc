@@ -12,8 +12,8 @@
 
 namespace gpulet::http {
 
-Connection::Connection(int fd, int wake_fd, SslCtxPtr ctx)
-    : fd_(fd), wake_fd_(wake_fd), ctx_(std::move(ctx)) {
+Connection::Connection(int fd, int wake_fd, int evict_fd, SslCtxPtr ctx)
+    : fd_(fd), wake_fd_(wake_fd), evict_fd_(evict_fd), ctx_(std::move(ctx)) {
   if (ctx_ != nullptr) {
     ssl_ = SSL_new(ctx_.get());
     if (ssl_ != nullptr) SSL_set_fd(ssl_, fd_);
@@ -35,11 +35,12 @@ bool Connection::Wait(short events, Deadline deadline) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
-    pollfd fds[2] = {{fd_, events, 0}, {wake_fd_, POLLIN, 0}};
-    const int n = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(
+    pollfd fds[3] = {
+        {fd_, events, 0}, {wake_fd_, POLLIN, 0}, {evict_fd_, POLLIN, 0}};
+    const int n = ::poll(fds, 3, static_cast<int>(std::min<int64_t>(
                                      left.count(), 60'000)));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || fds[1].revents != 0) return false;
+    if (n < 0 || fds[1].revents != 0 || fds[2].revents != 0) return false;
     if (fds[0].revents != 0) return true;
   }
 }

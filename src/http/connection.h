@@ -1,7 +1,8 @@
 // Connection: one accepted socket, plain or TLS, read and written with a
 // deadline. The socket is non-blocking; every wait is a poll(2) on the
-// socket and the server's wake-up eventfd, so a server shutting down ends
-// every wait at once. Internal to Server.
+// socket, the server's wake-up eventfd and the connection's own eviction
+// eventfd, so a server shutting down, or making room for another client,
+// ends every wait at once. Internal to Server.
 //
 // Thread safety: one thread per connection.
 #pragma once
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "src/http/client_identity.h"
 #include "src/http/tls_context.h"
 
 typedef struct ssl_st SSL;
@@ -20,8 +22,9 @@ using Deadline = std::chrono::steady_clock::time_point;
 
 class Connection {
  public:
-  // Takes ownership of `fd`. With a `ctx`, speaks TLS (Handshake first).
-  Connection(int fd, int wake_fd, SslCtxPtr ctx);
+  // Takes ownership of `fd`, borrows the eventfds. With a `ctx`, speaks
+  // TLS (Handshake first).
+  Connection(int fd, int wake_fd, int evict_fd, SslCtxPtr ctx);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -29,6 +32,9 @@ class Connection {
   // The TLS handshake (true at once without TLS). False on failure, at the
   // deadline or on shutdown.
   bool Handshake(Deadline deadline);
+  // Who the client proved to be in the handshake (never verified without
+  // TLS).
+  ClientIdentity Client() const { return ClientIdentity::Of(ssl_); }
   // Up to `size` bytes into `buf`: their count; 0 when the peer closed;
   // -1 on failure, at the deadline or on shutdown.
   long Read(char* buf, size_t size, Deadline deadline);
@@ -48,6 +54,7 @@ class Connection {
 
   const int fd_;
   const int wake_fd_;
+  const int evict_fd_;
   SslCtxPtr ctx_;
   SSL* ssl_ = nullptr;
 };

@@ -13,14 +13,20 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <deque>
 #include <list>
+#include <optional>
 #include <stop_token>
 #include <thread>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/logging.h"
+#include "src/common/unique_fd.h"
+#include "src/http/client_identity.h"
 #include "src/http/connection.h"
+#include "src/http/connection_slots.h"
 #include "src/http/tls_context.h"
 #include "src/metrics/metrics_server.h"
 
@@ -50,6 +56,10 @@ class Server::Impl {
       : options_(options),
         handler_(std::move(handler)),
         tls_(std::move(tls)),
+        client_auth_(!options.client_ca_file.empty()),
+        slots_({.max_total = options.max_connections,
+                .max_per_peer = options.max_connections_per_peer,
+                .evict_untrusted = client_auth_}),
         listen_fd_(listen_fd),
         wake_fd_(wake_fd),
         reap_fd_(reap_fd) {
@@ -66,17 +76,26 @@ class Server::Impl {
   }
 
  private:
+  struct Parked {
+    int fd;
+    std::string peer;
+  };
   struct Worker {
+    ConnectionSlots::Id id = 0;
+    common::UniqueFd evict_fd;  // written to make the connection give way
     std::atomic<bool> done{false};
-    std::jthread thread;
+    std::jthread thread;  // last: joined before the eventfd closes
   };
 
   void AcceptLoop(std::stop_token stop) {
     while (!stop.stop_requested()) {
       Reap();
-      const bool room =
-          workers_.size() < static_cast<size_t>(options_.max_connections);
-      // At the limit the backlog holds new clients until a slot frees.
+      Unpark();
+      const bool room = slots_.CanAdmit();
+      // Without room the backlog holds new clients until a connection
+      // ends or turns idle (which then signals reap_fd_); so do parked
+      // ones.
+      waiting_.store(!room || !parked_.empty());
       pollfd fds[3] = {{wake_fd_, POLLIN, 0},
                        {reap_fd_, POLLIN, 0},
                        {room ? listen_fd_ : -1, POLLIN, 0}};
@@ -95,24 +114,65 @@ class Server::Impl {
     }
     // Connection threads see the wake-up eventfd and end; join them all.
     workers_.clear();
+    for (const Parked& p : parked_) ::close(p.fd);
+    parked_.clear();
   }
 
   void Accept() {
-    while (workers_.size() < static_cast<size_t>(options_.max_connections)) {
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr,
-                               SOCK_CLOEXEC | SOCK_NONBLOCK);
+    while (slots_.CanAdmit()) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof(addr);
+      const int fd =
+          ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+                    SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) return;
-      auto worker = std::make_unique<Worker>();
-      Worker* w = worker.get();
-      SslCtxPtr ctx;
-      if (tls_ != nullptr) ctx = tls_->Get();
-      w->thread = std::jthread(
-          [this, w, fd, ctx = std::move(ctx)]() mutable {
-            Serve(Connection(fd, wake_fd_, std::move(ctx)));
-            w->done.store(true);
-            Signal(reap_fd_);
-          });
-      workers_.push_back(std::move(worker));
+      if (!Start(fd, PeerAddress(addr))) ::close(fd);
+    }
+  }
+
+  // Serves `fd` on a thread of its own, or parks it while its peer holds
+  // its limit of busy connections (or, `parked` already, while there is no
+  // room); false: neither, the caller closes it.
+  bool Start(int fd, std::string peer, bool parked = false) {
+    const ConnectionSlots::Admission admission = slots_.Admit(peer);
+    if (!admission.admitted) {
+      if (!(admission.peer_full || parked) ||
+          parked_.size() >= static_cast<size_t>(options_.max_connections)) {
+        return false;
+      }
+      parked_.push_back({fd, std::move(peer)});
+      return true;
+    }
+    if (admission.evict.has_value()) Evict(*admission.evict);
+    auto worker = std::make_unique<Worker>();
+    Worker* w = worker.get();
+    w->id = admission.id;
+    w->evict_fd = common::UniqueFd(::eventfd(0, EFD_CLOEXEC));
+    SslCtxPtr ctx;
+    if (tls_ != nullptr) ctx = tls_->Get();
+    w->thread = std::jthread([this, w, fd, ctx = std::move(ctx)]() mutable {
+      Serve(Connection(fd, wake_fd_, w->evict_fd.get(), std::move(ctx)),
+            w->id);
+      slots_.Release(w->id);
+      w->done.store(true);
+      Signal(reap_fd_);
+    });
+    workers_.push_back(std::move(worker));
+    return true;
+  }
+
+  // Serves the parked connections whose peers have room again, oldest
+  // first; the others stay parked.
+  void Unpark() {
+    std::deque<Parked> parked = std::exchange(parked_, {});
+    for (Parked& p : parked) {
+      if (!Start(p.fd, std::move(p.peer), /*parked=*/true)) ::close(p.fd);
+    }
+  }
+
+  void Evict(ConnectionSlots::Id id) {
+    for (const std::unique_ptr<Worker>& w : workers_) {
+      if (w->id == id) Signal(w->evict_fd.get());
     }
   }
 
@@ -122,54 +182,87 @@ class Server::Impl {
     });
   }
 
+  void SetIdle(ConnectionSlots::Id id) {
+    slots_.SetState(id, ConnectionSlots::State::kIdle);
+    if (waiting_.load()) Signal(reap_fd_);  // it may give way now
+  }
+
   // Serves requests on one connection until the client closes it, asks to
-  // close it, breaks a bound, or the server stops.
-  void Serve(Connection&& conn) {
-    Deadline deadline = After(options_.request_deadline);
-    if (!conn.Handshake(deadline)) return;
+  // close it, breaks a bound, is refused, gives way, or the server stops.
+  void Serve(Connection&& conn, ConnectionSlots::Id id) {
+    if (!conn.Handshake(After(options_.idle_timeout))) return;
+    const ClientIdentity client = conn.Client();
+    const bool allowed = ClientAllowed(client, options_.allowed_client_names);
+    if (client_auth_ && allowed) slots_.SetTrusted(id);
     std::string buf;
     char chunk[kReadChunk];
-    bool first = true;
     while (true) {
-      if (!first) {
-        if (buf.empty()) {
-          const long n = conn.Read(chunk, sizeof(chunk),
-                                   After(options_.idle_timeout));
-          if (n <= 0) return;
-          buf.append(chunk, static_cast<size_t>(n));
-        }
-        deadline = After(options_.request_deadline);
-      }
-      first = false;
-      size_t end;
-      while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
-        if (buf.size() > options_.max_head_bytes) {
-          Refuse(conn, TextResponse(431, "request head too large"), deadline);
-          return;
-        }
-        const long n = conn.Read(chunk, sizeof(chunk), deadline);
+      if (buf.empty()) {
+        SetIdle(id);
+        const long n =
+            conn.Read(chunk, sizeof(chunk), After(options_.idle_timeout));
         if (n <= 0) return;
         buf.append(chunk, static_cast<size_t>(n));
       }
-      if (end > options_.max_head_bytes) {
-        Refuse(conn, TextResponse(431, "request head too large"), deadline);
-        return;
-      }
-      absl::StatusOr<Head> head =
-          ParseHead(absl::string_view(buf).substr(0, end),
-                    options_.max_body_bytes);
-      buf.erase(0, end + 4);
-      if (!head.ok()) {
-        Refuse(conn,
-               TextResponse(StatusCodeFor(head.status()),
-                            head.status().message()),
-               deadline);
+      slots_.SetState(id, ConnectionSlots::State::kBusy);
+      const Deadline deadline = After(options_.request_deadline);
+      std::optional<Head> head = ReadHead(conn, buf, deadline);
+      if (!head.has_value()) return;
+      if (std::optional<Response> refusal =
+              Authorize(head->request, client, allowed)) {
+        Refuse(conn, *refusal, deadline);
         return;
       }
       if (!ReadBody(conn, *head, buf, deadline)) return;
       const bool keep = head->keep_alive;
       if (!Reply(conn, Call(head->request), keep, deadline) || !keep) return;
     }
+  }
+
+  // The next request head from `buf` and the connection, removed from
+  // `buf`; nullopt when the connection is to be closed (answered first
+  // when the head is too large or malformed).
+  std::optional<Head> ReadHead(Connection& conn, std::string& buf,
+                               Deadline deadline) {
+    char chunk[kReadChunk];
+    size_t end;
+    while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
+      if (buf.size() > options_.max_head_bytes) break;
+      const long n = conn.Read(chunk, sizeof(chunk), deadline);
+      if (n <= 0) return std::nullopt;
+      buf.append(chunk, static_cast<size_t>(n));
+    }
+    if (end == std::string::npos || end > options_.max_head_bytes) {
+      Refuse(conn, TextResponse(431, "request head too large"), deadline);
+      return std::nullopt;
+    }
+    absl::StatusOr<Head> head = ParseHead(
+        absl::string_view(buf).substr(0, end), options_.max_body_bytes);
+    buf.erase(0, end + 4);
+    if (!head.ok()) {
+      Refuse(conn,
+             TextResponse(StatusCodeFor(head.status()), head.status().message()),
+             deadline);
+      return std::nullopt;
+    }
+    return *std::move(head);
+  }
+
+  // With client certificates: 403 for a path that is not open to a client
+  // without an allowed one. The answer names no other client or path.
+  std::optional<Response> Authorize(const Request& request,
+                                    const ClientIdentity& client,
+                                    bool allowed) const {
+    if (!client_auth_ || allowed ||
+        absl::c_linear_search(options_.open_paths, request.path)) {
+      return std::nullopt;
+    }
+    GPULET_VLOG(1) << options_.name << " server: " << request.method << " "
+                   << request.path << " refused: " << client.Describe();
+    return TextResponse(403, client.verified
+                                 ? "the client certificate's names are not "
+                                   "allowed here"
+                                 : "a client certificate is required");
   }
 
   bool ReadBody(Connection& conn, Head& head, std::string& buf,
@@ -215,10 +308,16 @@ class Server::Impl {
   const ServerOptions options_;
   const Handler handler_;
   const std::unique_ptr<TlsContext> tls_;
+  const bool client_auth_;
+  ConnectionSlots slots_;
   const int listen_fd_;
   const int wake_fd_;  // written once at shutdown, never read: stays ready
-  const int reap_fd_;  // a connection thread finished
+  const int reap_fd_;  // a connection thread finished or turned idle
+  // Not accepting (no room), or connections parked: a connection turning
+  // idle wakes the accept thread.
+  std::atomic<bool> waiting_{false};
   std::list<std::unique_ptr<Worker>> workers_;  // the accept thread's only
+  std::deque<Parked> parked_;  // the accept thread's only; peers at limit
   std::jthread thread_;  // last: started after, joined before the fds close
 };
 
@@ -237,9 +336,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         "--tls-cert-file and --tls-key-file go together: give both or "
         "neither");
   }
-  if (options.max_connections < 1) {
+  if (!options.client_ca_file.empty() && options.tls_cert_file.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(options.name, ": max connections must be at least 1"));
+        "--client-ca-file needs --tls-cert-file and --tls-key-file: client "
+        "certificates are checked over TLS only");
+  }
+  if (options.max_connections < 1 || options.max_connections_per_peer < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.name,
+        ": max connections (in all and per peer) must be at least 1"));
   }
   // OpenSSL writes to the socket without MSG_NOSIGNAL: a client that hangs
   // up mid-answer must not kill the process with SIGPIPE.
@@ -247,7 +352,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   std::unique_ptr<TlsContext> tls;
   if (!options.tls_cert_file.empty()) {
     absl::StatusOr<std::unique_ptr<TlsContext>> loaded =
-        TlsContext::Load(options.tls_cert_file, options.tls_key_file);
+        TlsContext::Load({.cert_file = options.tls_cert_file,
+                          .key_file = options.tls_key_file,
+                          .client_ca_file = options.client_ca_file,
+                          .require_client_cert = options.open_paths.empty()});
     if (!loaded.ok()) return loaded.status();
     tls = *std::move(loaded);
   }
@@ -277,7 +385,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   GPULET_LOG(INFO) << "serving " << options.name << " on "
                    << (with_tls ? "https" : "http") << "://"
                    << (address->host.empty() ? "0.0.0.0" : address->host)
-                   << ":" << port;
+                   << ":" << port
+                   << (options.client_ca_file.empty()
+                           ? ""
+                           : " (client certificates checked against " +
+                                 options.client_ca_file + ")");
   return std::make_unique<Server>(std::move(impl), port, with_tls);
 }
 

@@ -3,13 +3,18 @@
 // extender's filter, prioritize and bind, its /healthz and /metrics).
 //
 // What one client can hold is bounded:
-// - a connection slot: at most `max_connections` connections are served at
-//   once; further ones wait in the listen backlog until a slot frees;
-// - time: each request has `request_deadline` from its first byte (for the
-//   first request on a connection: from the accept, TLS handshake
-//   included) until its answer is written; an idle keep-alive connection
-//   is closed after `idle_timeout`. A client that is too slow is
-//   disconnected, never waited for;
+// - connection slots: at most `max_connections` connections are served at
+//   once, at most `max_connections_per_peer` from one IP address. An idle
+//   connection (in its TLS handshake, or between requests) gives way to a
+//   new one when the server or the peer is at its limit, oldest first
+//   (ConnectionSlots); when none can, further connections wait: in the
+//   listen backlog, or, past their peer's limit, accepted and parked
+//   (without a thread, at most max_connections of them) until that peer
+//   has room;
+// - time: the TLS handshake and the wait for a request's first byte have
+//   `idle_timeout`; each request then has `request_deadline` until its
+//   answer is written. A client that is too slow is disconnected, never
+//   waited for;
 // - memory: a request head of at most `max_head_bytes` (else 431) and a
 //   body of at most `max_body_bytes`, announced by Content-Length (else
 //   413 before any of the body is read; a Transfer-Encoding gets 411).
@@ -20,12 +25,24 @@
 // new connections without a restart). Neither the key nor request bodies
 // are ever logged.
 //
+// Mutual TLS: with `client_ca_file` too, clients are asked for a
+// certificate signed by one of its CAs; one that does not verify fails the
+// handshake. A request for any path but `open_paths` is then answered only
+// for a client whose verified certificate has a common name or DNS name
+// in `allowed_client_names` (any name when the list is empty); others get
+// 403 and the connection is closed before the body is read. With no open
+// paths a client without a certificate fails the handshake itself
+// (SSL_VERIFY_FAIL_IF_NO_PEER_CERT). A connection whose client proved no
+// allowed identity is always evictable, so unauthenticated clients cannot
+// keep an authenticated one from a slot.
+//
 // Start() sets SIGPIPE to be ignored in the whole process: OpenSSL writes
 // to sockets without MSG_NOSIGNAL, and a client hanging up mid-answer must
 // end its connection, not the process.
 //
 // Ownership: the server owns its listening socket, one accept thread and
-// one thread per open connection (std::jthread, at most max_connections).
+// one thread per open connection (std::jthread, at most max_connections,
+// and those giving way for a moment until they notice).
 // The destructor wakes them all through an eventfd and joins them; a
 // handler still running is waited for.
 //
@@ -38,6 +55,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -50,11 +68,17 @@ struct ServerOptions {
   std::string address;
   std::string tls_cert_file{};  // PEM chain; set together with the key
   std::string tls_key_file{};
+  // PEM CAs of client certificates (mutual TLS); needs the two above.
+  std::string client_ca_file{};
+  std::vector<std::string> allowed_client_names{};
+  // Paths answered without a client certificate ("/healthz").
+  std::vector<std::string> open_paths{};
   absl::Duration request_deadline = absl::Seconds(30);
-  absl::Duration idle_timeout = absl::Seconds(90);
+  absl::Duration idle_timeout = absl::Seconds(5);
   size_t max_head_bytes = 64 << 10;
   size_t max_body_bytes = 4 << 20;
   int max_connections = 64;
+  int max_connections_per_peer = 32;
   // Names the server in log lines and errors ("extender").
   std::string name = "http";
 };
@@ -67,8 +91,9 @@ class Server {
  public:
   // Binds and starts serving. Errors name the option: InvalidArgument for a
   // malformed address, a certificate without its key (or the reverse), a
-  // certificate or key that cannot be loaded or do not match; Unavailable
-  // when the address cannot be bound.
+  // client CA without them, a certificate, key or CA that cannot be loaded,
+  // a key that does not match; Unavailable when the address cannot be
+  // bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       const ServerOptions& options, Handler handler);
 

@@ -1,16 +1,22 @@
 #include "src/http/server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <sys/time.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -23,8 +29,19 @@ using ::testing::StartsWith;
 // A blocking TCP client to 127.0.0.1:port.
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // From `source` (another loopback address is another peer). Reads give
+  // up after 60 s, so that a test whose answer never comes fails instead
+  // of hanging.
+  explicit RawClient(int port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const timeval limit{.tv_sec = 60, .tv_usec = 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from));
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -64,11 +81,15 @@ class RawClient {
       }
     }
   }
-  // True when the server closed the connection (reads until EOF).
+  // True when the server closed the connection (reads until EOF or a
+  // reset); false when the read limit passed first.
   bool ClosedByServer() {
-    while (ReadMore()) {
+    char chunk[4096];
+    while (true) {
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n > 0) continue;
+      return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
     }
-    return true;
   }
 
  private:
@@ -176,20 +197,119 @@ TEST(Server, ASlowClientIsDisconnectedAtTheDeadline) {
   EXPECT_EQ(c.ReadResponse(), "");
 }
 
+// A handler that holds requests for "/hold" until released.
+class Gate {
+ public:
+  Handler handler() {
+    return [this](const Request& r) {
+      absl::MutexLock lock(&mu_);
+      seen_.push_back(r.path);
+      if (r.path == "/hold") {
+        ++held_;
+        mu_.Await(absl::Condition(&open_));
+      }
+      return Echo(r);
+    };
+  }
+  bool Seen(const std::string& path) {
+    absl::MutexLock lock(&mu_);
+    return std::find(seen_.begin(), seen_.end(), path) != seen_.end();
+  }
+  void WaitHeld(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return held_ >= n;
+    };
+    mu_.Await(absl::Condition(&enough));
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> seen_ ABSL_GUARDED_BY(mu_);
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 TEST(Server, ConnectionsBeyondTheCapWaitForASlot) {
   ServerOptions options;
   options.max_connections = 1;
-  auto server = StartServer(options);
+  Gate gate;
+  auto server = StartServer(options, gate.handler());
   ASSERT_NE(server, nullptr);
-  auto first = std::make_unique<RawClient>(server->port());
-  ASSERT_TRUE(first->Send("GET /a HTTP/1.1\r\n\r\n"));
-  EXPECT_THAT(first->ReadResponse(), HasSubstr("GET /a"));
-  // The first connection stays open and holds the only slot; the second
-  // is connected by the kernel's backlog but served only once it frees.
+  RawClient first(server->port());
+  ASSERT_TRUE(first.Send("GET /hold HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  gate.WaitHeld(1);
+  // The first connection is busy and holds the only slot; the second is
+  // connected by the kernel's backlog but served only once it frees.
   RawClient second(server->port());
   ASSERT_TRUE(second.Send("GET /b HTTP/1.1\r\n\r\n"));
-  first.reset();
+  gate.Open();
+  EXPECT_THAT(first.ReadResponse(), HasSubstr("GET /hold"));
   EXPECT_THAT(second.ReadResponse(), HasSubstr("GET /b"));
+}
+
+// Idle keep-alive connections, more than the server has slots, from
+// several peers, do not keep a request from being answered: the oldest
+// idle ones give way. Before, they held every slot until their idle
+// timeout and the request waited in the backlog.
+TEST(Server, IdleConnectionsGiveWayToARequest) {
+  ServerOptions options;  // 64 connections, 32 per peer
+  options.idle_timeout = absl::Hours(1);
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<RawClient>> idle;
+  const char* peers[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
+  for (int i = 0; i < 80; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server->port(), peers[i % 4]));
+    ASSERT_TRUE(idle.back()->connected());
+    // Served once, then kept alive.
+    ASSERT_TRUE(idle.back()->Send("GET /healthz HTTP/1.1\r\n\r\n"));
+    ASSERT_THAT(idle.back()->ReadResponse(), HasSubstr("GET /healthz")) << i;
+  }
+  RawClient filter(server->port());
+  ASSERT_TRUE(filter.Send(
+      "POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"));
+  EXPECT_THAT(filter.ReadResponse(), HasSubstr("POST /filter {}"));
+}
+
+// One peer holds at most max_connections_per_peer slots: with all of its
+// connections busy its next one waits (parked) while another peer is
+// served, and is served once one of its own has room.
+TEST(Server, OnePeerHoldsAtMostItsShare) {
+  ServerOptions options;
+  options.max_connections = 8;
+  options.max_connections_per_peer = 2;
+  Gate gate;
+  auto server = StartServer(options, gate.handler());
+  ASSERT_NE(server, nullptr);
+  RawClient a(server->port(), "127.0.0.2"), b(server->port(), "127.0.0.2");
+  ASSERT_TRUE(a.Send("GET /hold HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(b.Send("GET /hold HTTP/1.1\r\n\r\n"));
+  gate.WaitHeld(2);
+  RawClient third(server->port(), "127.0.0.2");
+  ASSERT_TRUE(third.Send("GET /third HTTP/1.1\r\n\r\n"));
+  RawClient other(server->port(), "127.0.0.3");
+  ASSERT_TRUE(other.Send("GET /other HTTP/1.1\r\n\r\n"));
+  EXPECT_THAT(other.ReadResponse(), HasSubstr("GET /other"));
+  EXPECT_FALSE(gate.Seen("/third"));  // parked behind its peer's two
+  gate.Open();
+  EXPECT_THAT(a.ReadResponse(), HasSubstr("GET /hold"));
+  EXPECT_THAT(third.ReadResponse(), HasSubstr("GET /third"));
+}
+
+TEST(Server, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
+  ServerOptions options;
+  options.idle_timeout = absl::Milliseconds(200);
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  RawClient c(server->port());
+  ASSERT_TRUE(c.Send("GET /a HTTP/1.1\r\n\r\n"));
+  EXPECT_THAT(c.ReadResponse(), HasSubstr("GET /a"));
+  EXPECT_TRUE(c.ClosedByServer());  // EOF, not the 60 s read limit
 }
 
 TEST(Server, HandlerExceptionsBecome500) {

@@ -2,12 +2,17 @@
 // made by the test: a client trusting the CA gets answers, a client
 // trusting another CA is refused, a replaced certificate is served to new
 // connections without a restart, and the key never appears in the log.
+// With mutual TLS: a client without a certificate, with one of another
+// CA, or with a name not allowed is refused; the right one is served; the
+// open paths answer anyone.
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -70,6 +75,53 @@ class HttpTlsTest : public ::testing::Test {
     return res ? res->body : "";
   }
 
+  // Mutual TLS: clients verified against client-ca.pem, `allowed` names,
+  // /healthz open unless `strict`.
+  std::unique_ptr<Server> StartMutual(std::vector<std::string> allowed,
+                                      bool strict = false) {
+    ServerOptions options;
+    options.address = "127.0.0.1:0";
+    options.tls_cert_file = Path("tls.crt");
+    options.tls_key_file = Path("tls.key");
+    options.client_ca_file = Path("client-ca.pem");
+    options.allowed_client_names = std::move(allowed);
+    if (!strict) options.open_paths = {"/healthz"};
+    absl::StatusOr<std::unique_ptr<Server>> s =
+        Server::Start(options, [](const Request& r) {
+          return Response{.status = 200,
+                          .content_type = "text/plain",
+                          .body = absl::StrCat("hello ", r.path)};
+        });
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+
+  // A client certificate named `name` signed by `ca`, written as
+  // <file>.crt and <file>.key.
+  void Client(const tls::KeyPair& ca, const std::string& name,
+              const std::string& file) {
+    const tls::KeyPair leaf = tls::MakeLeaf(ca, name, /*server=*/false);
+    Write(file + ".crt", leaf.cert_pem);
+    Write(file + ".key", leaf.key_pem);
+  }
+
+  // A request with the client certificate `file` ("" for none): "<status>
+  // <body>", or "" when the connection failed.
+  std::string Call(int port, const std::string& file, bool post) {
+    std::unique_ptr<httplib::SSLClient> client;
+    if (file.empty()) {
+      client = std::make_unique<httplib::SSLClient>("127.0.0.1", port);
+    } else {
+      client = std::make_unique<httplib::SSLClient>(
+          "127.0.0.1", port, Path(file + ".crt"), Path(file + ".key"));
+    }
+    client->set_ca_cert_path(Path("ca.pem").c_str());
+    client->enable_server_certificate_verification(true);
+    auto res = post ? client->Post("/filter", "{}", "application/json")
+                    : client->Get("/healthz");
+    return res ? absl::StrCat(res->status, " ", res->body) : "";
+  }
+
   std::string dir_;
   tls::KeyPair ca_;
 };
@@ -119,6 +171,69 @@ TEST_F(HttpTlsTest, BadKeyFilesAreRefusedNamingTheFlag) {
   EXPECT_THAT(s.status().message(),
               HasSubstr(absl::StrCat("--tls-key-file ", Path("other.key"))));
   EXPECT_THAT(s.status().message(), ::testing::Not(HasSubstr("PRIVATE KEY")));
+}
+
+TEST_F(HttpTlsTest, MutualTlsServesOnlyAllowedClientCertificates) {
+  const tls::KeyPair client_ca = tls::MakeCa("client-ca");
+  Write("client-ca.pem", client_ca.cert_pem);
+  Client(client_ca, "system:kube-scheduler", "scheduler");
+  Client(client_ca, "intruder", "intruder");
+  Client(tls::MakeCa("other-client-ca"), "system:kube-scheduler", "forged");
+  auto server = StartMutual({"system:kube-scheduler"});
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  EXPECT_EQ(Call(port, "scheduler", true), "200 hello /filter");
+  // No certificate: the open path answers, the others are refused.
+  EXPECT_EQ(Call(port, "", false), "200 hello /healthz");
+  EXPECT_EQ(Call(port, "", true), "403 a client certificate is required\n");
+  // A certificate of another CA fails the handshake.
+  EXPECT_EQ(Call(port, "forged", true), "");
+  EXPECT_EQ(Call(port, "forged", false), "");
+  // The right CA, a name not allowed.
+  EXPECT_EQ(Call(port, "intruder", true),
+            "403 the client certificate's names are not allowed here\n");
+}
+
+TEST_F(HttpTlsTest, WithoutOpenPathsACertificateIsNeededToConnect) {
+  const tls::KeyPair client_ca = tls::MakeCa("client-ca");
+  Write("client-ca.pem", client_ca.cert_pem);
+  Client(client_ca, "anyone", "anyone");
+  auto server = StartMutual({}, /*strict=*/true);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(Call(server->port(), "", false), "");
+  EXPECT_EQ(Call(server->port(), "anyone", true), "200 hello /filter");
+}
+
+TEST_F(HttpTlsTest, AReplacedClientCaAppliesToNewConnections) {
+  const tls::KeyPair old_ca = tls::MakeCa("old-client-ca");
+  const tls::KeyPair new_ca = tls::MakeCa("new-client-ca");
+  Write("client-ca.pem", old_ca.cert_pem);
+  Client(old_ca, "scheduler", "old");
+  Client(new_ca, "scheduler", "new");
+  auto server = StartMutual({"scheduler"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(Call(server->port(), "old", true), "200 hello /filter");
+  EXPECT_EQ(Call(server->port(), "new", true), "");
+  Write("client-ca.pem", new_ca.cert_pem);
+  EXPECT_EQ(Call(server->port(), "new", true), "200 hello /filter");
+  EXPECT_EQ(Call(server->port(), "old", true), "");
+}
+
+TEST_F(HttpTlsTest, AClientCaNeedsTlsAndMustLoad) {
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.client_ca_file = Path("ca.pem");
+  EXPECT_THAT(Server::Start(options, [](const Request&) { return Response{}; })
+                  .status()
+                  .message(),
+              HasSubstr("--client-ca-file needs --tls-cert-file"));
+  options.tls_cert_file = Path("tls.crt");
+  options.tls_key_file = Path("tls.key");
+  options.client_ca_file = Path("tls.key");  // not a certificate
+  EXPECT_THAT(Server::Start(options, [](const Request&) { return Response{}; })
+                  .status()
+                  .message(),
+              HasSubstr(absl::StrCat("--client-ca-file ", Path("tls.key"))));
 }
 
 }  // namespace

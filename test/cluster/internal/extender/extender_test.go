@@ -44,6 +44,9 @@ type cluster struct {
 	procs     []*process
 	extURL    string // https://127.0.0.1:<port>/gpu-memory
 	extCA     []byte
+	schedCert tls.Certificate // kube-scheduler's, of the extender's client CA
+	scheduler *keyPair        // the same as PEM
+	clientCA  *keyPair
 	extender  *process
 	extPort   int
 	apiServer string
@@ -115,12 +118,24 @@ func setUp(t *testing.T) *cluster {
 	extCA := makeCert(t, "extender-ca", nil, false)
 	extServing := makeCert(t, "extender", extCA, true)
 	c.extCA = extCA.cert
+	// Mutual TLS as deploy/extender/extender.yaml has it: the scheduler's
+	// client certificate, of a CA of its own.
+	c.clientCA = makeCert(t, "extender-client-ca", nil, false)
+	c.scheduler = makeCert(t, "system:kube-scheduler", c.clientCA, false)
+	if c.schedCert, err = tls.X509KeyPair(c.scheduler.cert, c.scheduler.key); err != nil {
+		t.Fatal(err)
+	}
 	c.extPort = freePort(t)
 	c.extender = start(t, filepath.Join(dir, "extender.log"), gpulet, "extender",
 		"--address", fmt.Sprintf("127.0.0.1:%d", c.extPort),
 		"--kubeconfig", writeFile(t, dir, "kubeconfig", kubeconfig(c.apiServer, ca.cert, token)),
 		"--tls-cert-file", writeFile(t, dir, "ext.crt", extServing.cert),
 		"--tls-key-file", writeFile(t, dir, "ext.key", extServing.key),
+		"--client-ca-file", writeFile(t, dir, "client-ca.crt", c.clientCA.cert),
+		"--allowed-client-names", "system:kube-scheduler",
+		// Idle connections are closed only to make room: the flood test
+		// shows that they give way, not that they time out.
+		"--idle-timeout", "600",
 		"--request-timeout", "2")
 	c.procs = append(c.procs, c.extender)
 	c.extURL = fmt.Sprintf("https://127.0.0.1:%d/gpu-memory", c.extPort) // as scheduler-config.yaml
@@ -131,11 +146,16 @@ func setUp(t *testing.T) *cluster {
 	return c
 }
 
+// httpClient presents kube-scheduler's client certificate.
 func (c *cluster) httpClient() *http.Client {
+	return c.httpClientWith([]tls.Certificate{c.schedCert})
+}
+
+func (c *cluster) httpClientWith(certs []tls.Certificate) *http.Client {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.extCA)
 	return &http.Client{Timeout: 30 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
 }
 
 func (c *cluster) get(t *testing.T, path string) (int, string) {
@@ -170,7 +190,11 @@ func (c *cluster) extenderClient(t *testing.T, nodeCache bool) fwk.Extender {
 		t.Fatal(err)
 	}
 	cfg.URLPrefix = fmt.Sprintf("https://127.0.0.1:%d%s", c.extPort, u.Path)
-	cfg.TLSConfig = &schedulerapi.ExtenderTLSConfig{CAData: c.extCA}
+	if cfg.TLSConfig == nil || cfg.TLSConfig.CertFile == "" || cfg.TLSConfig.KeyFile == "" {
+		t.Fatalf("scheduler-config.yaml: tlsConfig has no client certificate: %+v", cfg.TLSConfig)
+	}
+	cfg.TLSConfig = &schedulerapi.ExtenderTLSConfig{CAData: c.extCA,
+		CertData: c.scheduler.cert, KeyData: c.scheduler.key}
 	cfg.NodeCacheCapable = nodeCache
 	if !cfg.EnableHTTPS || cfg.BindVerb != "bind" || cfg.FilterVerb != "filter" ||
 		cfg.PrioritizeVerb != "prioritize" || cfg.Weight != 5 {
@@ -418,7 +442,7 @@ func TestSchedulerExtenderClient(t *testing.T) {
 
 	t.Run("a stalled client is cut off at the request deadline", func(t *testing.T) {
 		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", c.extPort),
-			&tls.Config{RootCAs: pool(c.extCA)})
+			&tls.Config{RootCAs: pool(c.extCA), Certificates: []tls.Certificate{c.schedCert}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,6 +492,8 @@ func TestSchedulerExtenderClient(t *testing.T) {
 			t.Errorf("silent extender: %v", err)
 		}
 	})
+
+	c.securityTests(t, ext, pod, big)
 
 	code, metrics := c.get(t, "/metrics")
 	if code != 200 || !strings.Contains(metrics, `gpulet_extender_binds_total{result="ok"}`) {

@@ -26,13 +26,21 @@ import (
 // Service's address. Everything else is deploy/extender's: the
 // ServiceAccount and RBAC of extender.yaml (the extender's token is that
 // account's), and scheduler-config.yaml given to kube-scheduler with only
-// the address, the CA file and the scheduler's kubeconfig filled in. The
-// extender serves HTTPS on the fixture's loopback with a certificate of the
-// fixture's CA.
+// the address, the CA file, the scheduler's client certificate and its
+// kubeconfig filled in. The extender serves HTTPS on the fixture's loopback
+// with a certificate of the fixture's CA, and mutual TLS as
+// deploy/extender/extender.yaml has it: only a client certificate of its
+// own client CA (made here, apart from the cluster's) with the common name
+// SchedulerClientName may call it, and kube-scheduler has one.
 
 // ExtenderAddress is where the extender listens, on the loopback of the
 // fixture's network namespace.
 const ExtenderAddress = "127.0.0.1:12346"
+
+// SchedulerClientName is the common name of kube-scheduler's client
+// certificate for the extender, as deploy/extender/extender.yaml's
+// --allowed-client-names has it.
+const SchedulerClientName = "system:kube-scheduler"
 
 // Extender is the running `gpulet extender`.
 type Extender struct {
@@ -120,16 +128,24 @@ func (n *Node) StartExtender(ctx context.Context, policy string) (*Extender, fun
 	if err := n.pki.issue("gpulet-extender", "gpulet-extender", nil, true, nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
 		return fail(err)
 	}
+	clients, err := newPKI(filepath.Join(n.Cfg.Paths.PKI(), "extender-clients"))
+	if err != nil {
+		return fail(err)
+	}
+	if err := clients.issue("scheduler", SchedulerClientName, nil, false, nil, nil); err != nil {
+		return fail(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(n.pki.caCert)
 	e.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	e.args = []string{n.Cfg.Gpulet, "extender", "--address", ExtenderAddress, "--kubeconfig", kubeconfig,
 		"--tls-cert-file", n.pki.path("gpulet-extender", "crt"), "--tls-key-file", n.pki.path("gpulet-extender", "key"),
+		"--client-ca-file", clients.path("ca", "crt"), "--allowed-client-names", SchedulerClientName,
 		"--default-policy", policy}
 	if err := e.Start(ctx); err != nil {
 		return fail(err)
 	}
-	config, err := n.schedulerConfig()
+	config, err := n.schedulerConfig(clients)
 	if err != nil {
 		return fail(err)
 	}
@@ -234,8 +250,9 @@ current-context: gpulet
 
 // schedulerConfig writes deploy/extender/scheduler-config.yaml with the
 // fixture's scheduler kubeconfig, no leader election, the extender's
-// loopback address and the fixture's CA.
-func (n *Node) schedulerConfig() (string, error) {
+// loopback address, the fixture's CA and the scheduler's client
+// certificate of `clients`.
+func (n *Node) schedulerConfig(clients *pki) (string, error) {
 	src := filepath.Join(n.Cfg.SourceDir, "deploy/extender/scheduler-config.yaml")
 	data, err := os.ReadFile(src)
 	if err != nil {
@@ -258,7 +275,12 @@ func (n *Node) schedulerConfig() (string, error) {
 	if tlsCfg == nil {
 		return "", fmt.Errorf("%s: extenders[0].tlsConfig missing", src)
 	}
+	if tlsCfg["certFile"] == nil || tlsCfg["keyFile"] == nil {
+		return "", fmt.Errorf("%s: extenders[0].tlsConfig has no client certificate (certFile, keyFile)", src)
+	}
 	tlsCfg["caFile"] = n.pki.path("ca", "crt")
+	tlsCfg["certFile"] = clients.path("scheduler", "crt")
+	tlsCfg["keyFile"] = clients.path("scheduler", "key")
 	cfg["clientConnection"] = map[string]any{"kubeconfig": n.schedulerKubeconfig()}
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
 	cfg["enableProfiling"] = false
