@@ -58,6 +58,24 @@ int EnterShmNamespace(const char* shm_dir) {
   return -1;
 }
 
+// In the parent: OK once the child's execve closed the error pipe; the
+// child's report (and the child reaped) when it failed before.
+absl::Status AwaitExec(int error_read, pid_t pid, const std::string& binary,
+                       const std::string& shm_dir) {
+  ChildError failed;
+  ssize_t n;
+  do {
+    n = ::read(error_read, &failed, sizeof(failed));
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof(failed))) return absl::OkStatus();
+  ::waitpid(pid, nullptr, 0);
+  const bool namespace_step = !shm_dir.empty() && failed.step < 3;
+  return common::ErrnoToStatus(
+      failed.err,
+      absl::StrCat(binary, ": ", kChildSteps[failed.step],
+                   namespace_step ? absl::StrCat(" for ", shm_dir) : ""));
+}
+
 // fork + execve with `stdin_fd` (or /dev/null) as standard input, and with
 // `shm_dir` (when not empty) over its /dev/shm. The child starts with no
 // signal blocked and SIGPIPE at its default (gpulet blocks its signals for
@@ -103,18 +121,9 @@ absl::StatusOr<Child> Spawn(std::vector<std::string> argv,
     ::_exit(127);
   }
   error_write.Reset();
-  ChildError failed;
-  ssize_t n;
-  do {
-    n = ::read(error_read.get(), &failed, sizeof(failed));
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof(failed))) {
-    ::waitpid(pid, nullptr, 0);
-    return common::ErrnoToStatus(
-        failed.err, absl::StrCat(argv[0], ": ", kChildSteps[failed.step],
-                                 shm != nullptr && failed.step < 3
-                                     ? absl::StrCat(" for ", shm_dir)
-                                     : ""));
+  if (absl::Status s = AwaitExec(error_read.get(), pid, argv[0], shm_dir);
+      !s.ok()) {
+    return s;
   }
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) {
