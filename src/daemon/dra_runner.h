@@ -49,9 +49,9 @@ struct DraRunOptions {
   // "512MiB", as sharing.memory.unit).
   bool memory_shares = false;
   std::string memory_share_unit = "GiB";
-  // --mps-root: where claims' MPS control daemons keep their pipes and
-  // logs (and <mps-root>/shm, the /dev/shm they share with their clients);
-  // empty: claims asking for MPS sharing fail.
+  // --mps-root: where claims' MPS control daemons keep their pipes, logs
+  // and /dev/shm (<mps-root>/claim-<uid>/, each claim's own, shared with
+  // that claim's clients only); empty: claims asking for MPS sharing fail.
   std::string mps_root;
   double kube_qps = 20;
   int kube_burst = 40;

@@ -4,6 +4,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -89,12 +90,13 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
         "not found under the driver root");
   }
   const std::string key = MpsKey(claim_uid);
-  const std::string shm = sharing::MpsHostShmDir(options_.mps_root);
-  std::error_code ec;
-  std::filesystem::create_directories(shm, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("create MPS directory ", shm, ": ", ec.message()));
+  absl::Status valid = claim_uid.empty()
+                           ? absl::InvalidArgumentError("it is empty")
+                           : sharing::CheckMpsKey(key);
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("claim uid \"", absl::CHexEscape(claim_uid),
+                     "\" cannot name an MPS directory: ", valid.message()));
   }
   auto it = daemons_.find(claim_uid);
   std::string how;
@@ -108,7 +110,8 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
     mps::DaemonSpec spec{.binary = options_.mps_control,
                          .uuid = absl::StrJoin(uuids, ","),
                          .pipe_dir = sharing::MpsHostPipeDir(options_.mps_root, key),
-                         .log_dir = sharing::MpsHostLogDir(options_.mps_root, key)};
+                         .log_dir = sharing::MpsHostLogDir(options_.mps_root, key),
+                         .shm_dir = sharing::MpsHostShmDir(options_.mps_root, key)};
     absl::StatusOr<std::unique_ptr<mps::ControlProcess>> started =
         mps::ControlProcess::Start(spec);
     if (!started.ok()) return started.status();
@@ -125,7 +128,7 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
   pipe_mount.container_path = pipe;
   pipe_mount.options = {"rbind", "rw"};
   cdi::Mount shm_mount;
-  shm_mount.host_path = shm;
+  shm_mount.host_path = sharing::MpsHostShmDir(options_.mps_root, key);
   shm_mount.container_path = "/dev/shm";
   shm_mount.options = {"rbind", "rw"};
   edits.mounts = {pipe_mount, shm_mount};
@@ -143,6 +146,7 @@ absl::Status DraSharing::Release(const std::string& claim_uid) {
     daemons_.erase(it);
     status.Update(how.status());
   }
+  status.Update(RemoveMpsDir(claim_uid));
   for (auto it = timeslices_.begin(); it != timeslices_.end();) {
     if (it->second.erase(claim_uid) == 0 || !it->second.empty()) {
       ++it;
@@ -154,6 +158,23 @@ absl::Status DraSharing::Release(const std::string& claim_uid) {
     it = timeslices_.erase(it);
   }
   return status;
+}
+
+absl::Status DraSharing::RemoveMpsDir(const std::string& claim_uid) {
+  const std::string key = MpsKey(claim_uid);
+  if (options_.mps_root.empty() || claim_uid.empty() ||
+      !sharing::CheckMpsKey(key).ok()) {
+    return absl::OkStatus();  // Apply never made one
+  }
+  // remove_all does not follow the symlinks a client may leave in shm.
+  const std::string dir = sharing::MpsHostDir(options_.mps_root, key);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("remove MPS directory ", dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 int DraSharing::DaemonPid(const std::string& claim_uid) const {

@@ -9,10 +9,15 @@
 //   DEFAULT.
 // - MPS: one MPS control daemon per claim (mps::ControlProcess) serving
 //   the claim's devices (CUDA_VISIBLE_DEVICES = their UUIDs), with its
-//   pipe and log directories at <mps_root>/claim-<uid>/; the claim's
-//   devices get CUDA_MPS_PIPE_DIRECTORY=/mps/claim-<uid>/pipe, that
-//   directory mounted, and <mps_root>/shm as /dev/shm. Release tells the
-//   daemon to quit (killing it after stop_grace).
+//   pipe, log and shm directories at <mps_root>/claim-<uid>/ (the uid
+//   checked to be one path component) and the shm directory over its
+//   /dev/shm; the claim's devices get
+//   CUDA_MPS_PIPE_DIRECTORY=/mps/claim-<uid>/pipe, that directory mounted,
+//   and the claim's shm directory as /dev/shm, so no other claim's
+//   containers share it. Release tells the daemon to quit (killing it
+//   after stop_grace) and removes <mps_root>/claim-<uid>/. The directory
+//   outlives a gpulet restart: Apply for a checkpointed claim starts the
+//   daemon again over what is there.
 //
 // A daemon that dies is not started again until the claim is prepared
 // again or gpulet restarts (ClaimPreparer::Create applies every
@@ -69,6 +74,8 @@ class DraSharing : public dra::SharingApplier {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<dra::SharingEdits> ApplyMps(
       const std::string& claim_uid, const std::vector<std::string>& uuids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RemoveMpsDir(const std::string& claim_uid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DraSharingOptions options_;

@@ -127,9 +127,9 @@ TEST_F(DraSharingTest, MpsClaimGetsItsOwnDaemonStoppedOnRelease) {
   ASSERT_EQ(edits->mounts.size(), 2u);
   EXPECT_EQ(edits->mounts[0].host_path, host + "/pipe");
   EXPECT_EQ(edits->mounts[0].container_path, "/mps/claim-uid-m/pipe");
-  EXPECT_EQ(edits->mounts[1].host_path, options_.mps_root + "/shm");
+  EXPECT_EQ(edits->mounts[1].host_path, host + "/shm");
   EXPECT_EQ(edits->mounts[1].container_path, "/dev/shm");
-  EXPECT_TRUE(std::filesystem::is_directory(options_.mps_root + "/shm"));
+  EXPECT_TRUE(std::filesystem::is_directory(host + "/shm"));
 
   const std::string log = host + "/log/control.log";
   ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(host + "/pipe/control"); }));
@@ -142,11 +142,66 @@ TEST_F(DraSharingTest, MpsClaimGetsItsOwnDaemonStoppedOnRelease) {
   ASSERT_TRUE(sharing.Apply("uid-m", {.strategy = "MPS"}, {"GPU-1", "GPU-2"}).ok());
   EXPECT_EQ(sharing.DaemonPid("uid-m"), pid);
 
+  // OK only if the daemon quit when told to (the fake quits on `quit`).
   EXPECT_TRUE(sharing.Release("uid-m").ok());
   EXPECT_EQ(sharing.DaemonPid("uid-m"), -1);
   EXPECT_TRUE(Gone(pid));
-  EXPECT_THAT(ReadAll(log), HasSubstr("command quit"));
+  EXPECT_FALSE(std::filesystem::exists(host));  // log included
   EXPECT_TRUE(SmiCalls().empty());
+}
+
+// Issue: one /dev/shm for every MPS client on the node. Two claims' CDI
+// edits name different /dev/shm directories, each claim's daemon has its
+// own as /dev/shm, and unprepare removes them.
+TEST_F(DraSharingTest, TwoMpsClaimsNeverShareShm) {
+  DraSharing sharing(options_);
+  auto a = sharing.Apply("uid-a", {.strategy = "MPS"}, {"GPU-1"});
+  auto b = sharing.Apply("uid-b", {.strategy = "MPS"}, {"GPU-1"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto shm = [](const dra::SharingEdits& e) {
+    for (const cdi::Mount& m : e.mounts) {
+      if (m.container_path == "/dev/shm") return m.host_path;
+    }
+    return std::string();
+  };
+  const std::string shm_a = options_.mps_root + "/claim-uid-a/shm";
+  const std::string shm_b = options_.mps_root + "/claim-uid-b/shm";
+  EXPECT_EQ(shm(*a), shm_a);
+  EXPECT_EQ(shm(*b), shm_b);
+  struct stat st;
+  ASSERT_EQ(::lstat(shm_a.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01777);
+  EXPECT_EQ(st.st_uid, 0u);
+
+  // What each daemon sees as /dev/shm (through its own mount namespace).
+  const int pid_a = sharing.DaemonPid("uid-a");
+  const int pid_b = sharing.DaemonPid("uid-b");
+  ASSERT_GT(pid_a, 0);
+  ASSERT_GT(pid_b, 0);
+  std::ofstream(shm_a + "/segment-a") << "a";
+  const auto seen = [](int pid, const std::string& name) {
+    return std::filesystem::exists("/proc/" + std::to_string(pid) +
+                                   "/root/dev/shm/" + name);
+  };
+  EXPECT_TRUE(seen(pid_a, "segment-a"));
+  EXPECT_FALSE(seen(pid_b, "segment-a"));
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/segment-a"));
+
+  ASSERT_TRUE(sharing.Release("uid-a").ok());
+  EXPECT_FALSE(std::filesystem::exists(options_.mps_root + "/claim-uid-a"));
+  EXPECT_TRUE(std::filesystem::is_directory(shm_b));
+  ASSERT_TRUE(sharing.Release("uid-b").ok());
+  EXPECT_FALSE(std::filesystem::exists(options_.mps_root + "/claim-uid-b"));
+}
+
+TEST_F(DraSharingTest, AClaimUidThatIsNoPathComponentIsRefused) {
+  DraSharing sharing(options_);
+  for (const char* uid : {"../x", "a/b", ""}) {
+    auto got = sharing.Apply(uid, {.strategy = "MPS"}, {"GPU-1"});
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << uid;
+  }
+  EXPECT_FALSE(std::filesystem::exists(options_.mps_root));
 }
 
 TEST_F(DraSharingTest, ADaemonThatEndedIsStartedAgainOnApply) {

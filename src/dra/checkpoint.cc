@@ -34,6 +34,8 @@ json DeviceToJson(const PreparedDevice& d) {
               {"device", d.device},
               {"cdiDeviceIDs", d.cdi_device_ids}};
   if (d.share_id) out["shareID"] = *d.share_id;
+  if (!d.uuid.empty()) out["uuid"] = d.uuid;
+  if (d.consumed_memory) out["consumedMemory"] = *d.consumed_memory;
   return out;
 }
 
@@ -86,6 +88,11 @@ PreparedClaim ClaimFromJson(const std::string& uid, const json& value) {
     device.device = d.at("device").get<std::string>();
     device.cdi_device_ids = Strings(d.at("cdiDeviceIDs"));
     if (d.contains("shareID")) device.share_id = d["shareID"].get<std::string>();
+    // Absent in files of earlier releases.
+    if (d.contains("uuid")) device.uuid = d["uuid"].get<std::string>();
+    if (d.contains("consumedMemory")) {
+      device.consumed_memory = d["consumedMemory"].get<int64_t>();
+    }
     claim.devices.push_back(std::move(device));
   }
   // Absent in files of claims without sharing (and of earlier releases).

@@ -13,6 +13,7 @@
 // owns it serialises access.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,12 @@ struct PreparedDevice {
   std::string device;
   std::vector<std::string> cdi_device_ids;
   std::optional<std::string> share_id;
+  // What the claim's spec was built from, so that a restart builds it
+  // again with the running release's code: the UUID the device resolved
+  // to, and a share's consumed memory in bytes. Empty and absent in
+  // checkpoints of earlier releases.
+  std::string uuid = "";
+  std::optional<int64_t> consumed_memory = std::nullopt;
 
   bool operator==(const PreparedDevice&) const = default;
 };

@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(
         absl::StrCat("create ", options.cdi_dir, ": ", ec.message()));
   }
   RemoveOrphanSpecs(options.cdi_dir, prepared);
+  std::map<std::string, SharingEdits> reapplied;
   for (const auto& [uid, claim] : prepared) {
     if (claim.sharing.strategy.empty() || options.sharing == nullptr) continue;
     absl::StatusOr<SharingEdits> applied =
@@ -84,23 +85,30 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(
       GPULET_LOG(WARNING) << "claim " << ClaimName(claim.ref)
                           << ": applying its sharing again: "
                           << applied.status().message();
+      continue;
     }
+    reapplied[uid] = *std::move(applied);
   }
-  return std::unique_ptr<ClaimPreparer>(new ClaimPreparer(
-      std::move(options), std::move(get_claim), std::move(prepared)));
+  return std::unique_ptr<ClaimPreparer>(
+      new ClaimPreparer(std::move(options), std::move(get_claim),
+                        std::move(prepared), std::move(reapplied)));
 }
 
 ClaimPreparer::ClaimPreparer(PreparerOptions options, ClaimGetter get_claim,
-                             PreparedClaims prepared)
+                             PreparedClaims prepared,
+                             std::map<std::string, SharingEdits> reapplied)
     : options_(std::move(options)),
       get_claim_(std::move(get_claim)),
-      prepared_(std::move(prepared)) {}
+      prepared_(std::move(prepared)),
+      reapplied_(std::move(reapplied)) {}
 
 void ClaimPreparer::SetNode(device::Node node, cdi::Spec node_spec) {
   absl::MutexLock lock(&mu_);
   node_ = std::move(node);
   node_spec_ = std::move(node_spec);
+  const bool first = !have_node_;
   have_node_ = true;
+  if (first) RewriteSpecs();
 }
 
 absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
@@ -150,23 +158,18 @@ absl::StatusOr<std::vector<ClaimDevice>> ClaimPreparer::ResolveDevices(
                                        uuid.status().message()));
     }
     const std::string share = d.share_id.value_or("");
-    std::vector<std::string> env;
-    if (d.consumed_memory.has_value()) {
-      // MiB, as the device plugin's memory shares tell it; a share is
-      // whole steps of the GPU's request policy, so nothing is lost.
-      env.push_back(absl::StrCat(sharing::kMemoryLimitEnv, "=",
-                                 *d.consumed_memory >> 20));
-    }
     cdi_devices.push_back({.dra_name = d.device,
                            .uuid = *uuid,
                            .share_id = share,
-                           .env = std::move(env)});
+                           .env = ShareEnv(d.consumed_memory)});
     claim.devices.push_back(
         {.requests = d.requests,
          .pool = d.pool,
          .device = d.device,
          .cdi_device_ids = {ClaimCdiId(ref.uid, d.device, share)},
-         .share_id = d.share_id});
+         .share_id = d.share_id,
+         .uuid = *uuid,
+         .consumed_memory = d.consumed_memory});
   }
   return cdi_devices;
 }
@@ -200,16 +203,32 @@ absl::StatusOr<SharingEdits> ClaimPreparer::ApplySharing(
   claim.sharing = sharing;
   edits.env.insert(edits.env.end(), applied->env.begin(), applied->env.end());
   edits.mounts = std::move(applied->mounts);
+  AddMpsLimit(sharing, allocated.size() == 1 ? allocated[0].consumed_memory
+                                             : std::nullopt,
+              devices);
+  return edits;
+}
+
+std::vector<std::string> ClaimPreparer::ShareEnv(
+    std::optional<int64_t> consumed_memory) {
+  if (!consumed_memory.has_value()) return {};
+  // MiB, as the device plugin's memory shares tell it; a share is whole
+  // steps of the GPU's request policy, so nothing is lost.
+  return {absl::StrCat(sharing::kMemoryLimitEnv, "=", *consumed_memory >> 20)};
+}
+
+void ClaimPreparer::AddMpsLimit(const ClaimSharing& sharing,
+                                std::optional<int64_t> only_memory,
+                                std::vector<ClaimDevice>& devices) {
   // MPS enforces a memory share: the client's pinned device memory. The
   // container sees the claim's one GPU as device 0, so the limit is
   // given for a claim of one shared device only.
   if (sharing.strategy == "MPS" && devices.size() == 1 &&
-      allocated.size() == 1 && allocated[0].consumed_memory.has_value()) {
-    devices[0].env.push_back(absl::StrCat(
-        sharing::kMpsPinnedMemLimitEnv, "=",
-        sharing::MpsPinnedMemLimit(*allocated[0].consumed_memory >> 20)));
+      only_memory.has_value()) {
+    devices[0].env.push_back(
+        absl::StrCat(sharing::kMpsPinnedMemLimitEnv, "=",
+                     sharing::MpsPinnedMemLimit(*only_memory >> 20)));
   }
-  return edits;
 }
 
 void ClaimPreparer::ReleaseSharing(const PreparedClaim& claim) {

@@ -12,7 +12,12 @@
 // prepares nothing twice. Unprepare removes the spec, releases the sharing
 // and removes the checkpoint entry; a claim not prepared is a success.
 // Create applies the sharing of every checkpointed claim again (a
-// restarted gpulet's MPS daemons died with the previous process).
+// restarted gpulet's MPS daemons died with the previous process), and the
+// first SetNode writes every checkpointed claim's spec again with the
+// running release's code (an upgrade replaces what an earlier release
+// wrote: its hooks, its MPS mounts), from the checkpoint, the node and the
+// sharing applied again; a claim whose spec cannot be built again (its
+// sharing failed, its device is gone) keeps the old one, logged.
 //
 // Every claim of a request gets its own answer: a bad claim (wrong UID,
 // not allocated, a device this node does not have) fails alone with an
@@ -29,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +87,7 @@ class ClaimPreparer {
 
   // The discovered node and its CDI spec (cdi::BuildSpec), which device
   // names resolve against. Until set, new claims fail with Unavailable.
+  // The first call rewrites the checkpointed claims' specs (above).
   void SetNode(device::Node node, cdi::Spec node_spec);
 
   // Answers keyed by claim UID, one per distinct UID in `claims`.
@@ -94,7 +101,8 @@ class ClaimPreparer {
 
  private:
   ClaimPreparer(PreparerOptions options, ClaimGetter get_claim,
-                PreparedClaims prepared);
+                PreparedClaims prepared,
+                std::map<std::string, SharingEdits> reapplied);
   absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Each allocated device found in the discovery: its CDI device (with a
@@ -112,6 +120,18 @@ class ClaimPreparer {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseSharing(const PreparedClaim& claim)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A memory share's environment (the limit in MiB); none without one.
+  static std::vector<std::string> ShareEnv(
+      std::optional<int64_t> consumed_memory);
+  // MPS's pinned-memory limit for a claim of one shared device.
+  static void AddMpsLimit(const ClaimSharing& sharing,
+                          std::optional<int64_t> only_memory,
+                          std::vector<ClaimDevice>& devices);
+  // At start (claim_respec.cc): every checkpointed claim's spec written
+  // again; a claim that fails keeps its old spec, logged.
+  void RewriteSpecs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RewriteSpec(const PreparedClaim& claim)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteSpec(const ClaimRef& ref,
                          const std::vector<ClaimDevice>& devices,
                          const SharingEdits& edits, const PreparedClaim& claim)
@@ -121,6 +141,8 @@ class ClaimPreparer {
   const ClaimGetter get_claim_;
   mutable absl::Mutex mu_;
   PreparedClaims prepared_ ABSL_GUARDED_BY(mu_);
+  // What Create's Apply gave each checkpointed claim with sharing.
+  const std::map<std::string, SharingEdits> reapplied_;
   bool have_node_ ABSL_GUARDED_BY(mu_) = false;
   device::Node node_ ABSL_GUARDED_BY(mu_);
   cdi::Spec node_spec_ ABSL_GUARDED_BY(mu_);

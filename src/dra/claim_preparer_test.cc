@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/cdi/spec_codec.h"
 #include "src/cdi/spec_file.h"
 #include "src/common/file_util.h"
 #include "src/dra/claim_cdi.h"
@@ -227,6 +228,91 @@ TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
   EXPECT_FALSE(restarted->Prepared().contains("uid-fails"));
   EXPECT_EQ(SpecFiles(),
             std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-mps.json"});
+}
+
+// Upgrade: what an earlier release wrote (a node spec whose hook has no
+// environment, an MPS claim's node-wide /dev/shm, a checkpoint without
+// UUIDs or consumed memory) is written again at start, from the
+// checkpoint, the node and the sharing applied again. A claim whose
+// sharing cannot be applied again keeps its spec.
+TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
+  cdi::Spec old_node = TestSpec();
+  cdi::Hook hook;
+  hook.hook_name = "createContainer";
+  hook.path = "/usr/bin/gpulet-runtime";
+  hook.args = {"gpulet-runtime", "hook", "update-ldcache"};
+  old_node.edits.hooks = {hook};
+  cdi::Spec new_node = old_node;
+  new_node.edits.hooks[0].env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  auto start =
+      [&](const cdi::Spec& node_spec) -> std::unique_ptr<ClaimPreparer> {
+    auto p = ClaimPreparer::Create(Options(), api_.Getter());
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return nullptr;
+    (*p)->SetNode(TestNode(), node_spec);
+    return *std::move(p);
+  };
+  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000a",
+                "4Gi");
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  const std::string a_path = ClaimSpecPath(dir_ + "/cdi", "uid-a");
+  const std::string mps_path = ClaimSpecPath(dir_ + "/cdi", "uid-mps");
+  {
+    auto p = start(old_node);
+    ASSERT_NE(p, nullptr);
+    auto got = p->Prepare({Ref("a"), Ref("mps")});
+    ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+    ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
+  }
+  absl::StatusOr<cdi::Spec> stale = cdi::ReadSpecFile(mps_path);
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  cdi::Mount shared;
+  shared.host_path = "/run/nvidia/mps/shm";
+  shared.container_path = "/dev/shm";
+  stale->devices[0].edits.mounts.push_back(shared);
+  ASSERT_TRUE(common::WriteFileAtomic(
+                  mps_path, cdi::FormatSpec(*stale, cdi::Format::kJson), {})
+                  .ok());
+  absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  for (auto& [uid, claim] : *saved) {
+    for (PreparedDevice& d : claim.devices) {
+      d.uuid.clear();
+      d.consumed_memory.reset();
+    }
+  }
+  ASSERT_TRUE(SaveCheckpoint(dir_ + "/checkpoint.json", *saved).ok());
+
+  auto restarted = start(new_node);
+  ASSERT_NE(restarted, nullptr);
+  absl::StatusOr<cdi::Spec> a = cdi::ReadSpecFile(a_path);
+  absl::StatusOr<cdi::Spec> mps = cdi::ReadSpecFile(mps_path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(mps.ok()) << mps.status();
+  EXPECT_EQ(a->edits.hooks, new_node.edits.hooks);
+  EXPECT_EQ(mps->edits.hooks, new_node.edits.hooks);
+  ASSERT_EQ(a->devices.size(), 2u);
+  EXPECT_EQ(a->devices[1].edits.device_nodes[0].path,
+            "/dev/nvidia-caps/nvidia-cap21");
+  ASSERT_EQ(mps->devices.size(), 1u);
+  ASSERT_EQ(mps->devices[0].edits.mounts.size(), 1u);
+  EXPECT_EQ(mps->devices[0].edits.mounts[0].host_path, "/run/mps/uid-mps");
+  EXPECT_THAT(mps->devices[0].edits.env,
+              ElementsAre("GPULET_GPU_MEMORY_LIMIT=4096",
+                          "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M",
+                          "FAKE_SHARING=uid-mps"));
+  restarted.reset();
+
+  // The MPS claim's sharing fails on the next start: its spec stays.
+  absl::StatusOr<std::string> before = common::ReadFile(mps_path);
+  ASSERT_TRUE(before.ok());
+  sharing_.fail = true;
+  auto failed = start(old_node);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(common::ReadFile(mps_path).value_or(""), *before);
+  EXPECT_EQ(cdi::ReadSpecFile(a_path)->edits.hooks, old_node.edits.hooks);
 }
 
 TEST_F(ClaimPreparerTest, TwoSharesOfOneGpuAreOneGpuToTheApplier) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -33,11 +35,55 @@ struct Child {
   common::UniqueFd pidfd;
 };
 
-// fork + execve with `stdin_fd` (or /dev/null) as standard input. The child
-// starts with no signal blocked and SIGPIPE at its default (gpulet blocks
-// its signals for signalfd and may ignore SIGPIPE; exec would keep both).
+// What a child that failed before execve reports through its error pipe.
+struct ChildError {
+  int step = 0;  // index into kChildSteps
+  int err = 0;
+};
+constexpr const char* kChildSteps[] = {
+    "unshare(CLONE_NEWNS) (needs CAP_SYS_ADMIN)",
+    "make its mounts slaves of gpulet's", "bind the shm directory over /dev/shm",
+    "execve"};
+
+// In the child, before execve: a mount namespace of its own with `shm_dir`
+// over /dev/shm. Only async-signal-safe calls. Returns the failed step or
+// -1.
+int EnterShmNamespace(const char* shm_dir) {
+  if (::unshare(CLONE_NEWNS) != 0) return 0;
+  // Else the bind would propagate back into gpulet's namespace.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+    return 1;
+  }
+  if (::mount(shm_dir, "/dev/shm", nullptr, MS_BIND, nullptr) != 0) return 2;
+  return -1;
+}
+
+// In the parent: OK once the child's execve closed the error pipe; the
+// child's report (and the child reaped) when it failed before.
+absl::Status AwaitExec(int error_read, pid_t pid, const std::string& binary,
+                       const std::string& shm_dir) {
+  ChildError failed;
+  ssize_t n;
+  do {
+    n = ::read(error_read, &failed, sizeof(failed));
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof(failed))) return absl::OkStatus();
+  ::waitpid(pid, nullptr, 0);
+  const bool namespace_step = !shm_dir.empty() && failed.step < 3;
+  return common::ErrnoToStatus(
+      failed.err,
+      absl::StrCat(binary, ": ", kChildSteps[failed.step],
+                   namespace_step ? absl::StrCat(" for ", shm_dir) : ""));
+}
+
+// fork + execve with `stdin_fd` (or /dev/null) as standard input, and with
+// `shm_dir` (when not empty) over its /dev/shm. The child starts with no
+// signal blocked and SIGPIPE at its default (gpulet blocks its signals for
+// signalfd and may ignore SIGPIPE; exec would keep both). A failure before
+// or at execve comes back through a close-on-exec pipe as an error.
 absl::StatusOr<Child> Spawn(std::vector<std::string> argv,
-                            std::vector<std::string> env, int stdin_fd) {
+                            std::vector<std::string> env, int stdin_fd,
+                            const std::string& shm_dir = "") {
   std::vector<char*> av;
   for (std::string& a : argv) av.push_back(a.data());
   av.push_back(nullptr);
@@ -46,7 +92,14 @@ absl::StatusOr<Child> Spawn(std::vector<std::string> argv,
   ev.push_back(nullptr);
   common::UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull.valid()) return common::ErrnoToStatus(errno, "open /dev/null");
+  int error_pipe[2];
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+    return common::ErrnoToStatus(errno, "pipe for " + argv[0]);
+  }
+  common::UniqueFd error_read(error_pipe[0]);
+  common::UniqueFd error_write(error_pipe[1]);
   const int in = stdin_fd >= 0 ? stdin_fd : devnull.get();
+  const char* shm = shm_dir.empty() ? nullptr : shm_dir.c_str();
   const pid_t pid = ::fork();
   if (pid < 0) return common::ErrnoToStatus(errno, "fork for " + argv[0]);
   if (pid == 0) {
@@ -57,8 +110,20 @@ absl::StatusOr<Child> Spawn(std::vector<std::string> argv,
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
     if (in != 0) ::dup2(in, 0);
-    ::execve(av[0], av.data(), ev.data());
+    ChildError failed;
+    failed.step = shm != nullptr ? EnterShmNamespace(shm) : -1;
+    if (failed.step < 0) {
+      ::execve(av[0], av.data(), ev.data());
+      failed.step = 3;
+    }
+    failed.err = errno;
+    (void)!::write(error_write.get(), &failed, sizeof(failed));
     ::_exit(127);
+  }
+  error_write.Reset();
+  if (absl::Status s = AwaitExec(error_read.get(), pid, argv[0], shm_dir);
+      !s.ok()) {
+    return s;
   }
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) {
@@ -111,6 +176,25 @@ absl::Status MakeDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// Like the node's /dev/shm: any client UID creates its segments there, and
+// only the owner removes them (the sticky bit). A symlink planted in its
+// place is refused rather than followed.
+absl::Status MakeShmDir(const std::string& dir) {
+  if (absl::Status s = MakeDir(dir); !s.ok()) return s;
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    return common::ErrnoToStatus(errno, "stat MPS directory " + dir);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("MPS directory ", dir, " is not a directory"));
+  }
+  if ((st.st_mode & 07777) != 01777 && ::chmod(dir.c_str(), 01777) != 0) {
+    return common::ErrnoToStatus(errno, "chmod MPS directory " + dir);
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> ProcessEnvironment() {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -155,6 +239,9 @@ absl::StatusOr<std::unique_ptr<ControlProcess>> ControlProcess::Start(
     const DaemonSpec& spec) {
   if (absl::Status s = MakeDir(spec.pipe_dir); !s.ok()) return s;
   if (absl::Status s = MakeDir(spec.log_dir); !s.ok()) return s;
+  if (!spec.shm_dir.empty()) {
+    if (absl::Status s = MakeShmDir(spec.shm_dir); !s.ok()) return s;
+  }
   const std::string control =
       absl::StrCat(spec.pipe_dir, "/", sharing::kMpsControlSocket);
   if (::unlink(control.c_str()) != 0 && errno != ENOENT) {
@@ -162,7 +249,7 @@ absl::StatusOr<std::unique_ptr<ControlProcess>> ControlProcess::Start(
   }
   absl::StatusOr<Child> child =
       Spawn({spec.binary, "-f"}, DaemonEnvironment(ProcessEnvironment(), spec),
-            -1);
+            -1, spec.shm_dir);
   if (!child.ok()) return child.status();
   return std::unique_ptr<ControlProcess>(
       new ControlProcess(spec, child->pid, std::move(child->pidfd)));

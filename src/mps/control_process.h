@@ -7,6 +7,13 @@
 // nvidia-cuda-mps-control` with the same environment) and kills what is
 // left after the grace period.
 //
+// With a `shm_dir` the daemon runs in a mount namespace of its own (a
+// slave of gpulet's) in which that directory is bound over /dev/shm: the
+// MPS server it starts and the clients, which get the same directory as
+// their /dev/shm, share memory there, and no other daemon's clients do.
+// That needs CAP_SYS_ADMIN (and no LSM profile that denies mount); without
+// it Start fails naming the capability.
+//
 // The child gets SIGKILL if the thread that started it ends first
 // (PR_SET_PDEATHSIG), so a gpulet that dies leaves no daemon behind.
 //
@@ -30,13 +37,16 @@ struct DaemonSpec {
   std::string uuid;    // CUDA_VISIBLE_DEVICES
   std::string pipe_dir;
   std::string log_dir;
+  // Bound over the daemon's /dev/shm; empty: gpulet's own /dev/shm.
+  std::string shm_dir = "";
 };
 
 class ControlProcess {
  public:
-  // Creates the pipe and log directories, removes a control socket left by
-  // a daemon that died, and starts the daemon. An error names the binary
-  // or the directory.
+  // Creates the pipe and log directories (and the shm directory, mode
+  // 01777 like a /dev/shm, keeping what it holds), removes a control socket
+  // left by a daemon that died, and starts the daemon. An error names the
+  // binary or the directory.
   static absl::StatusOr<std::unique_ptr<ControlProcess>> Start(
       const DaemonSpec& spec);
   // Kills the daemon if it still runs, and reaps it.

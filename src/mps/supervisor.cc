@@ -163,9 +163,14 @@ void Supervisor::StartDue(absl::Time now) {
 }
 
 void Supervisor::Start(const std::string& uuid, Gpu& gpu, absl::Time now) {
+  if (absl::Status key = sharing::CheckMpsKey(uuid); !key.ok()) {
+    Down(uuid, gpu, std::string(key.message()), now);
+    return;
+  }
   DaemonSpec spec{options_.binary, uuid,
                   sharing::MpsHostPipeDir(options_.mps_root, uuid),
-                  sharing::MpsHostLogDir(options_.mps_root, uuid)};
+                  sharing::MpsHostLogDir(options_.mps_root, uuid),
+                  sharing::MpsHostShmDir(options_.mps_root, uuid)};
   std::error_code ec;
   std::filesystem::create_directories(spec.pipe_dir, ec);
   if (gpu.watch < 0 && !ec) {

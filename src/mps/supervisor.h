@@ -2,7 +2,8 @@
 // (docs/sharing.md "MPS"), kept running on a thread of its own.
 //
 // For each GPU of SetGpus() it starts a ControlProcess with the GPU's
-// directories under the MPS root (sharing/mps_paths.h) and reports the GPU
+// directories under the MPS root (sharing/mps_paths.h), its /dev/shm the
+// GPU's own <mps_root>/<uuid>/shm, and reports the GPU
 // up once the daemon's control socket appears in its pipe directory
 // (inotify, no polling). A daemon that exits, fails to start, or has no
 // control socket after `ready_timeout`, is reported down and started again

@@ -139,6 +139,16 @@ TEST_F(SupervisorTest, OneDaemonPerGpuWithItsEnvironmentQuitOnStop) {
   const pid_t b = LastPid("GPU-b");
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
+  // Each daemon's /dev/shm is its GPU's <root>/<uuid>/shm, mode 01777, and
+  // no other daemon's (seen through each one's own mount namespace).
+  struct stat st;
+  ASSERT_EQ(::lstat((root_ + "/GPU-a/shm").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01777);
+  std::ofstream(root_ + "/GPU-a/shm/segment") << "a";
+  EXPECT_TRUE(std::filesystem::exists(
+      absl::StrCat("/proc/", a, "/root/dev/shm/segment")));
+  EXPECT_FALSE(std::filesystem::exists(
+      absl::StrCat("/proc/", b, "/root/dev/shm/segment")));
   supervisor_.reset();
   EXPECT_THAT(Log("GPU-a"), HasSubstr("command quit\n"));
   EXPECT_THAT(Log("GPU-b"), HasSubstr("command quit\n"));
@@ -215,8 +225,25 @@ TEST_F(SupervisorTest, DaemonStoppedBeforeItIsReadyIsTerminated) {
   EXPECT_TRUE(events_.empty());
 }
 
+// A daemon that cannot start says why, rather than exiting 127 later; a
+// symlink where its shm directory goes is refused, not followed.
+TEST_F(SupervisorTest, StartFailuresNameTheirCause) {
+  DaemonSpec missing{dir_ + "/no-such-binary", "GPU-a", root_ + "/a/pipe",
+                     root_ + "/a/log", root_ + "/a/shm"};
+  auto got = ControlProcess::Start(missing);
+  EXPECT_THAT(got.status().message(), HasSubstr("execve"));
+
+  std::filesystem::create_directories(root_ + "/b");
+  std::filesystem::create_directory_symlink("/tmp", root_ + "/b/shm");
+  DaemonSpec planted{binary_, "GPU-b", root_ + "/b/pipe", root_ + "/b/log",
+                     root_ + "/b/shm"};
+  got = ControlProcess::Start(planted);
+  EXPECT_THAT(got.status().message(), HasSubstr("is not a directory"));
+}
+
 TEST(DaemonEnvironment, ReplacesTheCudaVariables) {
-  DaemonSpec spec{"/bin/x", "GPU-a", "/m/GPU-a/pipe", "/m/GPU-a/log"};
+  DaemonSpec spec{"/bin/x", "GPU-a", "/m/GPU-a/pipe", "/m/GPU-a/log",
+                  "/m/GPU-a/shm"};
   EXPECT_THAT(
       DaemonEnvironment({"PATH=/bin", "CUDA_VISIBLE_DEVICES=0",
                          "CUDA_MPS_PIPE_DIRECTORY=/tmp/x", "HOME=/root"},

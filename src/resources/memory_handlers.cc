@@ -185,7 +185,8 @@ void AddMount(const std::string& container_path, const std::string& host_path,
 }
 
 // The GPU's own control daemon (mps/ supervises it), the client's limit,
-// and the /dev/shm the daemon shares with its clients.
+// and the /dev/shm the daemon shares with its clients (the GPU's own: the
+// clients of other GPUs' daemons see another).
 void AddMps(const MemoryHandlerOptions& o, const std::string& gpu,
             int64_t units, int64_t gpu_units,
             v1beta1::ContainerAllocateResponse& response) {
@@ -200,7 +201,7 @@ void AddMps(const MemoryHandlerOptions& o, const std::string& gpu,
   envs[sharing::kMpsPipeDirectoryEnv] = pipe;
   envs[sharing::kMpsPinnedMemLimitEnv] = sharing::MpsPinnedMemLimit(limit_mib);
   AddMount(pipe, sharing::MpsHostPipeDir(mps_root, gpu), response);
-  AddMount("/dev/shm", sharing::MpsHostShmDir(mps_root), response);
+  AddMount("/dev/shm", sharing::MpsHostShmDir(mps_root, gpu), response);
 }
 
 absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(

@@ -104,7 +104,27 @@ TEST(MemoryAllocate, MpsPointsAtTheGpusDaemonWithTheLimit) {
   }
   EXPECT_THAT(mounts,
               ElementsAre(Pair("/mps/GPU-1/pipe", "/run/nvidia/mps/GPU-1/pipe"),
-                          Pair("/dev/shm", "/run/nvidia/mps/shm")));
+                          Pair("/dev/shm", "/run/nvidia/mps/GPU-1/shm")));
+}
+
+// Clients of two GPUs' daemons never share a /dev/shm (issue: one /dev/shm
+// for every MPS client of the node).
+TEST(MemoryAllocate, MpsClientsOfTwoGpusGetDifferentShm) {
+  MemoryHandlerOptions o;
+  o.resource_name = "nvidia.com/gpu-memory";
+  o.unit_mib = 512;
+  o.mps_root = "/run/nvidia/mps";
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto shm = [&](int gpu) {
+    auto r = allocate(Snapshot(4), Units(gpu, {0}));
+    EXPECT_TRUE(r.ok()) << r.status();
+    for (const auto& m : r->mounts()) {
+      if (m.container_path() == "/dev/shm") return m.host_path();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(shm(0), "/run/nvidia/mps/GPU-0/shm");
+  EXPECT_EQ(shm(1), "/run/nvidia/mps/GPU-1/shm");
 }
 
 TEST(MemoryAllocate, MpsComputeByShareGivesTheShareOfThreads) {

@@ -1,5 +1,7 @@
 #include "src/sharing/mps_paths.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace gpulet::sharing {
@@ -12,20 +14,35 @@ std::string_view Trimmed(std::string_view root) {
 
 }  // namespace
 
-std::string MpsHostPipeDir(std::string_view mps_root, std::string_view uuid) {
-  return std::string(Trimmed(mps_root)) + "/" + std::string(uuid) + "/pipe";
+absl::Status CheckMpsKey(std::string_view key) {
+  bool ok = !key.empty() && key.size() <= 128;
+  for (char c : key) {
+    ok = ok && (absl::ascii_isalnum(c) || c == '-' || c == '_');
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "MPS daemon key \"", absl::CHexEscape(std::string(key)),
+      "\" is not 1-128 letters, digits, '-' and '_'"));
 }
 
-std::string MpsHostLogDir(std::string_view mps_root, std::string_view uuid) {
-  return std::string(Trimmed(mps_root)) + "/" + std::string(uuid) + "/log";
+std::string MpsHostDir(std::string_view mps_root, std::string_view key) {
+  return std::string(Trimmed(mps_root)) + "/" + std::string(key);
 }
 
-std::string MpsContainerPipeDir(std::string_view uuid) {
-  return "/mps/" + std::string(uuid) + "/pipe";
+std::string MpsHostPipeDir(std::string_view mps_root, std::string_view key) {
+  return MpsHostDir(mps_root, key) + "/pipe";
 }
 
-std::string MpsHostShmDir(std::string_view mps_root) {
-  return std::string(Trimmed(mps_root)) + "/shm";
+std::string MpsHostLogDir(std::string_view mps_root, std::string_view key) {
+  return MpsHostDir(mps_root, key) + "/log";
+}
+
+std::string MpsHostShmDir(std::string_view mps_root, std::string_view key) {
+  return MpsHostDir(mps_root, key) + "/shm";
+}
+
+std::string MpsContainerPipeDir(std::string_view key) {
+  return "/mps/" + std::string(key) + "/pipe";
 }
 
 std::string MpsPinnedMemLimit(int64_t mib) {

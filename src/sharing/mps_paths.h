@@ -1,13 +1,18 @@
-// Where the MPS control daemon of a GPU sharing memory keeps its pipes and
-// logs, on the host and as a container sees them, and the limit a client
-// is given (docs/sharing.md "MPS"). The plugin's Allocate answer and the
-// daemon supervisor both take their paths from here, so they cannot
-// disagree. Pure functions.
+// Where an MPS control daemon gpulet runs (one per GPU sharing memory, one
+// per DRA claim configured for MPS) keeps its pipes, logs and /dev/shm, on
+// the host and as a container sees them, and the limit a client is given
+// (docs/sharing.md "MPS"). The plugin's Allocate answer, the DRA claim
+// specs and the daemons take their paths from here, so they cannot
+// disagree. Each daemon has a directory of its own, <mps_root>/<key>/, the
+// key a GPU UUID or "claim-<uid>": its clients share its /dev/shm, and
+// clients of other daemons do not. Pure functions.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "absl/status/status.h"
 
 namespace gpulet::sharing {
 
@@ -24,13 +29,20 @@ inline constexpr char kMpsActiveThreadPercentageEnv[] =
 // appearance is how gpulet knows the daemon is up.
 inline constexpr char kMpsControlSocket[] = "control";
 
-// <mps_root>/<uuid>/pipe and <mps_root>/<uuid>/log on the host.
-std::string MpsHostPipeDir(std::string_view mps_root, std::string_view uuid);
-std::string MpsHostLogDir(std::string_view mps_root, std::string_view uuid);
-// /mps/<uuid>/pipe inside a container.
-std::string MpsContainerPipeDir(std::string_view uuid);
-// <mps_root>/shm: the /dev/shm the daemons and their clients share.
-std::string MpsHostShmDir(std::string_view mps_root);
+// OK when `key` may name a daemon's directory: 1 to 128 letters, digits,
+// '-' and '_', so it stays one path component below the MPS root whatever
+// a caller passes. InvalidArgument naming the key otherwise.
+absl::Status CheckMpsKey(std::string_view key);
+// <mps_root>/<key>: everything of one daemon; removing it removes them all.
+std::string MpsHostDir(std::string_view mps_root, std::string_view key);
+// <mps_root>/<key>/pipe and <mps_root>/<key>/log on the host.
+std::string MpsHostPipeDir(std::string_view mps_root, std::string_view key);
+std::string MpsHostLogDir(std::string_view mps_root, std::string_view key);
+// <mps_root>/<key>/shm: the daemon's /dev/shm, which it shares with its
+// clients only.
+std::string MpsHostShmDir(std::string_view mps_root, std::string_view key);
+// /mps/<key>/pipe inside a container.
+std::string MpsContainerPipeDir(std::string_view key);
 // "0=<mib>M": the container sees its one GPU as device 0.
 std::string MpsPinnedMemLimit(int64_t mib);
 // A container's share of the GPU's threads in percent: `units` of

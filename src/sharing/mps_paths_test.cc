@@ -10,9 +10,26 @@ TEST(MpsPaths, HostAndContainerDirectories) {
             "/run/nvidia/mps/GPU-a/pipe");
   EXPECT_EQ(MpsHostLogDir("/run/nvidia/mps/", "GPU-a"),
             "/run/nvidia/mps/GPU-a/log");
-  EXPECT_EQ(MpsHostShmDir("/run/nvidia/mps//"), "/run/nvidia/mps/shm");
+  EXPECT_EQ(MpsHostShmDir("/run/nvidia/mps//", "GPU-a"),
+            "/run/nvidia/mps/GPU-a/shm");
+  EXPECT_EQ(MpsHostDir("/run/nvidia/mps", "claim-1"), "/run/nvidia/mps/claim-1");
   EXPECT_EQ(MpsHostPipeDir("/", "GPU-a"), "/GPU-a/pipe");
   EXPECT_EQ(MpsContainerPipeDir("GPU-a"), "/mps/GPU-a/pipe");
+}
+
+TEST(MpsPaths, EveryDaemonHasItsOwnShm) {
+  EXPECT_NE(MpsHostShmDir("/r", "GPU-a"), MpsHostShmDir("/r", "GPU-b"));
+  EXPECT_NE(MpsHostShmDir("/r", "claim-1"), MpsHostShmDir("/r", "claim-2"));
+}
+
+TEST(MpsPaths, KeysStayOneComponent) {
+  EXPECT_TRUE(CheckMpsKey("GPU-b1028956-cfa2-0990-bf4a-5da9abb51763").ok());
+  EXPECT_TRUE(CheckMpsKey("claim-0c4b1f9e-1d2e-4a5b-8c9d-0e1f2a3b4c5d").ok());
+  for (const char* bad : {"", "..", ".", "a/b", "../etc", "a b", "x\n"}) {
+    absl::Status s = CheckMpsKey(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(CheckMpsKey(std::string(129, 'a')).ok());
 }
 
 TEST(MpsPaths, PinnedLimitNamesDeviceZero) {

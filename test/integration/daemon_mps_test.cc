@@ -169,7 +169,7 @@ TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {
   }
 
   // Allocate: the share as the pinned memory limit, the GPU's pipe
-  // directory and the shared /dev/shm.
+  // directory and the GPU's own /dev/shm (its daemon's, no other GPU's).
   v1beta1::AllocateRequest allocate;
   auto* units = allocate.add_container_requests();
   units->add_devices_ids(Unit(kGpu1, 1));
@@ -191,7 +191,8 @@ TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {
   EXPECT_EQ(answer.mounts(0).host_path(),
             absl::StrCat(mps_, "/", kGpu1, "/pipe"));
   EXPECT_EQ(answer.mounts(1).container_path(), "/dev/shm");
-  EXPECT_EQ(answer.mounts(1).host_path(), mps_ + "/shm");
+  EXPECT_EQ(answer.mounts(1).host_path(),
+            absl::StrCat(mps_, "/", kGpu1, "/shm"));
 
   // GPU 0's daemon dies and cannot start again: its units go Unhealthy,
   // GPU 1's stay Healthy; back when the daemon is.
