@@ -144,6 +144,13 @@ absl::Status EnterContainerRoot(const std::string& root) {
   std::vector<std::string> kernel_mounts =
       KernelMountsUnder(*mountinfo, *canonical);
   if (absl::Status s = PivotInto(new_root.get(), root); !s.ok()) return s;
+  // Parents first: a mount below a detached one is gone with it, and one
+  // that is not a mount point any more (inside a procfs still there) could
+  // not be detached.
+  std::stable_sort(kernel_mounts.begin(), kernel_mounts.end(),
+                   [](const std::string& a, const std::string& b) {
+                     return a.size() < b.size();
+                   });
   for (const std::string& path : kernel_mounts) {
     if (absl::Status s = DetachKernelMounts(path, root); !s.ok()) return s;
   }
