@@ -145,7 +145,19 @@ ContainerEdits CommonEdits(const Driver& driver, const BuildOptions& options) {
   return edits;
 }
 
+void SetHookDefaults(ContainerEdits& edits) {
+  for (Hook& hook : edits.hooks) {
+    if (hook.env.empty()) hook.env = {kHookEnv};
+    if (!hook.timeout) hook.timeout = kHookTimeoutSeconds;
+  }
+}
+
 }  // namespace
+
+void SetHookDefaults(Spec& spec) {
+  SetHookDefaults(spec.edits);
+  for (Device& device : spec.devices) SetHookDefaults(device.edits);
+}
 
 DeviceNode NodeFor(const Driver& driver, const std::string& path, int64_t major,
                    int64_t minor) {
@@ -179,6 +191,7 @@ absl::StatusOr<Spec> BuildSpec(const device::Node& node, const Driver& driver,
   if (!devices.ok()) return devices;
   AddDevice(spec, "all", UnionOfNodes(spec.devices));
   spec.edits = CommonEdits(driver, options);
+  SetHookDefaults(spec);
   spec.cdi_version = MinimumVersion(spec);
   absl::Status valid = Validate(spec);
   if (!valid.ok()) {

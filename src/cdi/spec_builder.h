@@ -14,7 +14,8 @@
 // as nvidia-ctk's specs do) and, only when libraries are mounted, a
 // createContainer hook that refreshes the container's ld cache:
 //   <hook_path> hook update-ldcache --folder <dir> [--folder <dir>...]
-// with argv[0] "gpulet-runtime".
+// with argv[0] "gpulet-runtime", env {kHookEnv} and timeout
+// kHookTimeoutSeconds (SetHookDefaults).
 //
 // Thread safety: pure function.
 #pragma once
@@ -30,6 +31,16 @@
 namespace gpulet::cdi {
 
 inline constexpr char kDefaultHookPath[] = "/usr/bin/gpulet-runtime";
+
+// The whole environment of every hook gpulet writes, and of a hook without
+// `env` that gpulet-runtime applies. runc runs a hook that has no `env`
+// with the environment of `runc init`, which by then holds the container's
+// process.env: an image's LD_PRELOAD would run in the hook as host root
+// (CVE-2025-23266). docs/runtime.md, "Threat model".
+inline constexpr char kHookEnv[] =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// runc kills a hook (and fails the container) that runs longer than this.
+inline constexpr int kHookTimeoutSeconds = 30;
 
 struct BuildOptions {
   std::string vendor = kDefaultVendor;
@@ -55,6 +66,11 @@ inline constexpr const char* kMountOptions[] = {"ro", "nosuid", "nodev",
 // require_mig_caps); InvalidArgument for a bad vendor or class.
 absl::StatusOr<Spec> BuildSpec(const device::Node& node, const Driver& driver,
                                const BuildOptions& options = {});
+
+// Every hook in `spec` (spec-wide and in every device) without an env gets
+// {kHookEnv}, and one without a timeout kHookTimeoutSeconds. Applied to
+// every spec gpulet writes (BuildSpec, the DRA claim specs).
+void SetHookDefaults(Spec& spec);
 
 // The device node for `path` ("/dev/nvidia3"): from the host when present,
 // otherwise built from what is known (type "c", `major` when >= 0 and

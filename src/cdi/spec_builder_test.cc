@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/cdi/test_hooks.h"
 #include "src/cdi/validate.h"
 
 namespace gpulet::cdi {
@@ -9,6 +10,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::ExpectEveryHookConfined;
 
 device::Node TwoGpus() {
   device::Node node;
@@ -141,8 +143,37 @@ TEST(BuildSpecTest, SharedEditsMountTheDriverAndRefreshTheLdCache) {
                   "/usr/bin/gpulet-runtime",
                   {"gpulet-runtime", "hook", "update-ldcache", "--folder",
                    "/usr/lib/x86_64-linux-gnu", "--folder", "/usr/lib64"},
-                  {},
-                  std::nullopt}));
+                  {kHookEnv},
+                  kHookTimeoutSeconds}));
+}
+
+// A hook without `env` would run with the container's environment
+// (docs/runtime.md, "Threat model"): every hook gets one, whatever the
+// options.
+TEST(BuildSpecTest, EveryHookHasAnExplicitEnvAndTimeout) {
+  BuildOptions options;
+  options.hook_path = "/opt/gpulet-runtime";
+  options.capabilities = {"compute"};
+  for (const BuildOptions& o : {BuildOptions{}, options}) {
+    Spec spec = BuildSpec(TwoGpus(), FakeDriver(), o).value();
+    ASSERT_FALSE(spec.edits.hooks.empty());
+    ExpectEveryHookConfined(spec);
+  }
+}
+
+TEST(SetHookDefaultsTest, KeepsWhatIsSetAndFillsWhatIsNot) {
+  Spec spec;
+  spec.edits.hooks = {Hook{"createContainer", "/a", {}, {}, std::nullopt},
+                      Hook{"createContainer", "/b", {}, {"X=1"}, 5}};
+  spec.devices.emplace_back();
+  spec.devices[0].edits.hooks = {
+      Hook{"startContainer", "/c", {}, {}, std::nullopt}};
+  SetHookDefaults(spec);
+  EXPECT_EQ(spec.edits.hooks[0].env, std::vector<std::string>{kHookEnv});
+  EXPECT_EQ(spec.edits.hooks[0].timeout, kHookTimeoutSeconds);
+  EXPECT_EQ(spec.edits.hooks[1].env, std::vector<std::string>{"X=1"});
+  EXPECT_EQ(spec.edits.hooks[1].timeout, 5);
+  ExpectEveryHookConfined(spec);
 }
 
 TEST(BuildSpecTest, OptionsFilterAndRename) {

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "src/cdi/spec_codec.h"
 #include "src/cdi/spec_file.h"
+#include "src/cdi/test_hooks.h"
 #include "src/cdi/test_root.h"
 #include "src/vfio/test_tree.h"
 
@@ -74,6 +75,9 @@ TEST(CdiCommandTest, GeneratesASpecForTheSimulatedNode) {
 TEST(CdiCommandTest, WritesTheOutputFile) {
   cdi::testing::TempRoot root;
   GlobalOptions global = SimOn("pcie-t4", root.path());
+  // The simulator's driver version: the spec mounts it and gets the
+  // ld-cache hook.
+  root.Write("/usr/lib64/libcuda.so.535.161.08", "");
   CdiOptions options;
   options.format = "json";
   options.output = root.Under("/spec.json");
@@ -83,6 +87,8 @@ TEST(CdiCommandTest, WritesTheOutputFile) {
   absl::StatusOr<cdi::Spec> spec = cdi::ReadSpecFile(options.output);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->devices.size(), 4u * 2 + 1);
+  ASSERT_EQ(spec->edits.hooks.size(), 1u);
+  cdi::testing::ExpectEveryHookConfined(*spec);
 }
 
 // mixed-vfio: NVML sees GPUs 0-3; 4-7 are on vfio-pci, in sysfs only.
@@ -105,6 +111,7 @@ TEST(CdiCommandTest, PassthroughOutputHasTheVfioGpus) {
       cdi::ReadSpecFile(options.passthrough_output);
   ASSERT_TRUE(pgpu.ok()) << pgpu.status();
   EXPECT_EQ(pgpu->kind, "nvidia.com/pgpu");
+  cdi::testing::ExpectEveryHookConfined(*pgpu);
   ASSERT_EQ(pgpu->devices.size(), 4u);
   EXPECT_EQ(pgpu->devices[0].name, "0000:9d:00.0");
   ASSERT_EQ(pgpu->devices[0].edits.device_nodes.size(), 1u);

@@ -2,6 +2,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/cdi/spec_file.h"
+#include "src/cdi/test_hooks.h"
+#include "src/cdi/test_root.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -39,6 +42,30 @@ TEST(RebaseHostPathsTest, RewritesOnlyPathsUnderTheRoot) {
   RebaseHostPaths(spec, "/usr", "/run/nvidia/driver/");
   EXPECT_EQ(spec.edits.mounts[0].host_path,
             "/run/nvidia/driver/lib/libcuda.so.1");
+}
+
+// The spec `gpulet plugin` writes: its ld-cache hook (there because the
+// driver root has a library) has an explicit env, so it never runs with the
+// container's environment (docs/runtime.md, "Threat model").
+TEST(WriteCdiSpecTest, EveryHookOfThePluginSpecHasAnEnv) {
+  cdi::testing::TempRoot root;
+  root.Write("/usr/lib64/libcuda.so.550.54.15", "");
+  device::Node node;
+  node.driver_version = "550.54.15";
+  node.gpus.emplace_back();
+  node.gpus[0].uuid = "GPU-aaaa";
+  config::Config config;
+  resources::HostView view;
+  view.driver_root = root.path();
+  view.probe_root = root.path();
+  view.dev_root = root.path();
+  absl::StatusOr<std::string> path =
+      WriteCdiSpec(node, config, view, root.Under("/cdi"));
+  ASSERT_TRUE(path.ok()) << path.status();
+  absl::StatusOr<cdi::Spec> spec = cdi::ReadSpecFile(*path);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->edits.hooks.size(), 1u);
+  cdi::testing::ExpectEveryHookConfined(*spec);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "src/cdi/spec_builder.h"
 #include "src/cdi/validate.h"
 
 namespace gpulet::dra {
@@ -73,6 +74,9 @@ absl::StatusOr<cdi::Spec> BuildClaimSpec(
     device.edits.env.insert(device.edits.env.end(), env.begin(), env.end());
     spec.devices.push_back(std::move(device));
   }
+  // The node spec's hooks have these already when gpulet built it; a claim
+  // spec is written by gpulet, so it never carries a hook without them.
+  cdi::SetHookDefaults(spec);
   spec.cdi_version = cdi::MinimumVersion(spec);
   return spec;
 }

@@ -6,7 +6,8 @@
 // edits of the same GPU or MIG device in the node's spec (cdi::BuildSpec:
 // device nodes; a share of a device gets "-<share id>" added), and the
 // node spec's spec-wide edits (control nodes, driver
-// libraries, the ld-cache hook). A claim's spec is thus complete on its own:
+// libraries, the ld-cache hook; every hook with an explicit env and a
+// timeout, cdi::SetHookDefaults). A claim's spec is thus complete on its own:
 // the runtime needs no other spec, and removing it on unprepare leaves
 // nothing of the claim behind. The file is
 // "<dir>/k8s.gpu.nvidia.com-claim_<uid>.json".

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "src/cdi/spec_codec.h"
 #include "src/cdi/spec_file.h"
+#include "src/cdi/test_hooks.h"
 #include "src/common/file_util.h"
 #include "src/dra/claim_cdi.h"
 #include "src/dra/test_claims.h"
@@ -103,6 +104,41 @@ TEST_F(ClaimPreparerTest, PreparesWritesTheSpecAndCheckpoints) {
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_EQ(*saved, p->Prepared());
   EXPECT_EQ(saved->at("uid-a").devices, r.devices);
+}
+
+// A hook without `env` runs with the container's environment
+// (docs/runtime.md, "Threat model"): every claim spec gpulet writes, whole
+// GPU, MIG device or shared, gives each of its hooks one, even when the
+// node spec it is made from had a hook without.
+TEST_F(ClaimPreparerTest, EveryHookOfEveryClaimSpecHasAnEnv) {
+  cdi::Spec node_spec = TestSpec();
+  const cdi::Hook bare{"createContainer", "/usr/bin/gpulet-runtime",
+                       {"gpulet-runtime", "hook", "update-ldcache"}, {},
+                       std::nullopt};
+  node_spec.edits.hooks = {bare};
+  for (cdi::Device& d : node_spec.devices) d.edits.hooks = {bare};
+  api_.Add(Ref("whole"), {"gpu-0"});
+  api_.Add(Ref("mig"), {"gpu-1-mig-19-6-1"});
+  api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000d",
+                "2Gi");
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+      ClaimPreparer::Create(Options(), api_.Getter());
+  ASSERT_TRUE(p.ok()) << p.status();
+  (*p)->SetNode(TestNode(), node_spec);
+  for (const auto& [uid, result] :
+       (*p)->Prepare({Ref("whole"), Ref("mig"), Ref("mps")})) {
+    ASSERT_TRUE(result.status.ok()) << uid << ": " << result.status;
+  }
+  ASSERT_EQ(SpecFiles().size(), 3u);
+  for (const std::string& file : SpecFiles()) {
+    absl::StatusOr<cdi::Spec> spec = cdi::ReadSpecFile(dir_ + "/cdi/" + file);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    ASSERT_FALSE(spec->edits.hooks.empty()) << file;
+    ASSERT_FALSE(spec->devices.at(0).edits.hooks.empty()) << file;
+    cdi::testing::ExpectEveryHookConfined(*spec);
+  }
 }
 
 TEST_F(ClaimPreparerTest, PrepareTwiceAnswersTheSameWithoutAskingAgain) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "src/cdi/spec_builder.h"
 #include "src/common/errors.h"
 #include "src/runtime/oci_config.h"
 
@@ -148,7 +149,11 @@ absl::Status AddHook(const cdi::Hook& hook, json& config) {
   }
   json entry = {{"path", hook.path}};
   if (!hook.args.empty()) entry["args"] = hook.args;
-  if (!hook.env.empty()) entry["env"] = hook.env;
+  // runc runs a hook without env with the environment of `runc init`,
+  // which holds the container's process.env (LD_PRELOAD from the image):
+  // whatever spec the hook comes from, it gets an explicit clean one.
+  entry["env"] = hook.env.empty() ? std::vector<std::string>{cdi::kHookEnv}
+                                  : hook.env;
   if (hook.timeout) entry["timeout"] = *hook.timeout;
   ArrayAt(ObjectAt(config, "hooks"), hook.hook_name.c_str()).push_back(entry);
   return absl::OkStatus();

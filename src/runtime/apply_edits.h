@@ -7,7 +7,8 @@
 //     "bind" when unset, with "bind" added to the options of a bind mount
 //     that has neither bind nor rbind;
 //   - env → process.env (replacing the same key);
-//   - hooks → hooks.<hookName>, appended;
+//   - hooks → hooks.<hookName>, appended; a hook without env gets
+//     {cdi::kHookEnv} (never the container's environment);
 //   - additional GIDs → process.user.additionalGids (except 0, once each).
 // Fields the edits do not concern are left exactly as they were.
 //

@@ -56,6 +56,27 @@ TEST(ApplyEditsTest, SpecEditsLandInEveryField) {
   EXPECT_EQ(config["linux"]["namespaces"], BaseConfig()["linux"]["namespaces"]);
 }
 
+// A hook without env would run with the container's environment (runc
+// passes `runc init`'s, which holds process.env): any spec's hook gets an
+// explicit clean one; an env the spec sets is kept as it is.
+TEST(ApplyEditsTest, HooksWithoutEnvGetACleanOne) {
+  json config = BaseConfig();
+  config["process"]["env"].push_back("LD_PRELOAD=/proc/self/cwd/x.so");
+  cdi::ContainerEdits edits;
+  edits.hooks = {
+      cdi::Hook{"createContainer", "/third/party", {"x"}, {}, std::nullopt},
+      cdi::Hook{"startContainer", "/own/env", {}, {"A=1"}, 7}};
+  ASSERT_TRUE(ApplyEdits(edits, FakeLookup, config).ok());
+  EXPECT_EQ(config["hooks"]["createContainer"][1], json::parse(R"(
+    {"path":"/third/party","args":["x"],
+     "env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]})"));
+  EXPECT_EQ(config["hooks"]["startContainer"][0], json::parse(R"(
+    {"path":"/own/env","env":["A=1"],"timeout":7})"));
+  // The hook the engine put there itself is not the runtime's to change.
+  EXPECT_EQ(config["hooks"]["createContainer"][0],
+            json::parse(R"({"path":"/existing"})"));
+}
+
 TEST(ApplyEditsTest, ReapplyingDoesNotDuplicate) {
   json config = BaseConfig();
   cdi::Spec spec = testing::TwoGpuSpec();
