@@ -28,7 +28,7 @@ func logf(format string, args ...any) {
 }
 
 func main() {
-	build := flag.String("build", "build", "gpulet build directory (bin/gpulet, bin/gpulet-runtime, sim/lib)")
+	build := flag.String("build", "build", "gpulet build directory (bin/gpulet, bin/gpulet-runtime, sim/lib, test/cluster/ldpreload_marker.so)")
 	k8sBin := flag.String("k8s-bin", "", "directory of the Kubernetes binaries (test/cluster/build-k8s prints it)")
 	source := flag.String("source", ".", "the gpulet checkout (deploy/ is read from it)")
 	state := flag.String("state", "/tmp/gpulet-cluster", "state directory: logs, certificates, data; removed after a run that passed, kept after a failure")
@@ -101,6 +101,7 @@ func main() {
 		Gpulet:     abs(filepath.Join(*build, "bin/gpulet")),
 		Runtime:    abs(filepath.Join(*build, "bin/gpulet-runtime")),
 		SimLib:     abs(filepath.Join(*build, "sim/lib/libnvidia-ml.so.1")),
+		ExploitLib: abs(filepath.Join(*build, "test/cluster/ldpreload_marker.so")),
 		Helm:       abs(filepath.Join(*build, "bin/gpulet-helm")),
 		SourceDir:  abs(*source),
 		Machine:    *machine,

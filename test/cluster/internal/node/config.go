@@ -38,6 +38,10 @@ func (p Paths) Images() string        { return filepath.Join(p.State, "images") 
 func (p Paths) RuntimeConfig() string { return filepath.Join(p.State, "runtime.yaml") }
 func (p Paths) RuntimeLog() string    { return filepath.Join(p.State, "logs", "gpulet-runtime.log") }
 
+// ExploitMarker is where the exploit image's library records every process
+// outside the container that loaded it: a node path no container has.
+func (p Paths) ExploitMarker() string { return filepath.Join(p.State, "exploit-ldpreload.marker") }
+
 // Fixed paths the node's software uses: private to the fixture's mount
 // namespace (a tmpfs or a bind mount of a state directory is put there).
 const (
@@ -61,6 +65,7 @@ type Config struct {
 	Gpulet     string // build/bin/gpulet
 	Runtime    string // build/bin/gpulet-runtime
 	SimLib     string // build/sim/lib/libnvidia-ml.so.1
+	ExploitLib string // build/test/cluster/ldpreload_marker.so (the exploit image's /poc.so)
 	Helm       string // build/bin/gpulet-helm (Helm's install and uninstall)
 	SourceDir  string // the checkout (deploy/ is read from here)
 	Machine    string // simulator machine: profile name or file
@@ -73,7 +78,7 @@ type Config struct {
 
 func (c *Config) check() error {
 	var missing []string
-	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib, c.Helm,
+	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib, c.ExploitLib, c.Helm,
 		filepath.Join(c.K8sBin, "kube-apiserver"), filepath.Join(c.K8sBin, "kubelet"),
 		filepath.Join(c.SourceDir, "deploy/daemonset.yaml"), filepath.Join(c.SourceDir, "deploy/chart/Chart.yaml")} {
 		if _, err := os.Stat(f); err != nil {

@@ -24,6 +24,21 @@ const (
 	PauseImage    = "gpulet.test/pause:1"
 	WorkloadImage = "gpulet.test/busybox:1"
 	GpuletImage   = "gpulet.test/gpulet:dev"
+	// ExploitImage is busybox with a library of its own that its
+	// environment preloads (exploitLayer).
+	ExploitImage = "gpulet.test/exploit-ldpreload:1"
+)
+
+// The exploit image's environment: the library in its rootfs reached
+// through the working directory (a process outside the container whose
+// working directory is the rootfs resolves it there; an absolute /poc.so
+// would name the node's own /), and a GPU request that wants no GPU but the
+// driver (NVIDIA's "none"), which still brings the CDI spec's
+// container-wide edits, hooks included. A GPU allocated by the device
+// plugin replaces NVIDIA_VISIBLE_DEVICES.
+const (
+	ExploitPreload       = "/proc/self/cwd/poc.so"
+	ExploitVisibleDevice = "none"
 )
 
 // layer is a set of files: image path -> entry.
@@ -297,13 +312,40 @@ func libraryPackages(lib string) ([]string, error) {
 	return pkgs, nil
 }
 
-// buildImages writes the three archives into dir and returns their paths.
-func buildImages(dir, srcDir, gpulet, runtime, simLib string) ([]string, error) {
+// exploitLayer is busybox (static, so nothing in the container itself
+// honours LD_PRELOAD) with lib as /poc.so and an /etc/ld.so.conf.d for the
+// ld-cache hook to write into.
+func exploitLayer(bb layer, lib string) layer {
+	l := layer{}
+	for p, e := range bb {
+		l[p] = e
+	}
+	l.file("/poc.so", lib, 0755)
+	l.dir("/etc/ld.so.conf.d")
+	return l
+}
+
+// exploitEnv is the exploit image's environment: the preload, the GPU
+// request, and where the library records a load (marker, a path that
+// exists only outside the container).
+func exploitEnv(marker string) []string {
+	return []string{"LD_PRELOAD=" + ExploitPreload, "NVIDIA_VISIBLE_DEVICES=" + ExploitVisibleDevice,
+		"GPULET_EXPLOIT_MARKER=" + marker}
+}
+
+// imageSources are the files of this build the images are made of.
+type imageSources struct {
+	srcDir, gpulet, runtime, simLib string
+	exploitLib, exploitMarker       string
+}
+
+// buildImages writes the four archives into dir and returns their paths.
+func buildImages(dir string, src imageSources) ([]string, error) {
 	bb, err := busyboxLayer()
 	if err != nil {
 		return nil, err
 	}
-	g, err := gpuletLayer(srcDir, gpulet, runtime, simLib)
+	g, err := gpuletLayer(src.srcDir, src.gpulet, src.runtime, src.simLib)
 	if err != nil {
 		return nil, err
 	}
@@ -312,15 +354,18 @@ func buildImages(dir, srcDir, gpulet, runtime, simLib string) ([]string, error) 
 		file, name string
 		l          layer
 		entry      []string
+		env        []string
 	}{
-		{"pause.tar", PauseImage, bb, []string{"/bin/sh", "-c", pauseScript}},
-		{"busybox.tar", WorkloadImage, bb, []string{"/bin/sh"}},
-		{"gpulet.tar", GpuletImage, g, []string{"gpulet", "plugin"}},
+		{"pause.tar", PauseImage, bb, []string{"/bin/sh", "-c", pauseScript}, nil},
+		{"busybox.tar", WorkloadImage, bb, []string{"/bin/sh"}, nil},
+		{"gpulet.tar", GpuletImage, g, []string{"gpulet", "plugin"}, nil},
+		{"exploit-ldpreload.tar", ExploitImage, exploitLayer(bb, src.exploitLib), []string{"/bin/sh"},
+			exploitEnv(src.exploitMarker)},
 	}
 	var paths []string
 	for _, a := range archives {
 		p := filepath.Join(dir, a.file)
-		if err := writeOCIArchive(p, a.name, a.l, a.entry, []string{path}); err != nil {
+		if err := writeOCIArchive(p, a.name, a.l, a.entry, append([]string{path}, a.env...)); err != nil {
 			return nil, fmt.Errorf("image %s: %w", a.name, err)
 		}
 		paths = append(paths, p)

@@ -72,3 +72,26 @@ func TestOCIArchiveIsAConsistentLayout(t *testing.T) {
 		t.Errorf("oci-layout: %s", files["oci-layout"])
 	}
 }
+
+// The exploit image is busybox plus its library; the busybox layer the
+// other images use stays as it was.
+func TestExploitLayerAddsTheLibraryOnly(t *testing.T) {
+	bb := layer{}
+	bb.file("/bin/busybox", "/bin/busybox", 0755)
+	l := exploitLayer(bb, "/build/ldpreload_marker.so")
+	if e, ok := l["/poc.so"]; !ok || e.src != "/build/ldpreload_marker.so" {
+		t.Errorf("exploit layer's /poc.so: %+v", l["/poc.so"])
+	}
+	if _, ok := l["/bin/busybox"]; !ok {
+		t.Errorf("exploit layer has no busybox")
+	}
+	if _, ok := bb["/poc.so"]; ok || len(bb) != 2 {
+		t.Errorf("the busybox layer changed: %v", bb)
+	}
+	// The preload is resolved through the working directory (the rootfs, for
+	// a process outside the container), never as a node path.
+	env := exploitEnv("/state/marker")
+	if env[0] != "LD_PRELOAD=/proc/self/cwd/poc.so" || env[2] != "GPULET_EXPLOIT_MARKER=/state/marker" {
+		t.Errorf("exploit image env: %v", env)
+	}
+}

@@ -111,7 +111,9 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err := n.writeContainerdConfig(ctx, cfgPath); err != nil {
 		return err
 	}
-	archives, err := buildImages(p.Images(), n.Cfg.SourceDir, n.Cfg.Gpulet, n.Cfg.Runtime, n.Cfg.SimLib)
+	archives, err := buildImages(p.Images(), imageSources{
+		srcDir: n.Cfg.SourceDir, gpulet: n.Cfg.Gpulet, runtime: n.Cfg.Runtime, simLib: n.Cfg.SimLib,
+		exploitLib: n.Cfg.ExploitLib, exploitMarker: p.ExploitMarker()})
 	if err != nil {
 		return err
 	}

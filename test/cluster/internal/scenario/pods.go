@@ -90,10 +90,13 @@ func waitPodRunning(t *T, name string) {
 }
 
 // podReport waits for the pod's report and splits it into sections.
-func podReport(t *T, name string) map[string][]string {
+func podReport(t *T, name string) map[string][]string { return podReportIn(t, ns, name) }
+
+// podReportIn is podReport for a pod of namespace.
+func podReportIn(t *T, namespace, name string) map[string][]string {
 	var text string
 	err := t.N.WaitFor(t.Ctx, "pod "+name+"'s report", 60*time.Second, func(ctx context.Context) (bool, error) {
-		b, err := t.N.Client.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		b, err := t.N.Client.CoreV1().Pods(namespace).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if err != nil {
 			return false, nil
 		}
@@ -119,16 +122,19 @@ func podReport(t *T, name string) map[string][]string {
 	return sections
 }
 
-func deletePods(t *T, names ...string) {
+func deletePods(t *T, names ...string) { deletePodsIn(t, ns, names...) }
+
+// deletePodsIn deletes pods of namespace and waits until they are gone.
+func deletePodsIn(t *T, namespace string, names ...string) {
 	for _, name := range names {
-		err := t.N.Client.CoreV1().Pods(ns).Delete(t.Ctx, name, metav1.DeleteOptions{})
+		err := t.N.Client.CoreV1().Pods(namespace).Delete(t.Ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete pod %s: %v", name, err)
 		}
 	}
 	for _, name := range names {
 		err := t.N.WaitFor(t.Ctx, "pod "+name+" to be gone", 120*time.Second, func(ctx context.Context) (bool, error) {
-			_, err := t.N.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			_, err := t.N.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
 		if err != nil {
