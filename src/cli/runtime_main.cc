@@ -55,6 +55,9 @@ bool OpenLogFile(const std::string& path) {
       ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   gpulet::common::SetLogFd(fd);
+  // Details that must not reach the pod's events (ignored mounts, broken
+  // spec files) are logged at level 1, so only here.
+  gpulet::common::SetVerbosity(1);
   return true;
 }
 

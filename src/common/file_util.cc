@@ -11,26 +11,59 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/common/errors.h"
+#include "src/common/unique_fd.h"
 
 namespace gpulet::common {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("read ", path));
-  std::string out;
+namespace {
+
+absl::Status ReadAll(int fd, const std::string& path, size_t max_bytes,
+                     std::string& out) {
   char buf[65536];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return ErrnoToStatus(err, absl::StrCat("read ", path));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, absl::StrCat("read ", path));
+    if (n == 0) return absl::OkStatus();
+    if (static_cast<size_t>(n) > max_bytes - out.size()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("read ", path, ": larger than ", max_bytes, " bytes"));
     }
-    if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer. O_NOCTTY: a terminal planted here must not become ours.
+  UniqueFd fd(
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return ErrnoToStatus(errno, absl::StrCat("read ", path));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("read ", path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("read ", path, ": not a regular file"));
+  }
+  if (st.st_size > 0 && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("read ", path, ": larger than ", max_bytes, " bytes"));
+  }
+  // Regular files ignore O_NONBLOCK, but procfs and sysfs handlers may not.
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("read ", path));
+  }
+  std::string out;
+  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  if (absl::Status s = ReadAll(fd.get(), path, max_bytes, out); !s.ok()) {
+    return s;
+  }
   return out;
 }
 

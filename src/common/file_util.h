@@ -2,16 +2,27 @@
 // Thread safety: stateless.
 #pragma once
 
+#include <cstddef>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace gpulet::common {
 
-// Reads a whole file. Errors: NotFound / PermissionDenied / Internal with
-// "read <path>: <reason>".
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The largest file ReadFile reads unless told otherwise.
+inline constexpr size_t kDefaultMaxFileSize = size_t{64} << 20;
+
+// Reads a whole regular file of at most `max_bytes` bytes (procfs and sysfs
+// files are regular files; their reported size is not trusted, the bytes
+// read are counted). The file is opened with O_NONBLOCK, so a FIFO or a
+// device planted at `path` neither blocks nor is read: anything but a
+// regular file is refused after fstat. Errors: NotFound / PermissionDenied
+// / Internal with "read <path>: <reason>", FailedPrecondition "read <path>:
+// not a regular file", ResourceExhausted "read <path>: larger than <n>
+// bytes".
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     size_t max_bytes = kDefaultMaxFileSize);
 
 // Writes all of `contents` to `fd`, retrying short writes and EINTR.
 // Errors: "write <name>: <reason>".

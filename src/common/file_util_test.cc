@@ -31,6 +31,47 @@ TEST(FileUtil, ReadMissingNamesPath) {
             std::string::npos);
 }
 
+// A FIFO planted where a file is expected neither blocks the reader nor is
+// read; nor is a device.
+TEST(FileUtil, ReadRefusesFifosAndDevices) {
+  char tmpl[] = "/tmp/gpuletXXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string fifo = std::string(tmpl) + "/ld.so.conf";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto got = ReadFile(fifo);
+  EXPECT_TRUE(absl::IsFailedPrecondition(got.status())) << got.status();
+  EXPECT_EQ(got.status().message(), "read " + fifo + ": not a regular file");
+  EXPECT_TRUE(absl::IsFailedPrecondition(ReadFile("/dev/zero").status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(ReadFile(tmpl).status()));
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST(FileUtil, ReadIsCapped) {
+  char tmpl[] = "/tmp/gpuletXXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/f";
+  std::ofstream(path) << std::string(100, 'x');
+  EXPECT_EQ(ReadFile(path, 100)->size(), 100u);
+  auto got = ReadFile(path, 99);
+  EXPECT_TRUE(absl::IsResourceExhausted(got.status())) << got.status();
+  EXPECT_EQ(got.status().message(),
+            "read " + path + ": larger than 99 bytes");
+  std::filesystem::remove_all(tmpl);
+}
+
+// procfs reports size 0 and sysfs 4096 whatever the contents: the bytes
+// read are what count.
+TEST(FileUtil, ReadsProcAndSysfsFiles) {
+  auto status = ReadFile("/proc/self/status");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_NE(status->find("Pid:"), std::string::npos);
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      ReadFile("/proc/self/status", 8).status()));
+  auto online = ReadFile("/sys/devices/system/cpu/online");
+  ASSERT_TRUE(online.ok()) << online.status();
+  EXPECT_FALSE(online->empty());
+}
+
 class WriteAtomicTest : public ::testing::Test {
  protected:
   void SetUp() override {

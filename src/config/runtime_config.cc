@@ -6,10 +6,16 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "src/common/file_util.h"
+#include "src/yaml/nesting_depth.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpulet::config {
 namespace {
+
+// The file is a flat mapping with one list; yaml-cpp recurses once per
+// level, so anything deeper is refused before it parses.
+constexpr int kMaxNesting = 16;
+constexpr size_t kMaxRuntimeConfigBytes = size_t{1} << 20;
 
 std::string Where(const std::string& source, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -116,6 +122,10 @@ absl::StatusOr<RuntimeConfig> ParseRoot(const YAML::Node& root,
 
 absl::StatusOr<RuntimeConfig> ParseRuntimeConfig(absl::string_view text,
                                                  const std::string& source) {
+  if (absl::Status s = yaml::CheckNestingDepth(text, kMaxNesting, source);
+      !s.ok()) {
+    return s;
+  }
   // yaml-cpp reports errors by throwing; none may leave the config layer.
   try {
     return ParseRoot(YAML::Load(std::string(text)), source);
@@ -129,7 +139,8 @@ absl::StatusOr<RuntimeConfig> ParseRuntimeConfig(absl::string_view text,
 
 absl::StatusOr<RuntimeConfig> LoadRuntimeConfig(const std::string& path,
                                                 bool missing_ok) {
-  absl::StatusOr<std::string> text = common::ReadFile(path);
+  absl::StatusOr<std::string> text =
+      common::ReadFile(path, kMaxRuntimeConfigBytes);
   if (!text.ok()) {
     if (missing_ok && absl::IsNotFound(text.status())) return RuntimeConfig{};
     return text.status();

@@ -72,6 +72,21 @@ TEST(RuntimeConfigTest, BadInputNamesTheKey) {
   }
 }
 
+// Refused before yaml-cpp's recursive descent sees it.
+TEST(RuntimeConfigTest, DeepNestingIsRefused) {
+  absl::StatusOr<RuntimeConfig> config = ParseRuntimeConfig(
+      "specDirs: " + std::string(100000, '[') + "\n", "rt.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "rt.yaml:1:1: nesting deeper than 16 levels");
+  std::string compact = "specDirs:\n";
+  for (int i = 0; i < 20; ++i) compact += "- ";
+  config = ParseRuntimeConfig(compact + "x\n", "rt.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            "rt.yaml:2:1: nesting deeper than 16 levels");
+}
+
 TEST(RuntimeConfigTest, LoadMissingFile) {
   EXPECT_TRUE(LoadRuntimeConfig("/nonexistent/rt.yaml", true).ok());
   absl::StatusOr<RuntimeConfig> named =

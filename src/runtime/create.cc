@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/common/errors.h"
 #include "src/common/file_util.h"
+#include "src/common/logging.h"
 #include "src/runtime/oci_config.h"
 #include "src/runtime/request.h"
 
@@ -64,7 +65,13 @@ absl::StatusOr<PrepareResult> PrepareBundle(const std::string& bundle_dir,
       absl::StrCat(options.config.vendor, "/", options.config.device_class);
   absl::StatusOr<std::vector<cdi::ContainerEdits>> edits =
       ResolveEdits(*specs, *request, kind);
-  if (!edits.ok()) return edits.status();
+  if (!edits.ok()) {
+    // Only the runtime's own log may say which spec files are broken.
+    for (const std::string& e : specs->errors) {
+      GPULET_VLOG(1) << "unusable CDI spec file " << e;
+    }
+    return edits.status();
+  }
   for (const cdi::ContainerEdits& e : *edits) {
     if (absl::Status s = ApplyEdits(e, options.lookup, *config); !s.ok()) {
       return s;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "src/cdi/validate.h"
+#include "src/common/logging.h"
 #include "src/runtime/oci_config.h"
 
 namespace gpulet::runtime {
@@ -55,6 +56,26 @@ absl::Status AddAnnotations(const json& config, const RequestOptions& options,
   return absl::OkStatus();
 }
 
+bool HasBindOption(const json& mount) {
+  auto options = mount.find("options");
+  if (options == mount.end() || !options->is_array()) return false;
+  for (const json& option : *options) {
+    if (option == "bind" || option == "rbind") return true;
+  }
+  return false;
+}
+
+// The kubelet's device-plugin mounts are binds of /dev/null (containerd
+// writes type "bind" with "rbind"; CRI-O type "bind"); an emptyDir, a
+// hostPath or any other volume a pod spec can put at the same destination
+// has another source and asks for nothing.
+bool IsDeviceListMount(const json& mount) {
+  auto source = mount.find("source");
+  if (source == mount.end() || *source != kVolumeMountSource) return false;
+  auto type = mount.find("type");
+  return (type != mount.end() && *type == "bind") || HasBindOption(mount);
+}
+
 std::vector<std::string> VolumeMountIds(const json& config) {
   std::vector<std::string> ids;
   auto mounts = config.find("mounts");
@@ -69,6 +90,12 @@ std::vector<std::string> VolumeMountIds(const json& config) {
         absl::StrContains(d, "/")) {
       continue;
     }
+    if (!IsDeviceListMount(mount)) {
+      GPULET_VLOG(1) << "mount at " << dest->get_ref<const std::string&>()
+                     << " ignored: not a bind mount of "
+                     << kVolumeMountSource;
+      continue;
+    }
     ids.emplace_back(d);
   }
   return ids;
@@ -78,17 +105,26 @@ std::vector<std::string> VolumeMountIds(const json& config) {
 absl::Status AddIds(const std::vector<std::string>& ids,
                     const RequestOptions& options, absl::string_view origin,
                     NameList& names) {
+  const std::string kind =
+      absl::StrCat(options.vendor, "/", options.device_class);
   for (const std::string& raw : ids) {
     const std::string id(absl::StripAsciiWhitespace(raw));
     if (id.empty()) continue;
-    std::string name =
-        absl::StrContains(id, "=")
-            ? id
-            : absl::StrCat(options.vendor, "/", options.device_class, "=", id);
+    const bool qualified = absl::StrContains(id, "=");
+    std::string name = qualified ? id : absl::StrCat(kind, "=", id);
     if (absl::StatusOr<cdi::ParsedName> parsed = cdi::ParseQualifiedName(name);
         !parsed.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           origin, ": device ", id, ": ", parsed.status().message()));
+    }
+    // Other kinds (a DRA claim's devices, the plugin's per-allocation
+    // devices, another vendor's) reach a container only through the
+    // kubelet; a name the image or pod spec wrote may not point at them.
+    if (qualified && SplitQualifiedName(name).first != kind) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          origin, ": device ", id, ": only ", kind,
+          " devices may be named here; devices of other kinds come through "
+          "the kubelet (device plugin or resource claim)"));
     }
     names.Add(std::move(name));
   }
@@ -134,6 +170,7 @@ absl::StatusOr<GpuRequest> DetectRequest(const json& config,
   const std::vector<std::string> mount_ids = VolumeMountIds(config);
   if (!mount_ids.empty()) {
     // The kubelet wrote these; the env var then only points at them.
+    // Each is one path component, so none holds a qualified name.
     if (absl::Status s =
             AddIds(mount_ids, options, absl::StrCat("mounts ", kVolumeMountDir),
                    names);

@@ -1,15 +1,20 @@
 // Which GPUs a container asks for, read from its OCI config the ways
-// nvidia-container-toolkit reads them:
+// nvidia-container-toolkit reads them. Only what the kubelet wrote may name
+// a device of any kind; what an image or a pod spec wrote is confined:
 //   - CDI annotations: every annotation whose key starts with the prefix
 //     ("cdi.k8s.io/") holds comma-separated qualified names
-//     ("nvidia.com/gpu=0");
-//   - volume mounts: mounts whose destination is under
-//     /var/run/nvidia-container-devices/ name one device ID each (the
-//     kubelet sets them, so an image cannot forge them);
+//     ("nvidia.com/gpu=0"). Container engines pass the kubelet's container
+//     annotations (device plugin, resource claims) into the OCI config, not
+//     the pod's (docs/runtime.md says which engine settings keep it so);
+//   - volume mounts: bind mounts whose source is /dev/null and whose
+//     destination is /var/run/nvidia-container-devices/<id> name one device
+//     ID each (the kubelet writes them for the device plugin). A mount of
+//     any other source there (an emptyDir) asks for nothing;
 //   - NVIDIA_VISIBLE_DEVICES in process.env: unset, empty or "void" → none;
 //     "none" → no GPU but the driver (the spec-level edits: control nodes,
 //     libraries, hooks); "all"; or a comma list of indexes ("0"), MIG
-//     indexes ("0:1"), GPU-/MIG- UUIDs or qualified CDI names. Its value is
+//     indexes ("0:1"), GPU-/MIG- UUIDs or qualified names of the default
+//     kind <vendor>/<class> only. Its value is
 //     /var/run/nvidia-container-devices when the IDs come as mounts.
 // Device IDs become qualified names "<vendor>/<class>=<id>".
 //
@@ -27,6 +32,8 @@ namespace gpulet::runtime {
 
 inline constexpr char kVisibleDevicesEnv[] = "NVIDIA_VISIBLE_DEVICES";
 inline constexpr char kVolumeMountDir[] = "/var/run/nvidia-container-devices";
+// The source of the kubelet's device-list mounts.
+inline constexpr char kVolumeMountSource[] = "/dev/null";
 inline constexpr char kCdiAnnotationPrefix[] = "cdi.k8s.io/";
 
 struct RequestOptions {
@@ -49,8 +56,10 @@ struct GpuRequest {
 
 // The request in `config` (a config.json validated by ParseOciConfig).
 // Errors: a malformed qualified name (naming the annotation or variable it
-// came from) and, when !accept_envvar_unprivileged, an env request from an
-// unprivileged container (PermissionDenied).
+// came from); PermissionDenied for a qualified name in NVIDIA_VISIBLE_DEVICES
+// of another kind than <vendor>/<class> (naming the variable and the name)
+// and, when !accept_envvar_unprivileged, for an env request from an
+// unprivileged container. No error names a device the container did not.
 absl::StatusOr<GpuRequest> DetectRequest(const nlohmann::json& config,
                                          const RequestOptions& options);
 

@@ -4,13 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <map>
 #include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "src/cdi/spec_codec.h"
 #include "src/cdi/validate.h"
 #include "src/common/errors.h"
@@ -59,27 +57,13 @@ Found FindDevice(const LoadedSpecs& specs, const std::string& kind,
   return found;
 }
 
-absl::Status UnknownDevice(const LoadedSpecs& specs, const std::string& kind,
+// The message reaches the pod's events, so it names what was asked and
+// nothing else: not the devices the kind has (another pod's claim devices
+// share a kind), not the spec files on the node.
+absl::Status UnknownDevice(const std::string& kind,
                            const std::string& qualified) {
-  std::set<std::string> known;
-  for (const SpecFile& file : specs.specs) {
-    if (file.spec.kind != kind) continue;
-    for (const cdi::Device& device : file.spec.devices) {
-      known.insert(device.name);
-    }
-  }
-  std::string message = absl::StrCat("unknown CDI device ", qualified);
-  if (known.empty()) {
-    absl::StrAppend(&message, ": no CDI spec defines kind ", kind);
-  } else {
-    absl::StrAppend(&message, " (", kind, " has ", absl::StrJoin(known, ", "),
-                    ")");
-  }
-  if (!specs.errors.empty()) {
-    absl::StrAppend(
-        &message, "; unusable spec files: ", absl::StrJoin(specs.errors, "; "));
-  }
-  return absl::NotFoundError(message);
+  return absl::NotFoundError(absl::StrCat("unknown CDI device ", qualified,
+                                          " (kind ", kind, ")"));
 }
 
 }  // namespace
@@ -134,7 +118,7 @@ absl::StatusOr<std::vector<cdi::ContainerEdits>> ResolveEdits(
       if (file.spec.kind == default_kind) last = &file.spec;
     }
     if (last == nullptr) {
-      return UnknownDevice(specs, default_kind,
+      return UnknownDevice(default_kind,
                            absl::StrCat(default_kind, " driver (none)"));
     }
     add_spec_edits(last);
@@ -142,7 +126,7 @@ absl::StatusOr<std::vector<cdi::ContainerEdits>> ResolveEdits(
   for (const std::string& qualified : request.cdi_names) {
     auto [kind, name] = SplitQualifiedName(qualified);
     Found found = FindDevice(specs, kind, name);
-    if (found.device == nullptr) return UnknownDevice(specs, kind, qualified);
+    if (found.device == nullptr) return UnknownDevice(kind, qualified);
     add_spec_edits(found.spec);
     edits.push_back(found.device->edits);
   }

@@ -3,7 +3,7 @@
 // files ending in .json, .yaml or .yml are read in name order, and a device
 // defined again later (a later file or a later dir) replaces the earlier
 // definition. A file that fails to parse does not stop other devices from
-// resolving; its error is reported only when a requested name is unknown.
+// resolving; its error is kept in LoadedSpecs::errors for the node's log.
 //
 // Resolution yields the edits to apply, in order: for every spec that a
 // requested device comes from, the spec's own edits once, then each
@@ -48,8 +48,10 @@ absl::StatusOr<LoadedSpecs> LoadSpecDirs(const std::vector<std::string>& dirs,
                                          const SpecParser& parser);
 
 // The edits for `request`. `default_kind` ("nvidia.com/gpu") is the kind
-// whose spec-level edits a driver-only request gets. NotFound names an
-// unknown device and lists the known names of its kind.
+// whose spec-level edits a driver-only request gets. NotFound names the
+// unknown device and its kind only: the message reaches the pod's events,
+// so it lists neither the other devices of the kind nor the spec files
+// (`specs.errors` is for the node's log).
 absl::StatusOr<std::vector<cdi::ContainerEdits>> ResolveEdits(
     const LoadedSpecs& specs, const GpuRequest& request,
     const std::string& default_kind);

@@ -316,6 +316,14 @@ func TestBrokenDaemonSetIsRejected(t *testing.T) {
 			want: "FAIL_ON_INIT_EROR is not a variable gpulet documents",
 		},
 		{
+			name: "GPUs by NVIDIA_VISIBLE_DEVICES without CAP_SYS_ADMIN",
+			mutate: func(t *testing.T, ds map[string]interface{}) {
+				caps := container(t, ds)["securityContext"].(map[string]interface{})["capabilities"].(map[string]interface{})
+				delete(caps, "add")
+			},
+			want: "NVIDIA_VISIBLE_DEVICES=all without CAP_SYS_ADMIN",
+		},
+		{
 			name: "missing ConfigMap",
 			mutate: func(t *testing.T, ds map[string]interface{}) {
 				volume(t, ds, "config")["configMap"].(map[string]interface{})["name"] = "gpulet-cfg"

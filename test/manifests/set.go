@@ -134,7 +134,8 @@ var builtinNamespaces = map[string]bool{"kube-system": true, "default": true}
 // Check verifies what the API server cannot see object by object: every
 // namespace used exists (built in or in the set), each DaemonSet's service
 // account and ConfigMap volumes (with their keys) are in the set, every
-// environment variable of its containers is in documented or RuntimeEnv,
+// environment variable of its containers is in documented or RuntimeEnv (and
+// one asking the runtime for GPUs comes with CAP_SYS_ADMIN),
 // each Service selects a DaemonSet's pods and targets their ports, and each
 // ServiceMonitor selects a Service and scrapes its ports.
 func (s *Set) Check(documented map[string]bool) error {
@@ -318,8 +319,50 @@ func (s *Set) checkDaemonSet(ds *apps.DaemonSet, documented map[string]bool) err
 				return fmt.Errorf("spec.template.spec.containers[%d].env[%d]: %s is not a variable gpulet documents in docs/*.md", i, j, e.Name)
 			}
 		}
+		if err := checkEnvRequest(&c); err != nil {
+			return fmt.Errorf("spec.template.spec.containers[%d]: %w", i, err)
+		}
 	}
 	return nil
+}
+
+// checkEnvRequest: a container that asks the runtime for GPUs through
+// NVIDIA_VISIBLE_DEVICES must get them on a node set up for several tenants
+// too (gpulet-runtime's acceptEnvvarUnprivileged: false, NVIDIA's
+// accept-nvidia-visible-devices-envvar-when-unprivileged = false), where
+// both runtimes honour the variable only with CAP_SYS_ADMIN in the
+// container's bounding set: privileged, or SYS_ADMIN added.
+func checkEnvRequest(c *core.Container) error {
+	value, asks := "", false
+	for _, e := range c.Env {
+		if e.Name == "NVIDIA_VISIBLE_DEVICES" {
+			value = e.Value
+			asks = e.Value != "" && e.Value != "void"
+		}
+	}
+	if !asks || hasSysAdmin(c.SecurityContext) {
+		return nil
+	}
+	return fmt.Errorf("NVIDIA_VISIBLE_DEVICES=%s without CAP_SYS_ADMIN (securityContext.privileged or capabilities.add SYS_ADMIN): "+
+		"a runtime with acceptEnvvarUnprivileged: false refuses it (docs/runtime.md)", value)
+}
+
+func hasSysAdmin(sc *core.SecurityContext) bool {
+	if sc == nil {
+		return false
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		return true
+	}
+	if sc.Capabilities == nil {
+		return false
+	}
+	for _, c := range sc.Capabilities.Add {
+		if c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
+			return true
+		}
+	}
+	return false
 }
 
 // ConfigFile is the config file a DaemonSet's container reads: CONFIG_FILE,

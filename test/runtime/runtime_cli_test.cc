@@ -104,7 +104,7 @@ TEST_F(RuntimeCliTest, BadInputTable) {
        "", "config.json: root: missing"},
       {"unknown device",
        R"({"root":{"path":"r"},"process":{"env":["NVIDIA_VISIBLE_DEVICES=7"]}})",
-       "", "unknown CDI device nvidia.com/gpu=7 (nvidia.com/gpu has 0, 1)"},
+       "", "unknown CDI device nvidia.com/gpu=7 (kind nvidia.com/gpu)\n"},
       {"bad CDI annotation",
        R"({"root":{"path":"r"},"process":{},"annotations":{"cdi.k8s.io/x":"gpu0"}})",
        "", "annotations[\"cdi.k8s.io/x\"]: CDI device \"gpu0\""},

@@ -170,6 +170,9 @@ func (n *Node) DeployGpulet(ctx context.Context, config string) error {
 	if err != nil {
 		return err
 	}
+	if err := n.runtimeSettingFor(cm.Data["config.yaml"]); err != nil {
+		return err
+	}
 	if _, err := n.Client.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -117,5 +118,35 @@ func TestHelmValuesAreTheFixtureSubstitutions(t *testing.T) {
 	}
 	if len(v.Env) != 1 || v.Env[0].Name != "GPULET_SIM_MACHINE" || v.Env[0].Value != "a100-mig" {
 		t.Errorf("env %+v", v.Env)
+	}
+}
+
+func TestEnvvarStrategyOpensTheRuntimeSetting(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		want   bool
+	}{
+		{"version: v1\n", true},
+		{"version: v1\nflags:\n  plugin:\n    deviceListStrategy: envvar\n", true},
+		{"version: v1\nflags:\n  plugin:\n    deviceListStrategy: volume-mounts\n", false},
+		{"version: v1\nflags:\n  plugin:\n    deviceListStrategy: [cdi-annotations, cdi-cri]\n", false},
+		{"version: v1\nflags:\n  plugin:\n    deviceListStrategy: [volume-mounts, envvar]\n", true},
+	} {
+		got, err := usesEnvvarStrategy(c.config)
+		if err != nil || got != c.want {
+			t.Errorf("%q: %v, %v; want %v", c.config, got, err, c.want)
+		}
+	}
+	p := Paths{State: t.TempDir()}
+	text := "runtime: runc\nacceptEnvvarUnprivileged: false\nlogFile: x\n"
+	if err := os.WriteFile(p.RuntimeConfig(), []byte(text), 0644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.setAcceptEnvvar(true); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(p.RuntimeConfig())
+	if want := strings.Replace(text, "false", "true", 1); string(got) != want {
+		t.Errorf("runtime config %q, want %q", got, want)
 	}
 }

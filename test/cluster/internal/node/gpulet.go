@@ -56,6 +56,9 @@ func (n *Node) Reconfigure(ctx context.Context, config string, want map[string]i
 	if err != nil {
 		return err
 	}
+	if err := n.runtimeSettingFor(cm.Data["config.yaml"]); err != nil {
+		return err
+	}
 	if _, err := n.Client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		return err
 	}
@@ -163,6 +166,9 @@ func (n *Node) ConfigInPod(pid int) (string, error) {
 func (n *Node) SetConfig(ctx context.Context, pid int, config string) (string, error) {
 	cm, err := n.ConfigMap(config)
 	if err != nil {
+		return "", err
+	}
+	if err := n.runtimeSettingFor(cm.Data["config.yaml"]); err != nil {
 		return "", err
 	}
 	if _, err := n.Client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {

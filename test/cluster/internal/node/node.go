@@ -279,7 +279,8 @@ func (n *Node) gpuNode() error {
 	if err != nil {
 		return err
 	}
-	runtimeCfg := fmt.Sprintf("runtime: %s\ndriverRoot: %s\nspecDirs: [%s, %s]\nlogFile: %s\n",
+	// The multi-tenant setting (runtime_envvar.go).
+	runtimeCfg := fmt.Sprintf("runtime: %s\ndriverRoot: %s\nspecDirs: [%s, %s]\nlogFile: %s\nacceptEnvvarUnprivileged: false\n",
 		runc, p.GPURoot(), p.StaticCDI(), DynamicCDIDir, p.RuntimeLog())
 	if err := os.MkdirAll(DynamicCDIDir, 0755); err != nil {
 		return err
