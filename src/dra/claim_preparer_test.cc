@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/cdi/spec_builder.h"
 #include "src/cdi/spec_codec.h"
 #include "src/cdi/spec_file.h"
 #include "src/cdi/test_hooks.h"
@@ -266,20 +267,26 @@ TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
             std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-mps.json"});
 }
 
-// Upgrade: what an earlier release wrote (a node spec whose hook has no
+// Upgrade: what an earlier release wrote (claim specs whose hook has no
 // environment, an MPS claim's node-wide /dev/shm, a checkpoint without
 // UUIDs or consumed memory) is written again at start, from the
-// checkpoint, the node and the sharing applied again. A claim whose
-// sharing cannot be applied again keeps its spec.
+// checkpoint, the node spec of this start and the sharing applied again.
+// A claim whose sharing cannot be applied again keeps its spec.
 TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
   cdi::Spec old_node = TestSpec();
   cdi::Hook hook;
   hook.hook_name = "createContainer";
   hook.path = "/usr/bin/gpulet-runtime";
-  hook.args = {"gpulet-runtime", "hook", "update-ldcache"};
+  hook.args = {"gpulet-runtime", "hook", "update-ldcache", "--folder", "/old"};
   old_node.edits.hooks = {hook};
   cdi::Spec new_node = old_node;
-  new_node.edits.hooks[0].env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  new_node.edits.hooks[0].args.back() = "/new";
+  // Every claim spec's hooks get an env and a timeout, whatever the node
+  // spec's have.
+  cdi::Spec old_written = old_node;
+  cdi::SetHookDefaults(old_written);
+  cdi::Spec new_written = new_node;
+  cdi::SetHookDefaults(new_written);
   auto start =
       [&](const cdi::Spec& node_spec) -> std::unique_ptr<ClaimPreparer> {
     auto p = ClaimPreparer::Create(Options(), api_.Getter());
@@ -302,15 +309,24 @@ TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
     ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
     ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
   }
-  absl::StatusOr<cdi::Spec> stale = cdi::ReadSpecFile(mps_path);
-  ASSERT_TRUE(stale.ok()) << stale.status();
-  cdi::Mount shared;
-  shared.host_path = "/run/nvidia/mps/shm";
-  shared.container_path = "/dev/shm";
-  stale->devices[0].edits.mounts.push_back(shared);
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  mps_path, cdi::FormatSpec(*stale, cdi::Format::kJson), {})
-                  .ok());
+  // An earlier release's files: bare hooks, and a node-wide /dev/shm.
+  for (const std::string& path : {a_path, mps_path}) {
+    absl::StatusOr<cdi::Spec> stale = cdi::ReadSpecFile(path);
+    ASSERT_TRUE(stale.ok()) << stale.status();
+    for (cdi::Hook& h : stale->edits.hooks) {
+      h.env.clear();
+      h.timeout.reset();
+    }
+    if (path == mps_path) {
+      cdi::Mount shared;
+      shared.host_path = "/run/nvidia/mps/shm";
+      shared.container_path = "/dev/shm";
+      stale->devices[0].edits.mounts.push_back(shared);
+    }
+    ASSERT_TRUE(common::WriteFileAtomic(
+                    path, cdi::FormatSpec(*stale, cdi::Format::kJson), {})
+                    .ok());
+  }
   absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
   ASSERT_TRUE(saved.ok()) << saved.status();
   for (auto& [uid, claim] : *saved) {
@@ -327,8 +343,8 @@ TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
   absl::StatusOr<cdi::Spec> mps = cdi::ReadSpecFile(mps_path);
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(mps.ok()) << mps.status();
-  EXPECT_EQ(a->edits.hooks, new_node.edits.hooks);
-  EXPECT_EQ(mps->edits.hooks, new_node.edits.hooks);
+  EXPECT_EQ(a->edits.hooks, new_written.edits.hooks);
+  EXPECT_EQ(mps->edits.hooks, new_written.edits.hooks);
   ASSERT_EQ(a->devices.size(), 2u);
   EXPECT_EQ(a->devices[1].edits.device_nodes[0].path,
             "/dev/nvidia-caps/nvidia-cap21");
@@ -348,7 +364,7 @@ TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
   auto failed = start(old_node);
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(common::ReadFile(mps_path).value_or(""), *before);
-  EXPECT_EQ(cdi::ReadSpecFile(a_path)->edits.hooks, old_node.edits.hooks);
+  EXPECT_EQ(cdi::ReadSpecFile(a_path)->edits.hooks, old_written.edits.hooks);
 }
 
 TEST_F(ClaimPreparerTest, TwoSharesOfOneGpuAreOneGpuToTheApplier) {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,12 +201,23 @@ func checkSharing(t *testing.T, mgr *dra.Manager, active *activePods, ts, mps *v
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Unprepare removes the claim's whole MPS directory (pipe, log and its
+	// own /dev/shm): the daemon's log is read through a descriptor opened
+	// before.
+	logFile, err := os.Open(filepath.Join(mpsDir, "log", "control.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
 	active.remove(mps)
 	if err := mgr.UnprepareResources(context.Background(), mps); err != nil {
 		t.Fatalf("UnprepareResources(%s): %v", mps.Name, err)
 	}
-	if log := read(filepath.Join(mpsDir, "log", "control.log")); !strings.Contains(log, "command quit") {
+	if log, _ := io.ReadAll(logFile); !strings.Contains(string(log), "command quit") {
 		t.Fatalf("the claim's MPS daemon was not told to quit:\n%s", log)
+	}
+	if _, err := os.Stat(mpsDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the claim's MPS directory %s after unprepare: %v (want gone)", mpsDir, err)
 	}
 	active.remove(ts)
 	if err := mgr.UnprepareResources(context.Background(), ts); err != nil {
