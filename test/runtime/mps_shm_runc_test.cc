@@ -23,6 +23,7 @@
 #include "src/nvml/sim/node_render.h"
 #include "test/integration/subprocess.h"
 #include "test/runtime/runc_fixture.h"
+#include "test/runtime/runc_test.h"
 
 namespace gpulet::testing {
 namespace {
@@ -31,15 +32,11 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace claims = dra::testing_claims;
 
-class MpsShmRuncTest : public ::testing::Test {
+class MpsShmRuncTest : public RuncTest<> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CanRunContainers(&why)) GTEST_SKIP() << why;
-    auto fixture =
-        RuncFixture::Create({GPULET_RUNTIME_BINARY, GPULET_FAKE_LIB_DIR});
-    ASSERT_TRUE(fixture.ok()) << fixture.status();
-    fixture_ = *std::move(fixture);
+    RuncTest<>::SetUp();
+    if (SetUpStopped()) return;
     mps_root_ = fixture_->dir() + "/mps";
     const std::string control = fixture_->dir() + "/nvidia-cuda-mps-control";
     std::ofstream(control) << sim::MpsControlScript("550.54.15");
@@ -109,7 +106,6 @@ class MpsShmRuncTest : public ::testing::Test {
     return r.out;
   }
 
-  std::unique_ptr<RuncFixture> fixture_;
   std::string mps_root_;
   claims::FakeApi api_;
   std::unique_ptr<daemon::DraSharing> sharing_;

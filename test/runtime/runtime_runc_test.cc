@@ -16,6 +16,7 @@
 #include "src/common/file_util.h"
 #include "test/integration/subprocess.h"
 #include "test/runtime/runc_fixture.h"
+#include "test/runtime/runc_test.h"
 
 namespace gpulet::testing {
 namespace {
@@ -35,15 +36,11 @@ const std::string kNvmlLib =
 const std::vector<std::string> kControlRules = {
     "c 195:255 rwm", "c 195:254 rwm", "c 235:0 rwm", "c 235:1 rwm"};
 
-class RuntimeRuncTest : public ::testing::Test {
+class RuntimeRuncTest : public RuncTest<> {
  protected:
   void SetUp() override {
-    std::string why;
-    if (!CanRunContainers(&why)) GTEST_SKIP() << why;
-    auto fixture =
-        RuncFixture::Create({GPULET_RUNTIME_BINARY, GPULET_FAKE_LIB_DIR});
-    ASSERT_TRUE(fixture.ok()) << fixture.status();
-    fixture_ = *std::move(fixture);
+    RuncTest<>::SetUp();
+    if (SetUpStopped()) return;
     id_ = fixture_->dir().substr(5);  // unique: the temp dir's name
   }
 
@@ -98,7 +95,6 @@ class RuntimeRuncTest : public ::testing::Test {
     return a;
   }
 
-  std::unique_ptr<RuncFixture> fixture_;
   std::string id_;
 };
 
