@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "src/nvml/sim/node_render.h"
 
@@ -174,6 +175,16 @@ TEST_F(DraSharingTest, TwoMpsClaimsNeverShareShm) {
   EXPECT_EQ(st.st_mode & 07777, 01777);
   EXPECT_EQ(st.st_uid, 0u);
 
+  // Both daemons listening, so that Release stops them with `quit`: a
+  // daemon stopped before it listens is signalled, and the fake one's
+  // children may still be creating its pipe while the directory goes.
+  for (const char* claim : {"claim-uid-a", "claim-uid-b"}) {
+    const std::string control =
+        absl::StrCat(options_.mps_root, "/", claim, "/pipe/control");
+    ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(control); }))
+        << control;
+  }
+
   // What each daemon sees as /dev/shm (through its own mount namespace).
   const int pid_a = sharing.DaemonPid("uid-a");
   const int pid_b = sharing.DaemonPid("uid-b");
@@ -191,7 +202,8 @@ TEST_F(DraSharingTest, TwoMpsClaimsNeverShareShm) {
   ASSERT_TRUE(sharing.Release("uid-a").ok());
   EXPECT_FALSE(std::filesystem::exists(options_.mps_root + "/claim-uid-a"));
   EXPECT_TRUE(std::filesystem::is_directory(shm_b));
-  ASSERT_TRUE(sharing.Release("uid-b").ok());
+  absl::Status released = sharing.Release("uid-b");
+  ASSERT_TRUE(released.ok()) << released;
   EXPECT_FALSE(std::filesystem::exists(options_.mps_root + "/claim-uid-b"));
 }
 
