@@ -50,11 +50,17 @@ class HttpTlsTest : public ::testing::Test {
   }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
-  std::unique_ptr<Server> Start() {
+  // The server's TLS options: its certificate and key.
+  ServerOptions TlsOptions() const {
     ServerOptions options;
     options.address = "127.0.0.1:0";
     options.tls_cert_file = Path("tls.crt");
     options.tls_key_file = Path("tls.key");
+    return options;
+  }
+
+  // A server answering "hello <path>".
+  static std::unique_ptr<Server> StartWith(const ServerOptions& options) {
     absl::StatusOr<std::unique_ptr<Server>> s =
         Server::Start(options, [](const Request& r) {
           return Response{.status = 200,
@@ -64,6 +70,8 @@ class HttpTlsTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *std::move(s) : nullptr;
   }
+
+  std::unique_ptr<Server> Start() { return StartWith(TlsOptions()); }
 
   // GET over TLS trusting only the CA in `ca_file`; the body, or "" when
   // the connection failed.
@@ -79,21 +87,11 @@ class HttpTlsTest : public ::testing::Test {
   // /healthz open unless `strict`.
   std::unique_ptr<Server> StartMutual(std::vector<std::string> allowed,
                                       bool strict = false) {
-    ServerOptions options;
-    options.address = "127.0.0.1:0";
-    options.tls_cert_file = Path("tls.crt");
-    options.tls_key_file = Path("tls.key");
+    ServerOptions options = TlsOptions();
     options.client_ca_file = Path("client-ca.pem");
     options.allowed_client_names = std::move(allowed);
     if (!strict) options.open_paths = {"/healthz"};
-    absl::StatusOr<std::unique_ptr<Server>> s =
-        Server::Start(options, [](const Request& r) {
-          return Response{.status = 200,
-                          .content_type = "text/plain",
-                          .body = absl::StrCat("hello ", r.path)};
-        });
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? *std::move(s) : nullptr;
+    return StartWith(options);
   }
 
   // A client certificate named `name` signed by `ca`, written as
