@@ -12,7 +12,7 @@
 #include "bench/bench_stats.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "src/nvml/sim/control_client.h"
+#include "sim/control_client.h"
 
 namespace gpulet::bench {
 namespace {

@@ -26,8 +26,8 @@
 #include "absl/strings/str_cat.h"
 #include "bench/bench_stats.h"
 #include "dra/v1/api.grpc.pb.h"
-#include "src/dra/claim_preparer.h"
-#include "src/dra/dra_server.h"
+#include "src/dra/kubelet/claim_preparer.h"
+#include "src/dra/kubelet/dra_server.h"
 
 namespace gpulet::dra {
 namespace {

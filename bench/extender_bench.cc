@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "bench/bench_stats.h"
-#include "src/common/clock.h"
-#include "src/extender/extender.h"
-#include "src/extender/fake_api_server.h"
-#include "src/extender/test_nodes.h"
-#include "src/kube/sleeper.h"
+#include "src/base/common/clock.h"
+#include "src/cluster/extender/extender.h"
+#include "src/cluster/extender/fake_api_server.h"
+#include "src/cluster/extender/test_nodes.h"
+#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "src/allocation/allocate_response.h"
-#include "src/allocation/simple_preferred.h"
-#include "src/plugin/device_list.h"
-#include "src/plugin/request_handlers.h"
+#include "src/model/allocation/allocate_response.h"
+#include "src/model/allocation/simple_preferred.h"
+#include "src/plugin/server/device_list.h"
+#include "src/plugin/server/request_handlers.h"
 
 namespace gpulet::plugin {
 namespace {

@@ -23,11 +23,11 @@
 #include "absl/strings/numbers.h"
 #include "bench/bench_stats.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "src/allocation/allocate_response.h"
-#include "src/allocation/preferred_handler.h"
-#include "src/allocation/test_topologies.h"
-#include "src/nvml/sim/profiles.h"
-#include "src/plugin/plugin_server.h"
+#include "src/model/allocation/allocate_response.h"
+#include "src/model/allocation/preferred_handler.h"
+#include "src/model/allocation/test_topologies.h"
+#include "sim/profiles.h"
+#include "src/plugin/server/plugin_server.h"
 
 namespace gpulet::bench {
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/common/file_util.h"
-#include "src/config/runtime_config.h"
-#include "src/runtime/create.h"
+#include "src/base/common/file_util.h"
+#include "src/base/config/runtime_config.h"
+#include "src/runtime/wrapper/create.h"
 #include "test/runtime/runc_fixture.h"
 
 extern char** environ;

@@ -7,7 +7,7 @@ find_package(CLI11 CONFIG REQUIRED)
 find_package(toml11 CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
-# TLS for the Kubernetes API client (src/kube) and the HTTP server.
+# TLS for the Kubernetes API client (src/net/kube) and the HTTP server.
 find_package(OpenSSL REQUIRED)
 # HTTP/2 framing, HPACK and flow control for the kubelet-facing transport.
 find_package(PkgConfig REQUIRED)

@@ -1,11 +1,11 @@
 #include "src/cli/cdi_command.h"
 
-#include "src/cdi/passthrough_spec.h"
-#include "src/cdi/spec_codec.h"
-#include "src/cdi/spec_file.h"
-#include "src/common/file_util.h"
-#include "src/device/discovery.h"
-#include "src/common/status_macros.h"
+#include "src/model/cdi/passthrough_spec.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/spec_file.h"
+#include "src/base/common/file_util.h"
+#include "src/gpu/device/discovery.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::cli {
 

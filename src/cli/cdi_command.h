@@ -1,6 +1,6 @@
 // `gpulet cdi generate`: discover the node's GPUs through NVML and the
 // driver's files under --driver-root, and print or write the CDI spec
-// (docs/cdi.md). Wiring only; the spec is built by src/cdi.
+// (docs/cdi.md). Wiring only; the spec is built by src/model/cdi.
 //
 // Thread safety: run on the main thread, one command per process.
 #pragma once

@@ -9,11 +9,11 @@
 #include "CLI/CLI.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/cdi/spec_codec.h"
-#include "src/cdi/spec_file.h"
-#include "src/cdi/test_hooks.h"
-#include "src/cdi/test_root.h"
-#include "src/vfio/test_tree.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/spec_file.h"
+#include "src/model/cdi/test_hooks.h"
+#include "src/model/cdi/test_root.h"
+#include "src/gpu/vfio/test_tree.h"
 
 namespace gpulet::cli {
 namespace {

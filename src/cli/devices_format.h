@@ -22,7 +22,7 @@
 
 #include <string>
 
-#include "src/device/gpu.h"
+#include "src/gpu/device/gpu.h"
 
 namespace gpulet::cli {
 

@@ -7,7 +7,7 @@
 #include <ostream>
 
 #include "CLI/App.hpp"
-#include "src/daemon/extender_runner.h"
+#include "src/plugin/daemon/extender_runner.h"
 
 namespace gpulet::cli {
 

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
-#include "src/common/logging.h"
-#include "src/device/nvml_error_kind.h"
-#include "src/nvml/dynamic_library.h"
+#include "src/base/common/logging.h"
+#include "src/gpu/device/nvml_error_kind.h"
+#include "src/gpu/nvml/dynamic_library.h"
 
 namespace gpulet::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include "CLI/App.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "src/nvml/library.h"
+#include "src/gpu/nvml/library.h"
 
 namespace gpulet::cli {
 

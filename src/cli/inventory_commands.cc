@@ -2,9 +2,9 @@
 
 #include "src/cli/devices_format.h"
 #include "src/cli/topo_format.h"
-#include "src/device/discovery.h"
-#include "src/common/status_macros.h"
-#include "src/device/topology.h"
+#include "src/gpu/device/discovery.h"
+#include "src/base/common/status_macros.h"
+#include "src/gpu/device/topology.h"
 
 namespace gpulet::cli {
 

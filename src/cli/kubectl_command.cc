@@ -10,11 +10,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "src/cli/memory_status.h"
-#include "src/common/clock.h"
-#include "src/config/kubeconfig.h"
-#include "src/kube/api_path.h"
-#include "src/kube/client.h"
-#include "src/kube/tls_transport.h"
+#include "src/base/common/clock.h"
+#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/api_path.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/tls_transport.h"
 
 namespace gpulet::cli {
 namespace {

@@ -7,11 +7,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/cli/app.h"
-#include "src/common/status_macros.h"
-#include "src/config/resolve.h"
-#include "src/daemon/label_publisher.h"
-#include "src/device/discovery.h"
-#include "src/labels/node_patch.h"
+#include "src/base/common/status_macros.h"
+#include "src/base/config/resolve.h"
+#include "src/plugin/daemon/label_publisher.h"
+#include "src/gpu/device/discovery.h"
+#include "src/model/labels/node_patch.h"
 
 namespace gpulet::cli {
 namespace {

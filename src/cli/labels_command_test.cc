@@ -20,9 +20,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/cli/app.h"
-#include "src/common/file_util.h"
-#include "src/nvml/sim/node_render.h"
-#include "src/nvml/sim/profiles.h"
+#include "src/base/common/file_util.h"
+#include "sim/node_render.h"
+#include "sim/profiles.h"
 
 namespace gpulet::cli {
 namespace {

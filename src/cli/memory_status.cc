@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "src/cli/table.h"
-#include "src/sharing/annotations.h"
-#include "src/sharing/pack.h"
+#include "src/model/sharing/annotations.h"
+#include "src/model/sharing/pack.h"
 
 namespace gpulet::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/sharing/annotations.h"
+#include "src/model/sharing/annotations.h"
 
 namespace gpulet::cli {
 namespace {

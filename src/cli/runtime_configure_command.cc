@@ -7,10 +7,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "src/common/file_util.h"
-#include "src/common/status_macros.h"
-#include "src/engineconfig/configure.h"
-#include "src/engineconfig/unified_diff.h"
+#include "src/base/common/file_util.h"
+#include "src/base/common/status_macros.h"
+#include "src/runtime/engineconfig/configure.h"
+#include "src/runtime/engineconfig/unified_diff.h"
 
 namespace gpulet::cli {
 namespace {

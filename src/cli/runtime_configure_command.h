@@ -1,6 +1,6 @@
 // `gpulet runtime configure`: adds gpulet-runtime to a container engine's
 // configuration file (docs/runtime.md). Reads the file, has
-// src/engineconfig edit the text, and writes it back atomically after
+// src/runtime/engineconfig edit the text, and writes it back atomically after
 // saving the previous contents, or prints the diff (--dry-run).
 //
 // Thread safety: run on the main thread, one command per process.

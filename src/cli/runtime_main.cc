@@ -1,7 +1,7 @@
 // gpulet-runtime: an OCI runtime wrapper. Configure it as a container
 // runtime (containerd, CRI-O) in place of runc; it is invoked with runc's
 // command line. On `create` and `run` it injects the requested GPUs into
-// <bundle>/config.json (src/runtime/create.h), then execs the real runtime
+// <bundle>/config.json (src/runtime/wrapper/create.h), then execs the real runtime
 // with the same arguments; every other subcommand is exec'd straight
 // through. `gpulet-runtime hook update-ldcache --folder DIR...` is the
 // createContainer hook that gpulet's CDI specs name.
@@ -21,12 +21,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "src/common/logging.h"
-#include "src/config/runtime_config.h"
-#include "src/runtime/create.h"
-#include "src/runtime/exec_runtime.h"
-#include "src/runtime/ldcache_hook.h"
-#include "src/runtime/runc_args.h"
+#include "src/base/common/logging.h"
+#include "src/base/config/runtime_config.h"
+#include "src/runtime/wrapper/create.h"
+#include "src/runtime/wrapper/exec_runtime.h"
+#include "src/runtime/wrapper/ldcache_hook.h"
+#include "src/runtime/wrapper/runc_args.h"
 
 namespace {
 

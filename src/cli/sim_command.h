@@ -1,9 +1,9 @@
 // `gpulet sim <cmd>`: fault injection into a running NVML simulator through
-// its control socket (src/nvml/sim/control_protocol.h), and `gpulet sim
+// its control socket (sim/control_protocol.h), and `gpulet sim
 // render ROOT`, which writes the rest of the simulated node (device nodes,
 // /proc, /sys, a driver root) from the machine the simulator loads
-// (src/nvml/sim/node_render.h), and `gpulet sim kernel ROOT`, which plays
-// the kernel's part on such a tree (src/nvml/sim/fake_kernel.h) until a
+// (sim/node_render.h), and `gpulet sim kernel ROOT`, which plays
+// the kernel's part on such a tree (sim/fake_kernel.h) until a
 // signal. The CLI never links the simulator library;
 // it sends one text line and prints the reply payload, or renders from the
 // machine model.

@@ -18,7 +18,7 @@
 
 #include <string>
 
-#include "src/device/topology.h"
+#include "src/gpu/device/topology.h"
 
 namespace gpulet::cli {
 

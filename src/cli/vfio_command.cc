@@ -7,12 +7,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "src/common/status_macros.h"
-#include "src/config/parser.h"
-#include "src/device/pci_address.h"
-#include "src/vfio/binder.h"
-#include "src/vfio/gpu_selector.h"
-#include "src/vfio/vfio.h"
+#include "src/base/common/status_macros.h"
+#include "src/base/config/parser.h"
+#include "src/gpu/device/pci_address.h"
+#include "src/gpu/vfio/binder.h"
+#include "src/gpu/vfio/gpu_selector.h"
+#include "src/gpu/vfio/vfio.h"
 
 namespace gpulet::cli {
 namespace {

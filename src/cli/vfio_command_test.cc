@@ -12,9 +12,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/cli/app.h"
-#include "src/nvml/sim/fake_kernel.h"
-#include "src/nvml/sim/node_render.h"
-#include "src/nvml/sim/profiles.h"
+#include "sim/fake_kernel.h"
+#include "sim/node_render.h"
+#include "sim/profiles.h"
 
 namespace gpulet::cli {
 namespace {

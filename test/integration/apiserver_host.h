@@ -25,10 +25,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "src/common/file_util.h"
-#include "src/config/kubeconfig.h"
-#include "src/kube/tls_transport.h"
-#include "src/kube/test_tls.h"
+#include "src/base/common/file_util.h"
+#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/tls_transport.h"
+#include "src/net/kube/test_tls.h"
 
 namespace gpulet::testing {
 

@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "src/nvml/sim/profiles.h"
+#include "sim/profiles.h"
 #include "test/integration/gpulet_runner.h"
 
 namespace gpulet::testing {

@@ -23,7 +23,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "src/nvml/sim/control_client.h"
+#include "sim/control_client.h"
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
 #include "test/integration/gpulet_runner.h"

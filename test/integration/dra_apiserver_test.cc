@@ -1,4 +1,4 @@
-// The node's DRA ResourceSlices (src/draslice/) and the DRA manifests in
+// The node's DRA ResourceSlices (src/dra/slices/) and the DRA manifests in
 // deploy/dra/ against a real kube-apiserver of the pinned version, with its
 // default feature gates: the server's validation is the judge of what is
 // published (attribute names and types, capacities, counter sets, taints,
@@ -20,13 +20,13 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/common/clock.h"
-#include "src/config/yaml_json.h"
-#include "src/dra/claim_allocation.h"
-#include "src/draslice/publisher.h"
-#include "src/draslice/sim_devices.h"
-#include "src/kube/client.h"
-#include "src/kube/sleeper.h"
+#include "src/base/common/clock.h"
+#include "src/base/config/yaml_json.h"
+#include "src/dra/kubelet/claim_allocation.h"
+#include "src/dra/slices/publisher.h"
+#include "src/dra/slices/sim_devices.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet::draslice {

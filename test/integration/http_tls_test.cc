@@ -1,4 +1,4 @@
-// gpulet's HTTP server (src/http) over TLS, with a CA and certificates
+// gpulet's HTTP server (src/net/http) over TLS, with a CA and certificates
 // made by the test: a client trusting the CA gets answers, a client
 // trusting another CA is refused, a replaced certificate is served to new
 // connections without a restart, and the key never appears in the log.
@@ -18,9 +18,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "src/common/file_util.h"
-#include "src/http/server.h"
-#include "src/kube/test_tls.h"
+#include "src/base/common/file_util.h"
+#include "src/net/http/server.h"
+#include "src/net/kube/test_tls.h"
 
 namespace gpulet::http {
 namespace {

@@ -1,4 +1,4 @@
-// The Kubernetes API client (src/kube/) against a real kube-apiserver (the
+// The Kubernetes API client (src/net/kube/) against a real kube-apiserver (the
 // binary test/cluster/build-k8s builds) over a real etcd, both on
 // 127.0.0.1 in a temporary directory, with a CA and certificates made by
 // the test. Covers what a fake server can only assume: the API server's
@@ -30,16 +30,16 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "src/cli/kubectl_command.h"
-#include "src/common/file_util.h"
-#include "src/config/kubeconfig.h"
-#include "src/daemon/label_publisher.h"
-#include "src/kube/api_path.h"
-#include "src/kube/api_status.h"
-#include "src/kube/client.h"
-#include "src/kube/tls_transport.h"
-#include "src/kube/list_watcher.h"
-#include "src/kube/test_tls.h"
-#include "src/labels/node_patch.h"
+#include "src/base/common/file_util.h"
+#include "src/base/config/kubeconfig.h"
+#include "src/plugin/daemon/label_publisher.h"
+#include "src/net/kube/api_path.h"
+#include "src/net/kube/api_status.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/tls_transport.h"
+#include "src/net/kube/list_watcher.h"
+#include "src/net/kube/test_tls.h"
+#include "src/model/labels/node_patch.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet::kube {

@@ -23,11 +23,11 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/common/clock.h"
-#include "src/common/file_util.h"
-#include "src/config/yaml_json.h"
-#include "src/kube/client.h"
-#include "src/kube/sleeper.h"
+#include "src/base/common/clock.h"
+#include "src/base/common/file_util.h"
+#include "src/base/config/yaml_json.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "src/allocation/allocate_response.h"
-#include "src/allocation/simple_preferred.h"
-#include "src/common/logging.h"
-#include "src/plugin/plugin_server.h"
+#include "src/model/allocation/allocate_response.h"
+#include "src/model/allocation/simple_preferred.h"
+#include "src/base/common/logging.h"
+#include "src/plugin/server/plugin_server.h"
 #include "test/integration/plugin_test_client.h"
 
 namespace gpulet::plugin {

@@ -1,6 +1,6 @@
 // PluginServer over a real unix socket, driven by a C++ gRPC client the way
 // the kubelet drives a device plugin.
-#include "src/plugin/plugin_server.h"
+#include "src/plugin/server/plugin_server.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -14,8 +14,8 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "src/allocation/allocate_response.h"
-#include "src/allocation/simple_preferred.h"
+#include "src/model/allocation/allocate_response.h"
+#include "src/model/allocation/simple_preferred.h"
 #include "test/integration/plugin_test_client.h"
 
 namespace gpulet::plugin {

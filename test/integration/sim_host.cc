@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "src/nvml/dynamic_library.h"
+#include "src/gpu/nvml/dynamic_library.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

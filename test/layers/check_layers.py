@@ -9,7 +9,7 @@ one row per line, top row first:
 
 The names of a row are the words before the first run of two or more spaces;
 what follows is description. A folder src/<name>/ is the layer <name>
-(src/nvml/sim/ belongs to nvml's folder and so counts as nvml). A layer may
+(sim/ belongs to nvml's folder and so counts as nvml). A layer may
 use the layers of the rows below its own row; layers on one row do not use
 each other.
 

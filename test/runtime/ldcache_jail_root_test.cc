@@ -1,4 +1,4 @@
-// EnterContainerRoot and DropPrivileges (src/runtime/ldcache_jail.h) in a
+// EnterContainerRoot and DropPrivileges (src/runtime/wrapper/ldcache_jail.h) in a
 // real process, as root: after them no procfs or sysfs is reachable, the
 // runtime side's root is gone, and the process can no longer mount or gain
 // a capability. Run in a forked child with its own mount namespace (the
@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "src/runtime/ldcache_jail.h"
+#include "src/runtime/wrapper/ldcache_jail.h"
 #include "test/runtime/runc_fixture.h"
 
 namespace gpulet::testing {

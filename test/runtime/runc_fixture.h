@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "src/cdi/spec.h"
+#include "src/model/cdi/spec.h"
 
 namespace gpulet::testing {
 

@@ -1,4 +1,4 @@
-// Package h2wire judges gpulet's own gRPC transport (src/h2) with grpc-go,
+// Package h2wire judges gpulet's own gRPC transport (src/net/h2) with grpc-go,
 // the kubelet's gRPC implementation: h2_test_server (H2_TEST_SERVER, set by
 // ctest's h2_grpc_go test) is started on a unix socket and called as the
 // kubelet's device manager dials a plugin. The harness's self-test leaves

@@ -1,0 +1,219 @@
+#include "src/cluster/extender/binder.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "src/base/common/logging.h"
+#include "src/base/common/status_macros.h"
+#include "src/net/kube/api_path.h"
+#include "src/net/kube/api_status.h"
+#include "src/model/sharing/annotations.h"
+
+namespace gpulet::extender {
+namespace {
+
+using nlohmann::json;
+
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+// The member `key` of `object`; nullptr when absent or null.
+const json* Member(const json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+bool IsConflict(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kAborted && kube::HttpCode(s) == 409;
+}
+
+}  // namespace
+
+Binder::Binder(kube::Client& client, NodeCache& cache, BinderOptions options)
+    : client_(client), cache_(cache), options_(std::move(options)) {}
+
+absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
+                          std::stop_token stop) {
+  BindOutcome ignored;
+  if (outcome == nullptr) outcome = &ignored;
+  const std::string what =
+      absl::StrCat("bind pod ", request.pod_namespace, "/", request.pod_name,
+                   " to node ", request.node, ": ");
+  GPULET_ASSIGN_OR_RETURN(
+      std::string pod_path,
+      kube::PodPath(request.pod_namespace, request.pod_name));
+  GPULET_ASSIGN_OR_RETURN(std::string binding_path,
+                          kube::PodBindingPath(request.pod_namespace,
+                                               request.pod_name));
+  GPULET_RETURN_IF_ERROR(kube::ValidateName("node name", request.node));
+  GPULET_ASSIGN_OR_RETURN(PodRequest pod,
+                          PlaceablePod(request, pod_path, stop));
+  {
+    std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
+    absl::MutexLock hold(lock.get());
+    absl::Status reserved = Reserve(request.node, pod, outcome, stop);
+    if (!reserved.ok()) return Prefixed(what, reserved);
+  }
+  const json binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata",
+       {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", request.node}}},
+  };
+  absl::StatusOr<json> bound = client_.Create(binding_path, binding, stop);
+  if (bound.ok()) return absl::OkStatus();
+  if (outcome->reserved) {
+    std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
+    absl::MutexLock hold(lock.get());
+    absl::Status released = Release(request.node, pod, stop);
+    if (!released.ok()) {
+      GPULET_LOG(WARNING) << what << "the pending entry stays until the node "
+                                     "agent's timeout: "
+                          << kube::ForLog(released);
+    }
+  }
+  return Prefixed(what, bound.status());
+}
+
+absl::StatusOr<PodRequest> Binder::PlaceablePod(const BindRequest& request,
+                                                const std::string& path,
+                                                std::stop_token stop) {
+  const std::string who =
+      absl::StrCat("bind pod ", request.pod_namespace, "/", request.pod_name);
+  const absl::Status refused = absl::FailedPreconditionError(
+      absl::StrCat(who, ": ", kNotPlacedHere));
+  if (request.pod_uid.empty()) return refused;
+  absl::StatusOr<json> object = client_.Get(path, stop);
+  if (!object.ok()) {
+    if (object.status().code() == absl::StatusCode::kNotFound ||
+        kube::HttpCode(object.status()) == 404) {
+      return refused;
+    }
+    // Logged, not answered: the API server's words may say more about the
+    // pod than the caller may learn.
+    GPULET_LOG(WARNING) << who << ": " << kube::ForLog(object.status());
+    return absl::UnavailableError(
+        absl::StrCat(who, ": the pod cannot be read now; try again"));
+  }
+  if (!Placeable(*object, request.pod_uid)) return refused;
+  absl::StatusOr<PodRequest> pod =
+      ReadPod(*object, options_.resource, options_.default_policy, "pod");
+  if (!pod.ok()) return Prefixed(absl::StrCat(who, ": "), pod.status());
+  if (pod->empty()) return refused;
+  return pod;
+}
+
+bool Binder::Placeable(const json& pod, const std::string& uid) const {
+  const json* meta = Member(pod, "metadata");
+  const json* spec = Member(pod, "spec");
+  if (meta == nullptr || spec == nullptr) return false;
+  const json* pod_uid = Member(*meta, "uid");
+  if (pod_uid == nullptr || !pod_uid->is_string() || *pod_uid != uid) {
+    return false;
+  }
+  if (Member(*meta, "deletionTimestamp") != nullptr) return false;
+  const json* node = Member(*spec, "nodeName");
+  if (node != nullptr &&
+      !(node->is_string() && node->get_ref<const std::string&>().empty())) {
+    return false;  // bound already
+  }
+  const json* scheduler = Member(*spec, "schedulerName");
+  const std::string name =
+      scheduler != nullptr && scheduler->is_string() &&
+              !scheduler->get_ref<const std::string&>().empty()
+          ? scheduler->get<std::string>()
+          : std::string("default-scheduler");
+  return absl::c_linear_search(options_.scheduler_names, name);
+}
+
+std::shared_ptr<absl::Mutex> Binder::NodeLock(const std::string& node) {
+  absl::MutexLock lock(&locks_mu_);
+  std::shared_ptr<absl::Mutex>& m = node_locks_[node];
+  if (m == nullptr) m = std::make_shared<absl::Mutex>();
+  return m;
+}
+
+absl::Status Binder::WritePending(const NodeView& view,
+                                  const sharing::Pending& pending,
+                                  std::stop_token stop) {
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(view.name));
+  json annotations = json::object();
+  annotations[std::string(sharing::kPendingAnnotation)] =
+      pending.pods.empty() ? json(nullptr) : json(sharing::EncodePending(pending));
+  const json patch = {{"metadata",
+                       {{"resourceVersion", view.resource_version},
+                        {"annotations", annotations}}}};
+  absl::StatusOr<json> written = client_.MergePatch(path, patch, stop);
+  if (!written.ok()) return written.status();
+  cache_.Update(*written);
+  return absl::OkStatus();
+}
+
+absl::Status Binder::Reserve(const std::string& node, const PodRequest& pod,
+                             BindOutcome* outcome, std::stop_token stop) {
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(node));
+  for (int round = 0; round <= options_.max_conflicts; ++round) {
+    // The cache's view first: when it is current the write succeeds without
+    // a read; when it is not, the API server says 409 and the next round
+    // reads the Node itself.
+    NodeViewPtr cached = round == 0 ? cache_.Find(node) : nullptr;
+    NodeView view;
+    if (cached != nullptr && !cached->resource_version.empty()) {
+      view = *cached;
+    } else {
+      GPULET_ASSIGN_OR_RETURN(json object, client_.Get(path, stop));
+      GPULET_ASSIGN_OR_RETURN(view, ReadNode(object));
+      cache_.Update(object);
+    }
+    if (view.pending_status.ok() && HasPod(view.pending, pod)) {
+      if (cached != nullptr) continue;  // believe only a fresh read
+      // An earlier attempt (or a retried PATCH) already recorded it.
+      outcome->reserved = true;
+      return absl::OkStatus();
+    }
+    const Verdict verdict =
+        Evaluate(options_.gone_pods != nullptr ? options_.gone_pods->Without(view)
+                                               : view,
+                 pod, options_.resource, options_.pack);
+    if (!verdict.fits && cached != nullptr) continue;  // read it fresh
+    if (!verdict.fits) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no longer fits: ", verdict.reason));
+    }
+    absl::Status s =
+        WritePending(view, WithPod(view.pending, pod, options_.now()), stop);
+    if (s.ok()) {
+      outcome->reserved = true;
+      return s;
+    }
+    if (!IsConflict(s)) return s;
+    ++outcome->conflicts;
+  }
+  return absl::AbortedError(absl::StrCat(
+      "node ", node, " changed under every one of ", options_.max_conflicts + 1,
+      " attempts to record the pod; try again"));
+}
+
+absl::Status Binder::Release(const std::string& node, const PodRequest& pod,
+                             std::stop_token stop) {
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(node));
+  for (int round = 0; round <= options_.max_conflicts; ++round) {
+    GPULET_ASSIGN_OR_RETURN(json object, client_.Get(path, stop));
+    GPULET_ASSIGN_OR_RETURN(NodeView view, ReadNode(object));
+    if (!view.pending_status.ok()) return view.pending_status;
+    bool found = false;
+    sharing::Pending rest = WithoutPod(view.pending, pod, &found);
+    if (!found) return absl::OkStatus();
+    absl::Status s = WritePending(view, rest, stop);
+    if (!IsConflict(s)) return s;
+  }
+  return absl::AbortedError(absl::StrCat("node ", node, " kept changing"));
+}
+
+}  // namespace gpulet::extender

@@ -1,0 +1,564 @@
+#include "src/dra/kubelet/claim_preparer.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "src/model/cdi/spec_builder.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/spec_file.h"
+#include "src/model/cdi/test_hooks.h"
+#include "src/base/common/file_util.h"
+#include "src/dra/kubelet/claim_cdi.h"
+#include "src/dra/kubelet/test_claims.h"
+
+namespace gpulet::dra {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using testing_claims::FakeApi;
+using testing_claims::kPool;
+using testing_claims::Ref;
+using testing_claims::TestNode;
+using testing_claims::TestSpec;
+
+class ClaimPreparerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dra-prep-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  PreparerOptions Options() {
+    PreparerOptions o;
+    o.driver = "gpu.nvidia.com";
+    o.pool = kPool;
+    o.checkpoint_path = dir_ + "/checkpoint.json";
+    o.cdi_dir = dir_ + "/cdi";
+    o.sharing = &sharing_;
+    return o;
+  }
+  // A new preparer over the same directory: what a restart of gpulet sees.
+  std::unique_ptr<ClaimPreparer> Start(PreparerOptions options) {
+    absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+        ClaimPreparer::Create(std::move(options), api_.Getter());
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return nullptr;
+    (*p)->SetNode(TestNode(), TestSpec());
+    return *std::move(p);
+  }
+  std::unique_ptr<ClaimPreparer> Start() { return Start(Options()); }
+
+  std::set<std::string> SpecFiles() {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/cdi")) {
+      out.insert(e.path().filename().string());
+    }
+    return out;
+  }
+
+  std::string dir_;
+  FakeApi api_;
+  testing_claims::FakeSharing sharing_;
+};
+
+TEST_F(ClaimPreparerTest, PreparesWritesTheSpecAndCheckpoints) {
+  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  auto p = Start();
+  auto got = p->Prepare({Ref("a")});
+  ASSERT_EQ(got.size(), 1u);
+  const PrepareResult& r = got["uid-a"];
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0].device, "gpu-0");
+  EXPECT_EQ(r.devices[0].pool, kPool);
+  EXPECT_THAT(r.devices[0].requests, ElementsAre("req"));
+  EXPECT_THAT(r.devices[0].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-0"));
+  EXPECT_THAT(r.devices[1].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-1-mig-19-6-1"));
+
+  absl::StatusOr<cdi::Spec> spec =
+      cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-a"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->kind, "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ(spec->edits, TestSpec().edits);
+  ASSERT_EQ(spec->devices.size(), 2u);
+  EXPECT_EQ(spec->devices[0].name, "uid-a-gpu-0");
+  EXPECT_EQ(spec->devices[0].edits.device_nodes[0].path, "/dev/nvidia0");
+  EXPECT_EQ(spec->devices[1].edits.device_nodes[0].path,
+            "/dev/nvidia-caps/nvidia-cap21");
+
+  absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, p->Prepared());
+  EXPECT_EQ(saved->at("uid-a").devices, r.devices);
+}
+
+// A hook without `env` runs with the container's environment
+// (docs/runtime.md, "Threat model"): every claim spec gpulet writes, whole
+// GPU, MIG device or shared, gives each of its hooks one, even when the
+// node spec it is made from had a hook without.
+TEST_F(ClaimPreparerTest, EveryHookOfEveryClaimSpecHasAnEnv) {
+  cdi::Spec node_spec = TestSpec();
+  const cdi::Hook bare{"createContainer", "/usr/bin/gpulet-runtime",
+                       {"gpulet-runtime", "hook", "update-ldcache"}, {},
+                       std::nullopt};
+  node_spec.edits.hooks = {bare};
+  for (cdi::Device& d : node_spec.devices) d.edits.hooks = {bare};
+  api_.Add(Ref("whole"), {"gpu-0"});
+  api_.Add(Ref("mig"), {"gpu-1-mig-19-6-1"});
+  api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000d",
+                "2Gi");
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+      ClaimPreparer::Create(Options(), api_.Getter());
+  ASSERT_TRUE(p.ok()) << p.status();
+  (*p)->SetNode(TestNode(), node_spec);
+  for (const auto& [uid, result] :
+       (*p)->Prepare({Ref("whole"), Ref("mig"), Ref("mps")})) {
+    ASSERT_TRUE(result.status.ok()) << uid << ": " << result.status;
+  }
+  ASSERT_EQ(SpecFiles().size(), 3u);
+  for (const std::string& file : SpecFiles()) {
+    absl::StatusOr<cdi::Spec> spec = cdi::ReadSpecFile(dir_ + "/cdi/" + file);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    ASSERT_FALSE(spec->edits.hooks.empty()) << file;
+    ASSERT_FALSE(spec->devices.at(0).edits.hooks.empty()) << file;
+    cdi::testing::ExpectEveryHookConfined(*spec);
+  }
+}
+
+TEST_F(ClaimPreparerTest, PrepareTwiceAnswersTheSameWithoutAskingAgain) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  auto p = Start();
+  auto first = p->Prepare({Ref("a")});
+  auto second = p->Prepare({Ref("a"), Ref("a")});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second["uid-a"].devices, first["uid-a"].devices);
+  EXPECT_EQ(api_.gets["ns/a"], 1);
+}
+
+TEST_F(ClaimPreparerTest, EveryClaimIsAnsweredABadOneFailsAlone) {
+  api_.Add(Ref("good"), {"gpu-0"});
+  api_.Add(Ref("gone-gpu"), {"gpu-9"});
+  api_.Add(Ref("bad-name"), {"tpu-0"});
+  api_.Add(Ref("whole-mig-gpu"), {"gpu-1"});
+  api_.Add(Ref("no-mig"), {"gpu-1-mig-19-5-1"});
+  api_.Add(Ref("empty"), {});
+  ClaimRef recreated = Ref("recreated");
+  api_.Add(recreated, {"gpu-0"});
+  recreated.uid = "uid-new";
+  ClaimRef bad_uid = Ref("x");
+  bad_uid.uid = "../../etc";
+  auto p = Start();
+  auto got = p->Prepare({Ref("good"), Ref("gone-gpu"), Ref("bad-name"),
+                         Ref("whole-mig-gpu"), Ref("no-mig"), Ref("empty"),
+                         Ref("missing"), recreated, bad_uid});
+  ASSERT_EQ(got.size(), 9u);
+  EXPECT_TRUE(got["uid-good"].status.ok());
+  std::map<std::string, std::string> want = {
+      {"uid-gone-gpu", "claim ns/gone-gpu: device gpu-9: no GPU with index 9"},
+      {"uid-bad-name", "device \"tpu-0\""},
+      {"uid-whole-mig-gpu", "GPU 1 is in MIG mode"},
+      {"uid-no-mig", "device gpu-1-mig-19-5-1: GPU 1 has no MIG device"},
+      {"uid-empty", "claim ns/empty: its allocation has no device of driver"},
+      {"uid-missing", "claim ns/missing not found"},
+      {"uid-new", "claim ns/recreated: metadata.uid"},
+      {"../../etc", "claim ns/x: uid \"../../etc\""}};
+  for (const auto& [uid, message] : want) {
+    EXPECT_FALSE(got[uid].status.ok()) << uid;
+    EXPECT_THAT(got[uid].status.message(), HasSubstr(message)) << uid;
+  }
+  EXPECT_EQ(p->Prepared().size(), 1u);
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-good.json"});
+}
+
+TEST_F(ClaimPreparerTest, OpaqueConfigIsAppliedOrFailsTheClaim) {
+  api_.Add(Ref("mps"), {"gpu-0"});
+  api_.Add(Ref("bad"), {"gpu-0"});
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig(
+          {{"strategy", "MPS"},
+           {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}});
+  api_.claims["ns/bad"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "Spatial"}});
+  auto p = Start();
+  auto got = p->Prepare({Ref("mps"), Ref("bad")});
+  ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
+  EXPECT_THAT(got["uid-bad"].status.message(),
+              HasSubstr("claim ns/bad: opaque config [0]: sharing.strategy"));
+  absl::StatusOr<cdi::Spec> spec =
+      cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-mps"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->devices[0].edits.env,
+              ElementsAre("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50",
+                          "FAKE_SHARING=uid-mps"));
+  ASSERT_EQ(spec->devices[0].edits.mounts.size(), 1u);
+  EXPECT_EQ(spec->devices[0].edits.mounts[0].container_path, "/mps/uid-mps");
+  EXPECT_THAT(sharing_.calls, ElementsAre("apply uid-mps MPS  GPU-0000"));
+}
+
+// The time-slice and the MPS daemon (through the SharingApplier): applied
+// on prepare with the claim's device UUIDs, released on unprepare, applied
+// again for checkpointed claims when gpulet restarts; a failure to apply
+// fails the claim and leaves nothing behind.
+TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
+  api_.Add(Ref("ts"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  api_.claims["ns/ts"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig(
+          {{"strategy", "TimeSlicing"},
+           {"timeSlicingConfig", {{"interval", "Long"}}}});
+  api_.Add(Ref("mps"), {});
+  api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000a",
+                "4Gi");
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  {
+    auto p = Start();
+    auto got = p->Prepare({Ref("ts"), Ref("mps")});
+    ASSERT_TRUE(got["uid-ts"].status.ok()) << got["uid-ts"].status;
+    ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
+    EXPECT_THAT(sharing_.calls,
+                ElementsAre("apply uid-ts TimeSlicing Long GPU-0000 MIG-aaaa",
+                            "apply uid-mps MPS  GPU-0000"));
+    // MPS enforces the share: the client's pinned memory limit.
+    absl::StatusOr<cdi::Spec> spec =
+        cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-mps"));
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_THAT(spec->devices[0].edits.env,
+                ElementsAre("GPULET_GPU_MEMORY_LIMIT=4096",
+                            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M",
+                            "FAKE_SHARING=uid-mps"));
+  }
+  sharing_.calls.clear();
+  auto restarted = Start();
+  EXPECT_THAT(sharing_.calls,
+              ElementsAre("apply uid-mps MPS  GPU-0000",
+                          "apply uid-ts TimeSlicing Long GPU-0000 MIG-aaaa"));
+  sharing_.calls.clear();
+  EXPECT_TRUE(restarted->Unprepare({Ref("ts")})["uid-ts"].ok());
+  EXPECT_TRUE(restarted->Unprepare({Ref("ts")})["uid-ts"].ok());
+  EXPECT_THAT(sharing_.calls, ElementsAre("release uid-ts"));
+
+  api_.Add(Ref("fails"), {"gpu-0"});
+  api_.claims["ns/fails"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "TimeSlicing"}});
+  sharing_.fail = true;
+  auto failed = restarted->Prepare({Ref("fails")});
+  EXPECT_THAT(failed["uid-fails"].status.message(),
+              HasSubstr("claim ns/fails: nvidia-smi: exit status 1"));
+  EXPECT_FALSE(restarted->Prepared().contains("uid-fails"));
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-mps.json"});
+}
+
+// Upgrade: what an earlier release wrote (claim specs whose hook has no
+// environment, an MPS claim's node-wide /dev/shm, a checkpoint without
+// UUIDs or consumed memory) is written again at start, from the
+// checkpoint, the node spec of this start and the sharing applied again.
+// A claim whose sharing cannot be applied again keeps its spec.
+TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
+  cdi::Spec old_node = TestSpec();
+  cdi::Hook hook;
+  hook.hook_name = "createContainer";
+  hook.path = "/usr/bin/gpulet-runtime";
+  hook.args = {"gpulet-runtime", "hook", "update-ldcache", "--folder", "/old"};
+  old_node.edits.hooks = {hook};
+  cdi::Spec new_node = old_node;
+  new_node.edits.hooks[0].args.back() = "/new";
+  // Every claim spec's hooks get an env and a timeout, whatever the node
+  // spec's have.
+  cdi::Spec old_written = old_node;
+  cdi::SetHookDefaults(old_written);
+  cdi::Spec new_written = new_node;
+  cdi::SetHookDefaults(new_written);
+  auto start =
+      [&](const cdi::Spec& node_spec) -> std::unique_ptr<ClaimPreparer> {
+    auto p = ClaimPreparer::Create(Options(), api_.Getter());
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return nullptr;
+    (*p)->SetNode(TestNode(), node_spec);
+    return *std::move(p);
+  };
+  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000a",
+                "4Gi");
+  api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  const std::string a_path = ClaimSpecPath(dir_ + "/cdi", "uid-a");
+  const std::string mps_path = ClaimSpecPath(dir_ + "/cdi", "uid-mps");
+  {
+    auto p = start(old_node);
+    ASSERT_NE(p, nullptr);
+    auto got = p->Prepare({Ref("a"), Ref("mps")});
+    ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+    ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
+  }
+  // An earlier release's files: bare hooks, and a node-wide /dev/shm.
+  for (const std::string& path : {a_path, mps_path}) {
+    absl::StatusOr<cdi::Spec> stale = cdi::ReadSpecFile(path);
+    ASSERT_TRUE(stale.ok()) << stale.status();
+    for (cdi::Hook& h : stale->edits.hooks) {
+      h.env.clear();
+      h.timeout.reset();
+    }
+    if (path == mps_path) {
+      cdi::Mount shared;
+      shared.host_path = "/run/nvidia/mps/shm";
+      shared.container_path = "/dev/shm";
+      stale->devices[0].edits.mounts.push_back(shared);
+    }
+    ASSERT_TRUE(common::WriteFileAtomic(
+                    path, cdi::FormatSpec(*stale, cdi::Format::kJson), {})
+                    .ok());
+  }
+  absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  for (auto& [uid, claim] : *saved) {
+    for (PreparedDevice& d : claim.devices) {
+      d.uuid.clear();
+      d.consumed_memory.reset();
+    }
+  }
+  ASSERT_TRUE(SaveCheckpoint(dir_ + "/checkpoint.json", *saved).ok());
+
+  auto restarted = start(new_node);
+  ASSERT_NE(restarted, nullptr);
+  absl::StatusOr<cdi::Spec> a = cdi::ReadSpecFile(a_path);
+  absl::StatusOr<cdi::Spec> mps = cdi::ReadSpecFile(mps_path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(mps.ok()) << mps.status();
+  EXPECT_EQ(a->edits.hooks, new_written.edits.hooks);
+  EXPECT_EQ(mps->edits.hooks, new_written.edits.hooks);
+  ASSERT_EQ(a->devices.size(), 2u);
+  EXPECT_EQ(a->devices[1].edits.device_nodes[0].path,
+            "/dev/nvidia-caps/nvidia-cap21");
+  ASSERT_EQ(mps->devices.size(), 1u);
+  ASSERT_EQ(mps->devices[0].edits.mounts.size(), 1u);
+  EXPECT_EQ(mps->devices[0].edits.mounts[0].host_path, "/run/mps/uid-mps");
+  EXPECT_THAT(mps->devices[0].edits.env,
+              ElementsAre("GPULET_GPU_MEMORY_LIMIT=4096",
+                          "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M",
+                          "FAKE_SHARING=uid-mps"));
+  restarted.reset();
+
+  // The MPS claim's sharing fails on the next start: its spec stays.
+  absl::StatusOr<std::string> before = common::ReadFile(mps_path);
+  ASSERT_TRUE(before.ok());
+  sharing_.fail = true;
+  auto failed = start(old_node);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(common::ReadFile(mps_path).value_or(""), *before);
+  EXPECT_EQ(cdi::ReadSpecFile(a_path)->edits.hooks, old_written.edits.hooks);
+}
+
+TEST_F(ClaimPreparerTest, TwoSharesOfOneGpuAreOneGpuToTheApplier) {
+  api_.AddShare(Ref("two"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000b",
+                "2Gi");
+  api_.AddShare(Ref("two"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000c",
+                "1Gi");
+  api_.claims["ns/two"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "MPS"}});
+  auto p = Start();
+  auto got = p->Prepare({Ref("two")});
+  ASSERT_TRUE(got["uid-two"].status.ok()) << got["uid-two"].status;
+  EXPECT_EQ(got["uid-two"].devices.size(), 2u);
+  EXPECT_THAT(sharing_.calls, ElementsAre("apply uid-two MPS  GPU-0000"));
+}
+
+TEST_F(ClaimPreparerTest, WithoutAnApplierSharingClaimsFailNamingIt) {
+  api_.Add(Ref("ts"), {"gpu-0"});
+  api_.claims["ns/ts"]["status"]["allocation"]["devices"]["config"] =
+      testing_claims::SharingConfig({{"strategy", "TimeSlicing"}});
+  PreparerOptions options = Options();
+  options.sharing = nullptr;
+  auto p = Start(options);
+  EXPECT_THAT(p->Prepare({Ref("ts")})["uid-ts"].status.message(),
+              HasSubstr("claim ns/ts: sharing strategy TimeSlicing is not "
+                        "available on this node"));
+}
+
+TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  api_.Add(Ref("b"), {"gpu-1-mig-9-0-4"});
+  auto p = Start();
+  p->Prepare({Ref("a"), Ref("b")});
+  auto got = p->Unprepare({Ref("a"), Ref("never")});
+  EXPECT_TRUE(got["uid-a"].ok());
+  EXPECT_TRUE(got["uid-never"].ok());
+  EXPECT_TRUE(p->Unprepare({Ref("a")})["uid-a"].ok());
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-b.json"});
+  auto restarted = Start();
+  EXPECT_EQ(restarted->Prepared().size(), 1u);
+  EXPECT_TRUE(restarted->Prepared().contains("uid-b"));
+}
+
+// Memory shares (DRAConsumableCapacity): one GPU prepared for several
+// claims, each with its share's limit; one claim may hold two shares of it.
+// Unpreparing one claim leaves the others' specs and entries alone.
+TEST_F(ClaimPreparerTest, SharesOfOneGpuArePreparedAndUnpreparedPerClaim) {
+  const std::string s1 = "0b0e7f6c-0000-4000-8000-000000000001";
+  const std::string s2 = "0b0e7f6c-0000-4000-8000-000000000002";
+  const std::string s3 = "0b0e7f6c-0000-4000-8000-000000000003";
+  api_.AddShare(Ref("a"), "gpu-0", s1, "4Gi");
+  api_.AddShare(Ref("b"), "gpu-0", s2, "2Gi");
+  api_.AddShare(Ref("b"), "gpu-0", s3, "1Gi");
+  auto p = Start();
+  auto got = p->Prepare({Ref("a"), Ref("b")});
+  ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+  ASSERT_TRUE(got["uid-b"].status.ok()) << got["uid-b"].status;
+  ASSERT_EQ(got["uid-a"].devices.size(), 1u);
+  EXPECT_EQ(got["uid-a"].devices[0].share_id, s1);
+  EXPECT_THAT(got["uid-a"].devices[0].cdi_device_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=uid-a-gpu-0-" + s1));
+  ASSERT_EQ(got["uid-b"].devices.size(), 2u);
+  EXPECT_EQ(got["uid-b"].devices[1].share_id, s3);
+
+  auto env_of = [&](const std::string& uid) {
+    std::map<std::string, std::vector<std::string>> out;
+    absl::StatusOr<cdi::Spec> spec =
+        cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", uid));
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    if (spec.ok()) {
+      for (const cdi::Device& d : spec->devices) out[d.name] = d.edits.env;
+    }
+    return out;
+  };
+  EXPECT_EQ(env_of("uid-a")["uid-a-gpu-0-" + s1],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=4096"});
+  std::map<std::string, std::vector<std::string>> b = env_of("uid-b");
+  EXPECT_EQ(b["uid-b-gpu-0-" + s2],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=2048"});
+  EXPECT_EQ(b["uid-b-gpu-0-" + s3],
+            std::vector<std::string>{"GPULET_GPU_MEMORY_LIMIT=1024"});
+
+  EXPECT_TRUE(p->Unprepare({Ref("a")})["uid-a"].ok());
+  EXPECT_EQ(SpecFiles(),
+            std::set<std::string>{"k8s.gpu.nvidia.com-claim_uid-b.json"});
+  // A restart finds b's two shares as answered, without asking again.
+  auto restarted = Start();
+  ASSERT_TRUE(restarted->Prepared().contains("uid-b"));
+  EXPECT_FALSE(restarted->Prepared().contains("uid-a"));
+  auto again = restarted->Prepare({Ref("b")});
+  EXPECT_EQ(again["uid-b"].devices, got["uid-b"].devices);
+  EXPECT_EQ(api_.gets["ns/b"], 1);
+  EXPECT_EQ(env_of("uid-b"), b);
+}
+
+// A crash after the checkpoint and before the answer: the kubelet never saw
+// the answer and asks again; the restarted plugin answers from the
+// checkpoint and reads nothing from the API server.
+TEST_F(ClaimPreparerTest, CrashBetweenCheckpointAndAnswerPreparesOnce) {
+  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-9-0-4"});
+  PreparerOptions crashing = Options();
+  struct Crash {};
+  crashing.after_checkpoint = [] { throw Crash(); };
+  {
+    auto p = Start(crashing);
+    EXPECT_THROW(p->Prepare({Ref("a")}), Crash);
+  }
+  // The claim vanished from the API server meanwhile: answering from the
+  // checkpoint must not need it.
+  api_.claims.clear();
+  auto restarted = Start();
+  auto got = restarted->Prepare({Ref("a")});
+  ASSERT_TRUE(got["uid-a"].status.ok()) << got["uid-a"].status;
+  EXPECT_EQ(got["uid-a"].devices.size(), 2u);
+  EXPECT_EQ(api_.gets["ns/a"], 1);
+}
+
+// A crash after the claim's spec was written and before the checkpoint:
+// the spec is an orphan that the next start removes; the kubelet's retry
+// prepares the claim afresh.
+TEST_F(ClaimPreparerTest, CrashBeforeCheckpointLeavesNoClaimBehind) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  std::filesystem::create_directories(dir_ + "/cdi");
+  ASSERT_TRUE(common::WriteFileAtomic(
+                  ClaimSpecPath(dir_ + "/cdi", "uid-orphan"), "{}")
+                  .ok());
+  auto p = Start();
+  EXPECT_TRUE(SpecFiles().empty());
+  EXPECT_TRUE(p->Prepare({Ref("a")})["uid-a"].status.ok());
+}
+
+TEST_F(ClaimPreparerTest, CorruptCheckpointIsAnErrorNotAnEmptyState) {
+  ASSERT_TRUE(common::WriteFileAtomic(dir_ + "/checkpoint.json", "{").ok());
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+      ClaimPreparer::Create(Options(), api_.Getter());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(ClaimPreparerTest, WithoutDiscoveryNewClaimsAreUnavailable) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> p =
+      ClaimPreparer::Create(Options(), api_.Getter());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->Prepare({Ref("a")})["uid-a"].status.code(),
+            absl::StatusCode::kUnavailable);
+}
+
+// Property: any sequence of prepares, unprepares and restarts leaves the
+// prepared set equal to a model's (prepared minus unprepared), one spec file
+// per prepared claim, and each claim read from the API server once per
+// time it went from unprepared to prepared.
+TEST_F(ClaimPreparerTest, RandomSequencesMatchTheModel) {
+  const std::vector<std::string> devices = {"gpu-0", "gpu-1-mig-19-6-1",
+                                            "gpu-1-mig-9-0-4"};
+  for (int i = 0; i < 6; ++i) {
+    api_.Add(Ref(absl::StrCat("c", i)), {devices[i % devices.size()]});
+  }
+  std::mt19937 rng(4680);
+  auto p = Start();
+  std::set<std::string> model;
+  std::map<std::string, int> want_gets;
+  for (int step = 0; step < 150; ++step) {
+    int op = static_cast<int>(rng() % 5);
+    if (op == 4) {
+      p.reset();
+      p = Start();
+      continue;
+    }
+    std::vector<ClaimRef> batch;
+    for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+      batch.push_back(Ref(absl::StrCat("c", rng() % 6)));
+    }
+    if (op < 2) {
+      auto got = p->Prepare(batch);
+      for (const ClaimRef& ref : batch) {
+        ASSERT_TRUE(got[ref.uid].status.ok()) << got[ref.uid].status;
+        ASSERT_EQ(got[ref.uid].devices.size(), 1u);
+        if (model.insert(ref.uid).second) ++want_gets[ClaimName(ref)];
+      }
+    } else {
+      auto got = p->Unprepare(batch);
+      for (const ClaimRef& ref : batch) {
+        ASSERT_TRUE(got[ref.uid].ok());
+        model.erase(ref.uid);
+      }
+    }
+    std::set<std::string> prepared;
+    for (const auto& [uid, claim] : p->Prepared()) prepared.insert(uid);
+    ASSERT_EQ(prepared, model) << "step " << step;
+    ASSERT_EQ(SpecFiles().size(), model.size()) << "step " << step;
+  }
+  for (const auto& [name, n] : want_gets) EXPECT_EQ(api_.gets[name], n) << name;
+}
+
+}  // namespace
+}  // namespace gpulet::dra

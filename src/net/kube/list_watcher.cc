@@ -1,0 +1,84 @@
+#include "src/net/kube/list_watcher.h"
+
+#include <utility>
+
+#include "src/base/common/logging.h"
+#include "src/net/kube/api_status.h"
+
+namespace gpulet::kube {
+namespace {
+
+constexpr absl::Duration kMinWatchTimeout = absl::Minutes(5);
+
+}  // namespace
+
+ListWatcher::ListWatcher(Client& client, Sleeper& sleeper, std::string path,
+                         ListOptions selectors, ListWatchCallbacks callbacks,
+                         BackoffPolicy backoff, RandomFn random)
+    : client_(client),
+      sleeper_(sleeper),
+      path_(std::move(path)),
+      selectors_(std::move(selectors)),
+      callbacks_(std::move(callbacks)),
+      random_(random ? std::move(random) : DefaultRandom),
+      backoff_(backoff, random_) {}
+
+absl::Status ListWatcher::WatchOnce(std::stop_token stop) {
+  WatchOptions options{.label_selector = selectors_.label_selector,
+                       .field_selector = selectors_.field_selector,
+                       .resource_version = resource_version_,
+                       .allow_bookmarks = true,
+                       .timeout = kMinWatchTimeout};
+  options.timeout += kMinWatchTimeout * random_();
+  ++stats_.watches;
+  return client_.Watch(
+      path_, options,
+      [&](const WatchEvent& event) {
+        std::string rv = ResourceVersionOf(event.object);
+        if (!rv.empty()) resource_version_ = std::move(rv);
+        if (event.type != EventType::kBookmark && callbacks_.on_event) {
+          callbacks_.on_event(event);
+        }
+        backoff_.Reset();
+        return true;
+      },
+      stop);
+}
+
+absl::Status ListWatcher::Run(std::stop_token stop) {
+  bool need_list = true;
+  while (!stop.stop_requested()) {
+    absl::Status status;
+    if (need_list) {
+      absl::StatusOr<ListResult> list = client_.List(path_, selectors_, stop);
+      if (list.ok()) {
+        ++stats_.lists;
+        need_list = false;
+        resource_version_ = list->resource_version;
+        if (callbacks_.on_replace) {
+          callbacks_.on_replace(std::move(list->items), resource_version_);
+        }
+        backoff_.Reset();
+        continue;
+      }
+      status = list.status();
+    } else {
+      status = WatchOnce(stop);
+      if (status.ok()) continue;  // the server ended the watch: go on
+      if (IsGone(status)) {
+        ++stats_.gone;
+        need_list = true;
+        GPULET_VLOG(1) << ForLog(status) << "; listing " << path_ << " again";
+        continue;
+      }
+    }
+    if (stop.stop_requested()) break;
+    ++stats_.errors;
+    const absl::Duration wait = backoff_.Next();
+    GPULET_LOG(WARNING) << ForLog(status) << "; retrying in " << wait;
+    if (!sleeper_.Sleep(wait, stop)) break;
+  }
+  return absl::CancelledError("list-watch of " + path_ + " stopped");
+}
+
+}  // namespace gpulet::kube

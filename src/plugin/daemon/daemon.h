@@ -1,0 +1,94 @@
+// Daemon: the device plugin process. Loads NVML, discovers the GPUs, serves
+// one PluginServer per resource in the kubelet's plugin directory,
+// registers each with the kubelet, keeps device health current through the
+// HealthMonitor and re-registers whenever the kubelet restarts or a plugin
+// socket disappears.
+//
+// Run() is the whole life of the process:
+//   - SIGHUP, SIGTERM and SIGINT are blocked before any thread exists and
+//     read from a signalfd by Run()'s event loop;
+//   - NVML failing to load or initialise, or a node without GPUs, ends Run()
+//     with 1 when fail_on_init_error, else is logged once and Run() waits for
+//     a signal, serving nothing (NVIDIA's failOnInitError=false);
+//   - SIGHUP reloads: everything is stopped, the configuration re-read,
+//     NVML re-initialised, GPUs rediscovered, servers restarted and
+//     registered again;
+//   - a node the configuration does not fit (see BuildResources) ends Run()
+//     with 1, whatever failOnInitError says, as NVIDIA's plugin does;
+//   - with labels enabled, every start and reload that serves publishes the
+//     node's labels (label_publisher.h); a failure to publish is logged and
+//     serving goes on;
+//   - SIGTERM / SIGINT stop cleanly (health monitor, socket watcher,
+//     servers with their streams and sockets, NVML) and Run() returns 0.
+//
+// Ownership: the Daemon owns the NVML library, the runners (servers and
+// device lists), the watcher and the monitor. Thread safety: construct and
+// Run() on the main thread before any other thread is created; Run() once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "src/base/config/config.h"
+#include "src/plugin/daemon/backoff.h"
+#include "src/plugin/daemon/label_publisher.h"
+#include "src/gpu/health/xid_policy.h"
+#include "src/gpu/nvml/library_search.h"
+
+namespace gpulet::daemon {
+
+struct DaemonOptions {
+  // The resolved configuration (flags > environment > file) the first
+  // session runs with. On SIGHUP `reload_config`, when set, is asked for a
+  // fresh one (the file re-read); if it fails the error is logged and the
+  // previous configuration kept. The NVML, kubelet-socket and
+  // failOnInitError fields below are the ones used, not config.flags'.
+  config::Config config;
+  std::function<absl::StatusOr<config::Config>()> reload_config;
+  nvml::LoadOptions nvml;
+  std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
+  bool fail_on_init_error = true;
+  std::string sysfs_root = "/sys";
+  health::MonitorOptions health;
+  std::string socket_prefix = "gpulet";
+  // Where the CDI spec goes when a CDI strategy is configured.
+  std::string cdi_spec_dir = "/var/run/cdi";
+  absl::Duration register_timeout = absl::Seconds(10);
+  BackoffPolicy backoff;
+  // Memory shares (sharing.memory, docs/sharing.md): this Node's name
+  // (NODE_NAME from the downward API), the API server (a kubeconfig path,
+  // empty: the pod's service account) and the kubelet's pod-resources
+  // socket. Without a node name or API access the memory units are still
+  // served, but no Node annotation is published and preferred allocation
+  // packs by the policy alone.
+  std::string node_name;
+  std::string kubeconfig;
+  std::string pod_resources_socket =
+      "/var/lib/kubelet/pod-resources/kubelet.sock";
+  // Node labels (docs/labels.md): published after every start and reload
+  // that serves, when a feature file or a node name is set. A node name
+  // that is not usable, or an API server that cannot be found, ends Run()
+  // with 1 before anything is served.
+  LabelOptions labels;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Runs until SIGTERM/SIGINT (returns 0) or a fatal start-up error
+  // (returns 1, the error logged).
+  int Run();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpulet::daemon

@@ -1,0 +1,249 @@
+#include "src/plugin/daemon/dra_runner.h"
+
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "src/model/cdi/spec_builder.h"
+#include "src/model/cdi/spec_file.h"
+#include "src/base/common/clock.h"
+#include "src/base/common/errors.h"
+#include "src/base/common/logging.h"
+#include "src/base/common/status_macros.h"
+#include "src/base/config/config.h"
+#include "src/base/config/kubeconfig.h"
+#include "src/base/config/names.h"
+#include "src/base/config/resolve.h"
+#include "src/model/cdi/driver.h"
+#include "src/plugin/daemon/dra_sharing.h"
+#include "src/plugin/daemon/dra_slices.h"
+#include "src/plugin/daemon/signal_channel.h"
+#include "src/gpu/device/discovery.h"
+#include "src/gpu/device/nvml_error_kind.h"
+#include "src/gpu/device/topology.h"
+#include "src/dra/kubelet/claim_preparer.h"
+#include "src/dra/kubelet/device_names.h"
+#include "src/dra/kubelet/dra_server.h"
+#include "src/dra/kubelet/node_devices.h"
+#include "src/dra/slices/node_facts.h"
+#include "src/gpu/health/health_config.h"
+#include "src/gpu/health/health_monitor.h"
+#include "src/net/kube/api_path.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/tls_transport.h"
+#include "src/gpu/nvml/dynamic_library.h"
+
+namespace gpulet::daemon {
+namespace {
+
+absl::StatusOr<std::string> ClaimPath(const dra::ClaimRef& ref) {
+  GPULET_RETURN_IF_ERROR(kube::ValidateName("claim namespace", ref.namespace_name));
+  GPULET_RETURN_IF_ERROR(kube::ValidateName("claim name", ref.name));
+  return absl::StrCat("/apis/resource.k8s.io/v1/namespaces/",
+                      ref.namespace_name, "/resourceclaims/", ref.name);
+}
+
+absl::StatusOr<device::Node> DiscoverGpus(nvml::Library& lib,
+                                          const std::string& sysfs_root) {
+  absl::Status init = lib.Init();
+  if (device::IsNvmlGpuNotFound(init)) return device::Node{};
+  if (!init.ok()) return common::Annotate(init, "failed to initialize NVML");
+  device::DiscoveryOptions discovery{sysfs_root};
+  discovery.tolerate_gpu_failures = true;
+  return device::Discover(lib, discovery);
+}
+
+absl::Status MakeDirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("create ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// The node's CDI spec, whose device edits the claims' specs copy; empty on
+// a node without GPUs (nothing can be prepared there).
+absl::StatusOr<cdi::Spec> NodeSpec(const device::Node& node,
+                                   const DraRunOptions& options) {
+  if (node.gpus.empty()) return cdi::Spec{};
+  cdi::DriverOptions driver_files;
+  driver_files.driver_root = options.nvml.driver_root;
+  driver_files.dev_root = options.dev_root;
+  driver_files.proc_root = options.proc_root;
+  return cdi::GenerateSpec(node, driver_files);
+}
+
+// Every device healthy, then the health monitor's decisions as they come.
+absl::StatusOr<std::unique_ptr<health::HealthMonitor>> StartHealth(
+    nvml::Library& lib, const device::Node& node,
+    dra::DeviceHealthBoard& board) {
+  std::vector<dra::DeviceHealth> initial;
+  for (const std::string& name : dra::NodeDeviceNames(node)) {
+    initial.push_back({.device = name, .healthy = true, .message = "",
+                       .updated_unix = NowUnix()});
+  }
+  board.Set(initial);
+  if (node.gpus.empty()) return nullptr;
+  GPULET_ASSIGN_OR_RETURN(
+      health::MonitorOptions health_options,
+      health::OptionsFromConfig(config::Health{}, config::ProcessEnvironment()));
+  return health::HealthMonitor::Start(
+      lib, node.gpus, health_options,
+      [&board, &node](const health::HealthEvent& e) {
+        board.Set(dra::HealthOfEvent(node, e.gpu_index, e.gpu_instance_id,
+                                     e.healthy, e.reason, NowUnix()));
+      });
+}
+
+// Claims as the API server has them.
+dra::ClaimGetter ClaimsFrom(kube::Client& client) {
+  return [&client](const dra::ClaimRef& ref) -> absl::StatusOr<nlohmann::json> {
+    GPULET_ASSIGN_OR_RETURN(std::string path, ClaimPath(ref));
+    absl::StatusOr<nlohmann::json> claim = client.Get(path);
+    if (!claim.ok()) {
+      return common::Annotate(claim.status(),
+                              absl::StrCat("get claim ", dra::ClaimName(ref)));
+    }
+    return claim;
+  };
+}
+
+// What the ResourceSlices publish: the node with its NVLink domains and
+// PCIe roots. Without a topology (NVML would not give it) the GPUs carry no
+// NVLink domain, which a claim's matchAttribute then cannot satisfy.
+draslice::NodeDevices SliceDevices(nvml::Library& lib, const device::Node& node,
+                                   const std::string& sysfs_root) {
+  std::optional<device::Topology> topology;
+  if (!node.gpus.empty()) {
+    absl::StatusOr<device::Topology> built = device::BuildTopology(lib, node);
+    if (built.ok()) {
+      topology = *std::move(built);
+    } else {
+      GPULET_LOG(WARNING) << "dra: no NVLink domains in the ResourceSlices: "
+                          << built.status().message();
+    }
+  }
+  return draslice::CollectNodeDevices(
+      node, topology ? &*topology : nullptr, sysfs_root, {});
+}
+
+// How the ResourceSlices are published; InvalidArgument naming the flag.
+absl::StatusOr<draslice::SliceOptions> SliceOptionsOf(
+    const DraRunOptions& options) {
+  draslice::SliceOptions slices;
+  slices.node_name = options.node_name;
+  if (!options.memory_shares) return slices;
+  absl::StatusOr<int64_t> unit_mib =
+      config::ParseMemoryUnit(options.memory_share_unit);
+  if (!unit_mib.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-share-unit: ", unit_mib.status().message()));
+  }
+  slices.memory_share_step = static_cast<uint64_t>(*unit_mib) << 20;
+  return slices;
+}
+
+// The driver's tools under the driver root; one not found fails only the
+// claims that need it.
+DraSharingOptions SharingOptions(const DraRunOptions& options) {
+  DraSharingOptions out;
+  const std::string root =
+      options.nvml.driver_root.empty() ? "/" : options.nvml.driver_root;
+  if (absl::StatusOr<std::string> smi = cdi::FindDriverBinary(root, "nvidia-smi");
+      smi.ok()) {
+    out.nvidia_smi = *smi;
+  }
+  if (absl::StatusOr<std::string> control =
+          cdi::FindDriverBinary(root, "nvidia-cuda-mps-control");
+      control.ok()) {
+    out.mps_control = *control;
+  }
+  out.mps_root = options.mps_root;
+  return out;
+}
+
+}  // namespace
+
+absl::Status RunDra(const DraRunOptions& options) {
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<SignalChannel> signals,
+                          SignalChannel::Create());
+  GPULET_RETURN_IF_ERROR(kube::ValidateName("--node-name", options.node_name));
+  GPULET_ASSIGN_OR_RETURN(draslice::SliceOptions slice_options,
+                          SliceOptionsOf(options));
+  const std::string driver(dra::kDriverName);
+  const std::string plugin_dir =
+      options.plugin_dir.empty()
+          ? absl::StrCat("/var/lib/kubelet/plugins/", driver)
+          : options.plugin_dir;
+  const std::string state_dir =
+      options.state_dir.empty() ? plugin_dir : options.state_dir;
+  GPULET_ASSIGN_OR_RETURN(
+      config::ApiServerConfig api,
+      config::LoadApiServerConfig(options.kubeconfig, options.context));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
+                          kube::TlsTransport::Create(api));
+  kube::ClientOptions client_options;
+  client_options.qps = options.kube_qps;
+  client_options.burst = options.kube_burst;
+  kube::Client client(*transport, common::RealClock::Get(),
+                      kube::RealSleeper::Get(), client_options);
+
+  GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib, nvml::OpenLibrary(options.nvml));
+  GPULET_ASSIGN_OR_RETURN(device::Node node,
+                          DiscoverGpus(*lib, options.sysfs_root));
+  GPULET_ASSIGN_OR_RETURN(cdi::Spec node_spec, NodeSpec(node, options));
+
+  // Destroyed after the preparer and the server: stops the claims' MPS
+  // daemons last.
+  DraSharing sharing(SharingOptions(options));
+  dra::PreparerOptions preparer_options;
+  preparer_options.sharing = &sharing;
+  preparer_options.driver = driver;
+  preparer_options.pool = options.node_name;
+  preparer_options.checkpoint_path = absl::StrCat(state_dir, "/checkpoint.json");
+  preparer_options.cdi_dir = options.cdi_dir;
+  GPULET_ASSIGN_OR_RETURN(
+      std::unique_ptr<dra::ClaimPreparer> preparer,
+      dra::ClaimPreparer::Create(preparer_options, ClaimsFrom(client)));
+  preparer->SetNode(node, node_spec);
+
+  dra::DeviceHealthBoard board;
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<health::HealthMonitor> monitor,
+                          StartHealth(*lib, node, board));
+
+  dra::DraServerOptions server_options;
+  server_options.driver = driver;
+  server_options.pool = options.node_name;
+  server_options.registry_dir = options.registry_dir;
+  server_options.plugin_dir = plugin_dir;
+  GPULET_RETURN_IF_ERROR(MakeDirs(plugin_dir));
+  GPULET_RETURN_IF_ERROR(MakeDirs(state_dir));
+  dra::DraServer server(server_options, *preparer, board);
+  GPULET_RETURN_IF_ERROR(server.Start());
+  GPULET_LOG(INFO) << "dra: driver " << driver << ", node " << options.node_name
+                   << ", " << node.gpus.size() << " GPUs, "
+                   << preparer->Prepared().size()
+                   << " claims prepared before; API server " << api.server;
+  // Slices are published after the kubelet can reach the driver; they
+  // stay on the API server when gpulet stops (dra_slices.h).
+  auto slices = std::make_unique<DraSlices>(
+      client, board, SliceDevices(*lib, node, options.sysfs_root),
+      slice_options);
+  if (options.on_serving) options.on_serving(board);
+  const int signo = signals->Wait();
+  GPULET_LOG(INFO) << "dra: "
+                   << (signo < 0 ? "signal wait failed" : SignalName(signo))
+                   << ", stopping";
+  server.Stop();
+  slices.reset();
+  if (monitor) monitor->Stop();
+  return signo < 0 ? absl::InternalError("waiting for signals failed")
+                   : absl::OkStatus();
+}
+
+}  // namespace gpulet::daemon

@@ -1,0 +1,117 @@
+// LabelPublisher: puts the node labels (src/model/labels) where they are read:
+// node-feature-discovery's local feature file and, when a node name is
+// given, the Node object itself through the API server.
+//
+//   - The feature file (GFD's path and format, "key=value" lines) is
+//     written atomically on the calling thread: NFD sees the old file or
+//     the new one.
+//   - The Node is merge-patched as labels/node_patch.h says: the computed
+//     labels set, the labels gpulet set before and no longer computes
+//     removed, no other label touched. The timestamp label is left out of
+//     the patch (it would rewrite the Node at every relabel). Patches go out
+//     on the publisher's own thread so that a slow or unreachable API server
+//     never holds up the caller (the daemon's event loop): the newest label
+//     set wins, a failed patch is tried again after `retry` until it
+//     succeeds, newer labels arrive or the publisher is destroyed, and
+//     after a success the Node is checked again every `resync` (labels
+//     edited or removed by hand are put back).
+//     PatchNode() patches on the calling thread instead (`gpulet labels
+//     --oneshot`).
+//
+// Ownership: the publisher owns its API client and its thread (stopped and
+// joined by the destructor). Thread safety: Publish, WriteFeatureFile and
+// PatchNode may be called from any thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "src/base/config/config.h"
+#include "src/gpu/device/gpu.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/transport.h"
+#include "src/model/labels/labels.h"
+
+namespace gpulet::daemon {
+
+inline constexpr char kFeatureFile[] =
+    "/etc/kubernetes/node-feature-discovery/features.d/gfd";
+inline constexpr char kMachineTypeFile[] = "/sys/class/dmi/id/product_name";
+
+struct LabelOptions {
+  std::string output_file;  // "": no feature file
+  std::string node_name;    // "": no Node patch
+  std::string kubeconfig;   // "": the pod's service account (in-cluster)
+  std::string machine_type_file = kMachineTypeFile;
+  std::string sysfs_root = "/sys";
+  bool timestamp = true;  // nvidia.com/gfd.timestamp in the feature file
+  absl::Duration retry = absl::Seconds(30);
+  // After a patch, the Node is checked again this often (a GET; a patch
+  // only when someone changed or removed gpulet's labels), as GFD rewrites
+  // its file every minute.
+  absl::Duration resync = absl::Minutes(5);
+  // Publish() patches on the publisher's thread; false: no thread, the
+  // caller patches with PatchNode().
+  bool background_patch = true;
+
+  bool enabled() const { return !output_file.empty() || !node_name.empty(); }
+};
+
+class LabelPublisher {
+ public:
+  // With a node name: checks it, loads the API server's address and
+  // credentials (options.kubeconfig, else in-cluster) and builds the client.
+  // Errors name the node name, the kubeconfig or the missing in-cluster
+  // setting. `shared`, when given, is used instead of a client of its own
+  // (a daemon's one API client); it must outlive the publisher.
+  static absl::StatusOr<std::unique_ptr<LabelPublisher>> Create(
+      LabelOptions options, kube::Client* shared = nullptr);
+  // Over a client the caller owns (tests); null: no Node patch.
+  LabelPublisher(LabelOptions options, kube::Client* client);
+  ~LabelPublisher();
+  LabelPublisher(const LabelPublisher&) = delete;
+  LabelPublisher& operator=(const LabelPublisher&) = delete;
+
+  // The labels of `node` under `config`, with the facts read from the
+  // machine type file and sysfs.
+  labels::Labels Compute(const device::Node& node,
+                         const config::Config& config) const;
+
+  // Compute, write the feature file (when configured) and queue the Node
+  // patch (when configured). Returns the labels, or the file's error.
+  absl::StatusOr<labels::Labels> Publish(const device::Node& node,
+                                         const config::Config& config);
+
+  absl::Status WriteFeatureFile(const labels::Labels& labels) const;
+
+  // Patches the Node now. FailedPrecondition when no node name was given.
+  absl::Status PatchNode(const labels::Labels& labels,
+                         std::stop_token stop = {});
+
+ private:
+  void PatchLoop(std::stop_token stop);
+  bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || pending_.has_value();
+  }
+
+  const LabelOptions options_;
+  // Set by Create; a test's client otherwise.
+  std::unique_ptr<kube::Transport> owned_transport_;
+  std::unique_ptr<kube::Client> owned_client_;
+  kube::Client* client_ = nullptr;
+  absl::Mutex mu_;
+  std::optional<labels::Labels> pending_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Last: started after everything it uses, stopped first.
+  std::jthread patcher_;
+};
+
+}  // namespace gpulet::daemon

@@ -1,0 +1,146 @@
+// PluginRunner: keeps one resource served and registered with the kubelet.
+// Owns the resource's DeviceList and PluginServer; the daemon owns the
+// runners and drives them from its event loop.
+//
+// A (re)start is always Stop() (ending ListAndWatch streams, removing the
+// socket), Start(), then Register: the kubelet drops whichever client is
+// registered for a resource when an old stream ends, so the old server must
+// be gone before the new registration. A failed start or registration is
+// retried with Backoff (100 ms doubling to 5 s) until it succeeds or the
+// runner is stopped (while the kubelet is unreachable only Register is
+// retried; the server keeps running); the daemon's loop calls RetryIfDue() when
+// retry_at() passes, so nothing here sleeps.
+//
+// Which restarts are needed is decided from the files, not from the order
+// of inotify events: after a successful start the runner records the
+// identity (device, inode, ctime) of its socket and, after registering, of
+// kubelet.sock. Its socket missing or replaced, or kubelet.sock created and
+// different from the one it registered with, means restart; anything else
+// (such as the deletion event caused by its own previous restart) is
+// ignored. So a kubelet restart, which deletes our socket and recreates
+// kubelet.sock, causes exactly one registration however its events are
+// batched.
+//
+// A configuration reload changes a running resource in place (Update): the
+// new device list goes out on the open ListAndWatch streams and the new
+// handlers answer the next calls; the server is not restarted and the
+// resource not registered again, so the kubelet never sees the resource
+// without devices.
+//
+// Thread safety: all methods from the daemon's loop thread only, except
+// devices(), whose DeviceList is thread-safe (the health monitor writes it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "src/plugin/daemon/backoff.h"
+#include "src/base/metrics/gpulet_metrics.h"
+#include "src/plugin/server/device_list.h"
+#include "src/plugin/server/plugin_server.h"
+#include "src/model/pluginapi/handlers.h"
+#include "src/net/registration/registrar.h"
+#include "src/model/resources/resources.h"
+
+namespace gpulet::daemon {
+
+struct RunnerOptions {
+  std::string plugin_dir;      // directory of the kubelet socket
+  std::string kubelet_socket;  // full path of kubelet.sock
+  absl::Duration register_timeout = absl::Seconds(10);
+  BackoffPolicy backoff;
+  // Counters for allocations, registrations and restarts; null: none.
+  const metrics::GpuletMetrics* metrics = nullptr;
+  // Asked while a registration waits for the kubelet; true abandons it (a
+  // stop was requested). Empty: registrations run to their timeout.
+  registration::CancelCheck cancel_registration = nullptr;
+};
+
+// What identifies one incarnation of a file; nullopt when it is missing.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int64_t ctime_sec = 0;
+  int64_t ctime_nsec = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+std::optional<FileIdentity> IdentifyFile(const std::string& path);
+
+class PluginRunner {
+ public:
+  // `allocate` answers Allocate (allocation::EnvvarResponse when empty),
+  // `preferred` answers GetPreferredAllocation (allocation::SimplePreferred
+  // when empty).
+  PluginRunner(resources::ResourceSpec spec, RunnerOptions options,
+               pluginapi::AllocateHandler allocate = nullptr,
+               pluginapi::PreferredHandler preferred = nullptr);
+  ~PluginRunner();
+  PluginRunner(const PluginRunner&) = delete;
+  PluginRunner& operator=(const PluginRunner&) = delete;
+
+  const std::string& resource_name() const { return spec_.resource_name; }
+  // Replaces the devices (health included; a no-op when equal) and the
+  // handlers, keeping the server, its streams and the registration.
+  void Update(std::vector<pluginapi::Device> devices,
+              pluginapi::AllocateHandler allocate,
+              pluginapi::PreferredHandler preferred);
+  const std::string& socket_name() const { return spec_.socket_name; }
+  plugin::DeviceList& devices() { return devices_; }
+  bool registered() const { return registered_; }
+
+  // Serves and registers for the first time; on failure a retry is
+  // scheduled.
+  void Start();
+  // Restarts now (logging `reason`) and registers; on failure a retry is
+  // scheduled.
+  void Restart(const std::string& reason);
+  // Called for every socket watcher event: restarts if the socket is gone
+  // or replaced, or if `kubelet_socket_created` and kubelet.sock is not the
+  // one registered with. While a retry is pending, a new kubelet.sock makes
+  // the retry happen now, with a fresh backoff.
+  void Reconcile(bool kubelet_socket_created);
+  // When the pending retry is due, on common::RealClock (monotonic); nullopt
+  // when none is pending.
+  std::optional<absl::Time> retry_at() const { return retry_at_; }
+  void RetryIfDue(absl::Time now);
+  // Ends streams, removes the socket, cancels any retry.
+  void Stop();
+
+ private:
+  // Registers, first (re)starting the server when `restart_server`.
+  void Attempt(bool restart_server);
+  void Fail(const absl::Status& status);
+  bool ServerReusable() const;
+
+  struct Handlers {
+    pluginapi::AllocateHandler allocate;
+    pluginapi::PreferredHandler preferred;
+  };
+  std::shared_ptr<const Handlers> handlers() const;
+
+  resources::ResourceSpec spec_;  // names only: its devices moved into devices_
+  const RunnerOptions options_;
+  plugin::DeviceList devices_;
+  // Swapped by Update while gRPC threads call through it.
+  mutable absl::Mutex handlers_mu_;
+  std::shared_ptr<const Handlers> handlers_ ABSL_GUARDED_BY(handlers_mu_);
+  std::unique_ptr<plugin::PluginServer> server_;
+  Backoff backoff_;
+  bool registered_ = false;
+  std::optional<absl::Time> retry_at_;
+  std::optional<FileIdentity> socket_id_;
+  std::optional<FileIdentity> kubelet_id_;
+  std::string last_error_;
+  absl::StatusCode last_failure_ = absl::StatusCode::kOk;
+};
+
+}  // namespace gpulet::daemon

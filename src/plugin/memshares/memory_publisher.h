@@ -1,0 +1,227 @@
+// MemoryPublisher: the node side of memory shares (docs/sharing.md). It
+// keeps the Node annotation gpulet.dev/gpu-memory true to the node's real
+// allocation, prunes gpulet.dev/gpu-memory-pending, and tells the plugin's
+// preferred allocation which requests are pending.
+//
+// A sync reads the kubelet's PodResources (List, GetAllocatableResources),
+// adds the plugin's own Allocate answers the kubelet does not list yet,
+// reads the Node, drops the pending entries whose pod was admitted, is
+// gone or timed out, and writes both annotations in one JSON merge patch
+// that carries the Node's resourceVersion: a concurrent writer (the
+// scheduler extender) makes the API server answer 409 Conflict, and the
+// sync reads again and retries. Syncs run after every Allocate, on every
+// change of the node's pods (a watch), and every resync period; nothing
+// wakes the thread otherwise.
+//
+// Reserve closes the window between preferred allocation's read of the
+// pending requests and the Allocate answer: the choice is written to the
+// Node with the resourceVersion of that read, so a pod the extender bound
+// in between (which counted this container as pending anywhere it fits)
+// makes the write fail and the choice is made again with that pod.
+//
+// OnAllocate closes the window between an Allocate answer and the next
+// sync: before the plugin answers, a writer thread writes
+// gpulet.dev/gpu-memory from the last PodResources listing with the answer
+// as a placement (GPU, units, unit IDs, time) counted in its GPU's `used`,
+// in a read-modify-write with the resourceVersion (the pending annotation
+// is left to the syncs). No List is made while the kubelet allocates
+// (KubeletGate): a sync waits. The listings and the answers are merged by
+// unit ID (sharing::AllocationLedger), so no unit is counted twice: not
+// when a listing already shows the container being answered, not when a
+// restarted kubelet allocates a listed container again, not when the
+// kubelet hands out units of pods deleted while it was down. A sync
+// replaces the placement by the container's attributed entry once
+// PodResources lists its units, in the same patch that prunes the pending
+// annotation; a placement never listed expires after pending_timeout.
+// When the write fails or takes longer than placement_timeout, Allocate
+// still answers (the kubelet is never blocked on the API server): it is
+// logged and counted in gpulet_memory_placement_writes_total{result}.
+//
+// An annotation edited by hand into something unreadable is ignored with
+// a logged reason and a count in gpulet_memory_annotation_errors_total,
+// never a crash: a bad pending annotation is left alone (the plugin then
+// sees no pending requests), a bad node annotation is overwritten.
+//
+// Thread safety: every public method may be called from any thread. The
+// client objects are borrowed and must outlive the publisher.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "src/net/kube/client.h"
+#include "src/net/kube/sleeper.h"
+#include "src/base/metrics/registry.h"
+#include "src/plugin/memshares/kubelet_gate.h"
+#include "src/net/podresources/client.h"
+#include "src/model/sharing/node_view.h"
+
+namespace gpulet::nodeagent {
+
+struct PublisherOptions {
+  std::string node_name;
+  std::string resource_name = "nvidia.com/gpu-memory";
+  int64_t unit_mib = 1024;
+  absl::Duration pending_timeout = absl::Minutes(5);
+  absl::Duration resync_period = absl::Minutes(5);
+  // Read-modify-write attempts of one sync while the Node keeps changing.
+  int max_attempts = 5;
+  // How long OnAllocate waits for its placement to be written.
+  absl::Duration placement_timeout = absl::Seconds(5);
+  // How long after answering an Allocate no PodResources List is made:
+  // the kubelet records the answer's units just after (KubeletGate).
+  absl::Duration kubelet_grace = absl::Seconds(1);
+  // Wall-clock time: the annotations' times are compared across machines.
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+// Metric families the publisher updates; null ones are skipped.
+struct PublisherMetrics {
+  // gpulet_gpu_memory_units{gpu, state}: total, used, pending.
+  metrics::Family* memory_units = nullptr;
+  // gpulet_memory_annotation_errors_total{annotation}: "pending", "node".
+  metrics::Family* annotation_errors = nullptr;
+  // gpulet_memory_syncs_total{result}: "ok", "error".
+  metrics::Family* syncs = nullptr;
+  // gpulet_memory_placement_writes_total{result}: "ok", "error", "timeout".
+  metrics::Family* placement_writes = nullptr;
+
+  // Registers the four families (idempotent on the same registry).
+  static absl::StatusOr<PublisherMetrics> Register(metrics::Registry& registry);
+};
+
+class MemoryPublisher {
+ public:
+  MemoryPublisher(kube::Client& api, const podresources::Client& kubelet,
+                  PublisherOptions options, PublisherMetrics metrics = {});
+  // Stops the threads started by Start.
+  ~MemoryPublisher();
+
+  MemoryPublisher(const MemoryPublisher&) = delete;
+  MemoryPublisher& operator=(const MemoryPublisher&) = delete;
+
+  // The GPUs sharing memory: UUID, index, units and health (`used` is
+  // ignored). Wakes the sync thread.
+  void SetGpus(std::vector<sharing::GpuSpace> gpus);
+  // The plugin is answering an Allocate with the unit IDs `ids` (`units`
+  // of them; otherwise it is logged and ignored) of `gpu`: records the
+  // placement on the Node (see above),
+  // waiting at most placement_timeout, and wakes the sync thread. Needs
+  // Start() for the write; without it, only the sync thread learns of it.
+  void OnAllocate(const std::string& gpu, int64_t units,
+                  const std::vector<std::string>& ids);
+  // The requests preferred allocation must keep fitting; `refresh` reads
+  // the Node first (the pending annotation may be newer than the last
+  // sync), sets `node_version` (when not null) to the resourceVersion read
+  // (empty when the read failed), and means the kubelet is choosing units:
+  // no List is made until it has recorded them (KubeletGate), and a List
+  // in progress ends first.
+  std::vector<sharing::Request> Pending(bool refresh,
+                                        std::string* node_version = nullptr);
+  // Preferred allocation chose `ids` (`units` of them) of GPU `gpu`
+  // against the requests Pending(true)
+  // returned with `node_version`: writes gpulet.dev/gpu-memory with it as a
+  // placement, in a merge patch carrying `node_version`, and counts it like
+  // an Allocate answer from then on. Aborted when the Node changed since
+  // that read (409 Conflict: the extender may have bound a pod that the
+  // choice did not see; choose again): nothing is recorded. Another error
+  // (API server unreachable, no listing yet, no version) records the
+  // choice in the node agent only; the caller answers anyway.
+  absl::Status Reserve(const std::string& gpu, int64_t units,
+                       const std::vector<std::string>& ids,
+                       const std::string& node_version,
+                       std::stop_token stop = {});
+
+  // One sync, on the caller's thread.
+  absl::Status Sync(std::stop_token stop = {});
+  // Writes the Node annotation with `placed` (see above), on the caller's
+  // thread: no-op when the annotation has it already or the ledger no
+  // longer does; FailedPrecondition before any PodResources listing.
+  absl::Status WritePlacement(const sharing::Placement& placed,
+                              std::stop_token stop = {});
+
+  // Starts the sync thread and the watch of the node's pods.
+  // REQUIRES: called once.
+  void Start(kube::Sleeper& sleeper);
+  void Wake();
+  // Successful syncs so far.
+  int64_t syncs() const;
+
+ private:
+  // Reads PodResources (List, GetAllocatableResources) into the ledger,
+  // once the kubelet is not allocating (KubeletGate).
+  absl::Status ReadListing(std::stop_token stop);
+  absl::Status SyncOnce(std::stop_token stop, bool* conflict);
+  // The annotation as the node agent knows the node now: the last listing
+  // and the ledger's answers (AllocationLedger: no unit counted twice).
+  sharing::NodeMemory Known() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WritePlacementOnce(const sharing::Placement& placed,
+                                  std::stop_token stop, bool* conflict);
+  // A merge patch of the Node's `annotations`, valid only at
+  // `resource_version` (409 Conflict comes back as Aborted).
+  absl::Status PatchAnnotations(const std::string& resource_version,
+                                nlohmann::json annotations,
+                                std::stop_token stop);
+  void WriterLoop(std::stop_token stop);
+  sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
+  void ReportBad(std::string_view annotation, const absl::Status& status);
+  void UpdateMetrics(const sharing::NodeMemory& node,
+                     const std::vector<sharing::Request>& pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Loop(std::stop_token stop);
+  // The watch of the node's pods (pod_watch.cc), until `stop`.
+  void WatchPods(kube::Sleeper& sleeper, std::stop_token stop);
+  // The pod watch's view: "<namespace>/<name>" -> uid.
+  void ReplacePods(const std::vector<nlohmann::json>& pods);
+  void OnPodEvent(const kube::WatchEvent& event);
+
+  kube::Client& api_;
+  const podresources::Client& kubelet_;
+  const PublisherOptions options_;
+  const PublisherMetrics metrics_;
+
+  mutable absl::Mutex mu_;
+  std::vector<sharing::GpuSpace> gpus_ ABSL_GUARDED_BY(mu_);
+  sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
+  KubeletGate gate_ ABSL_GUARDED_BY(mu_);
+  sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
+  sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
+  // The GPUs as of the last listing (the kubelet's count of units), and
+  // when it was read. Pending() and the placement writes use Known(), the
+  // last listing whether written or not: with node_, a container the
+  // ledger no longer counts (it is listed) would count as pending again
+  // until the write succeeds.
+  std::vector<sharing::GpuSpace> listed_gpus_ ABSL_GUARDED_BY(mu_);
+  absl::Time listed_at_ ABSL_GUARDED_BY(mu_);
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last complaint per annotation, so a bad value is logged once.
+  std::map<std::string, std::string, std::less<>> bad_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> metric_gpus_ ABSL_GUARDED_BY(mu_);
+  // The uids of the node's pods that are not Succeeded or Failed, from the
+  // watch; PodResources has none.
+  std::map<std::string, std::string> pod_uids_ ABSL_GUARDED_BY(mu_);
+  // Placements for the writer thread, and how many it has finished.
+  std::vector<sharing::Placement> to_write_ ABSL_GUARDED_BY(mu_);
+  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writer_running_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Last members: stopped and joined first on destruction.
+  std::jthread pods_;
+  std::jthread loop_;
+  std::jthread writer_;
+};
+
+}  // namespace gpulet::nodeagent

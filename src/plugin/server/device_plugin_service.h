@@ -1,0 +1,62 @@
+// DevicePluginService: the v1beta1.DevicePlugin methods of one resource as
+// an h2::Service, for one run of a PluginServer (a new one per Start).
+//
+// Every method runs inline on the h2 server's loop thread: the unary ones
+// only compute an answer from a snapshot (the handlers must not block);
+// GetDevicePluginOptions answers bytes encoded once. Each ListAndWatch
+// stream watches the DeviceList: a change, Close or Notify wakes the
+// server's streams, and a stream sends the latest list when its version is
+// newer than the last one it sent (a burst collapses into one message). The
+// message is encoded once per version and shared by every stream. A request
+// that does not parse is INTERNAL, as gRPC answers it.
+//
+// Thread safety: Methods() once, before the server starts; the methods and
+// the streams run on the server's loop thread only. Borrows the options,
+// device list and handlers, which must outlive it, and the server, which
+// must outlive every stream.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "src/net/h2/server.h"
+#include "src/net/h2/service.h"
+#include "src/plugin/server/device_list.h"
+#include "src/plugin/server/plugin_server.h"
+#include "src/model/pluginapi/handlers.h"
+
+namespace gpulet::plugin {
+
+class DevicePluginService {
+ public:
+  DevicePluginService(const PluginOptions& options, DeviceList& devices,
+                      const pluginapi::AllocateHandler& allocate,
+                      const pluginapi::PreferredHandler& preferred);
+  DevicePluginService(const DevicePluginService&) = delete;
+  DevicePluginService& operator=(const DevicePluginService&) = delete;
+
+  // The five methods by path; they borrow this object and `server`, whose
+  // streams a change of the list wakes.
+  h2::Service Methods(h2::Server& server);
+
+  // For the streams (loop thread): the list's message for `snapshot`,
+  // encoded once per version; stream counting for the log.
+  std::shared_ptr<const std::string> ListMessage(
+      const pluginapi::DeviceSnapshot& snapshot);
+  void StreamStarted();
+  void StreamEnded(std::string_view why);
+  DeviceList& devices() { return devices_; }
+
+ private:
+  const PluginOptions& options_;
+  DeviceList& devices_;
+  const pluginapi::AllocateHandler& allocate_;
+  const pluginapi::PreferredHandler& preferred_;
+  int streams_ = 0;
+  uint64_t encoded_version_ = 0;  // none yet
+  std::shared_ptr<const std::string> encoded_;
+};
+
+}  // namespace gpulet::plugin

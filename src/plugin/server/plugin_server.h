@@ -1,0 +1,76 @@
+// PluginServer: one kubelet device plugin (API v1beta1) for one resource,
+// served as gRPC on a unix socket in the kubelet's plugin directory, over
+// gpulet's own HTTP/2 transport (src/net/h2).
+//
+// Lifecycle: Start() removes a stale socket file, listens on
+// <plugin_dir>/<socket_name> (mode 0600) and serves the DevicePlugin service
+// on a thread of its own; only then may the caller register with the kubelet.
+// Stop() ends every ListAndWatch stream (status OK), sends GOAWAY, closes the
+// connections and removes the socket. A PluginServer can be started again after Stop() (kubelet restart).
+//
+// The server reads devices from a DeviceList it does not own (the daemon
+// owns it, the health monitor writes to it) and answers Allocate through an
+// AllocateHandler, so response strategies live outside the transport.
+//
+// Thread safety: Start/Stop from one controlling thread; running() and the
+// accessors from any thread; the transport is internal. The DeviceList must
+// outlive the server; the handlers are owned by it and are called on the
+// server's thread, while other threads change the DeviceList.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "src/plugin/server/device_list.h"
+#include "src/model/pluginapi/handlers.h"
+
+namespace gpulet::plugin {
+
+struct PluginOptions {
+  std::string resource_name;  // "nvidia.com/gpu"
+  std::string socket_name;    // "gpulet-gpu.sock", relative to the plugin dir
+  bool get_preferred_allocation_available = true;
+  bool pre_start_required = false;
+  // Called after each container's devices were allocated successfully (the
+  // AllocateHandler returned a response), with how many IDs it was given;
+  // the daemon counts gpulet_allocations_total and
+  // gpulet_allocated_devices_total with it. Empty: nothing is called.
+  // Called on the server's thread: must be thread-safe and quick.
+  std::function<void(size_t devices)> on_allocated = {};
+};
+
+class PluginServer {
+ public:
+  PluginServer(PluginOptions options, DeviceList& devices,
+               pluginapi::AllocateHandler allocate,
+               pluginapi::PreferredHandler preferred);
+  ~PluginServer();
+  PluginServer(const PluginServer&) = delete;
+  PluginServer& operator=(const PluginServer&) = delete;
+
+  // Serves on <plugin_dir>/<socket_name>. Errors name the path:
+  // FAILED_PRECONDITION when already running or when something that is not
+  // a socket sits at the path, INVALID_ARGUMENT for an empty or nested
+  // socket name or a path longer than a unix socket allows, NOT_FOUND when
+  // plugin_dir is missing, UNAVAILABLE when it cannot listen.
+  absl::Status Start(const std::string& plugin_dir);
+  // Ends every ListAndWatch stream, sends GOAWAY (connections get up to a
+  // second to take it; unary calls are answered inline, so none is in
+  // flight), closes them and removes the socket file. Returns when nothing
+  // of this run is left. No-op when not running.
+  void Stop();
+  bool running() const;
+  const PluginOptions& options() const;
+  // Full path of the socket, set by Start() and kept after Stop().
+  // REQUIRES: not called concurrently with Start().
+  const std::string& socket_path() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpulet::plugin
