@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/file_util.h"
-#include "src/base/config/runtime_config.h"
+#include "src/runtime/wrapper/runtime_config.h"
 #include "src/runtime/wrapper/create.h"
 #include "test/runtime/runc_fixture.h"
 

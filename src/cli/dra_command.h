@@ -8,7 +8,7 @@
 
 #include "CLI/App.hpp"
 #include "src/cli/global_options.h"
-#include "src/plugin/daemon/dra_runner.h"
+#include "src/dra/runner/dra_runner.h"
 
 namespace gpulet::cli {
 

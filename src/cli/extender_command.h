@@ -7,7 +7,7 @@
 #include <ostream>
 
 #include "CLI/App.hpp"
-#include "src/plugin/daemon/extender_runner.h"
+#include "src/cluster/extender/extender_runner.h"
 
 namespace gpulet::cli {
 

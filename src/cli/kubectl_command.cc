@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "src/cli/memory_status.h"
 #include "src/base/common/clock.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/tls_transport.h"

@@ -22,7 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "src/base/common/logging.h"
-#include "src/base/config/runtime_config.h"
+#include "src/runtime/wrapper/runtime_config.h"
 #include "src/runtime/wrapper/create.h"
 #include "src/runtime/wrapper/exec_runtime.h"
 #include "src/runtime/wrapper/ldcache_hook.h"

@@ -26,7 +26,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "src/base/common/file_util.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_transport.h"
 #include "src/net/kube/test_tls.h"
 

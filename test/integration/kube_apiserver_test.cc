@@ -31,7 +31,7 @@
 #include "httplib.h"
 #include "src/cli/kubectl_command.h"
 #include "src/base/common/file_util.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/plugin/daemon/label_publisher.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/api_status.h"

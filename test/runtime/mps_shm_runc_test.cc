@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/plugin/daemon/dra_sharing.h"
+#include "src/dra/runner/dra_sharing.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/test_claims.h"
 #include "sim/node_render.h"

@@ -20,7 +20,7 @@
 #include "src/dra/kubelet/claim_cdi.h"
 #include "src/dra/kubelet/claim_config.h"
 #include "src/dra/kubelet/device_names.h"
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 
 namespace gpulet::dra {
 namespace {

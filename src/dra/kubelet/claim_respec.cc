@@ -15,7 +15,7 @@
 #include "src/base/common/status_macros.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/device_names.h"
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 
 namespace gpulet::dra {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 
 namespace gpulet::mps {
 namespace {

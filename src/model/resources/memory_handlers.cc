@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/base/common/logging.h"
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 #include "src/model/sharing/unit_id.h"
 
 namespace gpulet::resources {

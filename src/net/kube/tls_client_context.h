@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 
 typedef struct ssl_ctx_st SSL_CTX;  // NOLINT: OpenSSL's own spelling
 

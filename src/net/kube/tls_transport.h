@@ -41,7 +41,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/base/common/clock.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_client_context.h"
 #include "src/net/kube/tls_connection.h"
 #include "src/net/kube/token_source.h"

@@ -33,7 +33,7 @@
 #include "src/plugin/daemon/health_book.h"
 #include "src/plugin/daemon/label_publisher.h"
 #include "src/plugin/daemon/plugin_runner.h"
-#include "src/plugin/daemon/signal_channel.h"
+#include "src/base/common/signal_channel.h"
 #include "src/gpu/device/gpu.h"
 #include "src/gpu/health/health_monitor.h"
 #include "src/gpu/health/passthrough_watcher.h"

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/plugin/daemon/daemon_impl.h"
 #include "src/net/kube/tls_transport.h"
 #include "src/net/kube/sleeper.h"

@@ -11,7 +11,7 @@
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/gpu/device/discovery.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/tls_transport.h"

@@ -43,7 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "src/plugin/daemon/backoff.h"
+#include "src/base/common/backoff.h"
 #include "src/base/metrics/gpulet_metrics.h"
 #include "src/plugin/server/device_list.h"
 #include "src/plugin/server/plugin_server.h"

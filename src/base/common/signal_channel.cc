@@ -1,4 +1,4 @@
-#include "src/plugin/daemon/signal_channel.h"
+#include "src/base/common/signal_channel.h"
 
 #include <poll.h>
 #include <pthread.h>

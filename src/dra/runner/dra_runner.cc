@@ -1,4 +1,4 @@
-#include "src/plugin/daemon/dra_runner.h"
+#include "src/dra/runner/dra_runner.h"
 
 #include <ctime>
 #include <filesystem>
@@ -15,13 +15,13 @@
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/config.h"
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/base/config/names.h"
 #include "src/base/config/resolve.h"
 #include "src/model/cdi/driver.h"
-#include "src/plugin/daemon/dra_sharing.h"
-#include "src/plugin/daemon/dra_slices.h"
-#include "src/plugin/daemon/signal_channel.h"
+#include "src/dra/runner/dra_sharing.h"
+#include "src/dra/runner/dra_slices.h"
+#include "src/base/common/signal_channel.h"
 #include "src/gpu/device/discovery.h"
 #include "src/gpu/device/nvml_error_kind.h"
 #include "src/gpu/device/topology.h"

@@ -1,4 +1,4 @@
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "src/plugin/daemon/backoff.h"
+#include "src/base/common/backoff.h"
 
 #include <algorithm>
 

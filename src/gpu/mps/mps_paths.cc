@@ -1,4 +1,4 @@
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"

@@ -1,4 +1,4 @@
-#include "src/base/config/runtime_config.h"
+#include "src/runtime/wrapper/runtime_config.h"
 
 #include <exception>
 #include <string>

@@ -1,4 +1,4 @@
-#include "src/base/config/kubeconfig.h"
+#include "src/net/kube/kubeconfig.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,11 +1,11 @@
-#include "src/plugin/daemon/dra_slices.h"
+#include "src/dra/runner/dra_slices.h"
 
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/logging.h"
-#include "src/plugin/daemon/backoff.h"
+#include "src/base/common/backoff.h"
 #include "src/dra/slices/publisher.h"
 
 namespace gpulet::daemon {

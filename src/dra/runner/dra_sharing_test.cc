@@ -1,4 +1,4 @@
-#include "src/plugin/daemon/dra_sharing.h"
+#include "src/dra/runner/dra_sharing.h"
 
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "src/plugin/daemon/extender_runner.h"
+#include "src/cluster/extender/extender_runner.h"
 
 #include <memory>
 #include <stop_token>
@@ -9,8 +9,8 @@
 #include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
-#include "src/base/config/kubeconfig.h"
-#include "src/plugin/daemon/signal_channel.h"
+#include "src/net/kube/kubeconfig.h"
+#include "src/base/common/signal_channel.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/extender.h"
 #include "src/cluster/extender/gone_pods.h"

@@ -1,4 +1,4 @@
-#include "src/plugin/daemon/dra_sharing.h"
+#include "src/dra/runner/dra_sharing.h"
 
 #include <filesystem>
 #include <system_error>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "src/base/common/logging.h"
 #include "src/gpu/mps/compute_policy.h"
-#include "src/model/sharing/mps_paths.h"
+#include "src/gpu/mps/mps_paths.h"
 
 namespace gpulet::daemon {
 namespace {
