@@ -22,8 +22,8 @@
 #include "bench/bench_stats.h"
 #include "src/base/common/clock.h"
 #include "src/cluster/extender/extender.h"
-#include "src/cluster/extender/fake_api_server.h"
-#include "src/cluster/extender/test_nodes.h"
+#include "src/cluster/testing/fake_api_server.h"
+#include "src/cluster/testing/test_nodes.h"
 #include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {

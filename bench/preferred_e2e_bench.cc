@@ -25,7 +25,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/model/allocation/allocate_response.h"
 #include "src/model/allocation/preferred_handler.h"
-#include "src/model/allocation/test_topologies.h"
+#include "src/model/testing/test_topologies.h"
 #include "sim/profiles.h"
 #include "src/plugin/server/plugin_server.h"
 

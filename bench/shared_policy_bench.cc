@@ -11,7 +11,7 @@
 
 #include "benchmark/benchmark.h"
 #include "src/model/allocation/preferred_handler.h"
-#include "src/model/allocation/test_topologies.h"
+#include "src/model/testing/test_topologies.h"
 #include "sim/profiles.h"
 
 namespace gpulet::allocation {

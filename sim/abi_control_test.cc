@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "sim/abi_test_util.h"
+#include "sim/testing/abi_test_util.h"
 #include "sim/control_client.h"
 #include "sim/control_protocol.h"
 #include "sim/control_server.h"

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "sim/abi_test_util.h"
+#include "sim/testing/abi_test_util.h"
 
 namespace gpulet::sim::testing {
 namespace {

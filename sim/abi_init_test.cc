@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/abi_test_util.h"
+#include "sim/testing/abi_test_util.h"
 
 namespace gpulet::sim::testing {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/abi_test_util.h"
+#include "sim/testing/abi_test_util.h"
 #include "sim/machine_queries.h"
 
 namespace gpulet::sim::testing {

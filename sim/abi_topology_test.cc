@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sim/abi_test_util.h"
+#include "sim/testing/abi_test_util.h"
 
 namespace gpulet::sim::testing {
 namespace {

@@ -28,7 +28,7 @@
 #include "src/base/common/file_util.h"
 #include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_transport.h"
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/test_tls.h"
 
 namespace gpulet::testing {
 

@@ -22,7 +22,7 @@
 #include "gtest/gtest.h"
 #include "sim/fake_kernel.h"
 #include "sim/sysfs_tree.h"
-#include "src/gpu/vfio/test_tree.h"
+#include "src/gpu/testing/test_tree.h"
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
 #include "test/integration/plugin_test_client.h"

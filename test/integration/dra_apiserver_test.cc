@@ -24,7 +24,7 @@
 #include "src/base/config/yaml_json.h"
 #include "src/dra/kubelet/claim_allocation.h"
 #include "src/dra/slices/publisher.h"
-#include "src/dra/slices/sim_devices.h"
+#include "src/dra/testing/sim_devices.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"

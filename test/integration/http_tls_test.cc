@@ -20,7 +20,7 @@
 #include "httplib.h"
 #include "src/base/common/file_util.h"
 #include "src/net/http/server.h"
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/test_tls.h"
 
 namespace gpulet::http {
 namespace {

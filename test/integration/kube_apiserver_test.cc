@@ -38,7 +38,7 @@
 #include "src/net/kube/client.h"
 #include "src/net/kube/tls_transport.h"
 #include "src/net/kube/list_watcher.h"
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/test_tls.h"
 #include "src/model/labels/node_patch.h"
 #include "test/integration/apiserver_host.h"
 

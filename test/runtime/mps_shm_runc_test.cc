@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "src/dra/runner/dra_sharing.h"
 #include "src/dra/kubelet/claim_preparer.h"
-#include "src/dra/kubelet/test_claims.h"
+#include "src/dra/testing/test_claims.h"
 #include "sim/node_render.h"
 #include "test/integration/subprocess.h"
 #include "test/runtime/runc_fixture.h"

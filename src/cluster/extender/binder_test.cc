@@ -8,9 +8,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/base/common/clock.h"
-#include "src/cluster/extender/fake_api_server.h"
-#include "src/cluster/extender/test_nodes.h"
-#include "src/net/kube/fake_transport.h"
+#include "src/cluster/testing/fake_api_server.h"
+#include "src/cluster/testing/test_nodes.h"
+#include "src/net/testing/fake_transport.h"
 #include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {

@@ -1,7 +1,7 @@
 #include "src/cluster/extender/node_cache.h"
 
 #include "gtest/gtest.h"
-#include "src/cluster/extender/test_nodes.h"
+#include "src/cluster/testing/test_nodes.h"
 
 namespace gpulet::extender {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/cluster/extender/test_nodes.h"
+#include "src/cluster/testing/test_nodes.h"
 
 namespace gpulet::extender {
 namespace {

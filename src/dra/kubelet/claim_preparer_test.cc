@@ -14,10 +14,10 @@
 #include "src/model/cdi/spec_builder.h"
 #include "src/model/cdi/spec_codec.h"
 #include "src/model/cdi/spec_file.h"
-#include "src/model/cdi/test_hooks.h"
+#include "src/model/testing/test_hooks.h"
 #include "src/base/common/file_util.h"
 #include "src/dra/kubelet/claim_cdi.h"
-#include "src/dra/kubelet/test_claims.h"
+#include "src/dra/testing/test_claims.h"
 
 namespace gpulet::dra {
 namespace {

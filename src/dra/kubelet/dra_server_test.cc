@@ -18,7 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
-#include "src/dra/kubelet/test_claims.h"
+#include "src/dra/testing/test_claims.h"
 
 namespace gpulet::dra {
 namespace {

@@ -11,7 +11,7 @@
 #include "src/dra/kubelet/claim_cdi.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/dra/kubelet/node_devices.h"
-#include "src/gpu/nvml/sim_test_support.h"
+#include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::dra {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/dra/kubelet/test_claims.h"
+#include "src/dra/testing/test_claims.h"
 
 namespace gpulet::dra {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/dra/slices/sim_devices.h"
+#include "src/dra/testing/sim_devices.h"
 
 namespace gpulet::draslice {
 namespace {

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/dra/slices/device_json.h"
-#include "src/dra/slices/sim_devices.h"
+#include "src/dra/testing/sim_devices.h"
 #include "src/net/kube/api_path.h"
 
 namespace gpulet::draslice {

@@ -26,7 +26,7 @@
 #include "src/gpu/health/health_config.h"
 #include "src/base/metrics/gpulet_metrics.h"
 #include "sim/control_client.h"
-#include "src/gpu/nvml/sim_test_support.h"
+#include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::health {
 namespace {

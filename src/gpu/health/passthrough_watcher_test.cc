@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sim/fake_kernel.h"
-#include "src/gpu/vfio/test_tree.h"
+#include "src/gpu/testing/test_tree.h"
 
 namespace gpulet::health {
 namespace {

@@ -15,7 +15,7 @@
 #include "src/gpu/nvml/dynamic_library.h"
 #include "sim/machine.h"
 #include "sim/profiles.h"
-#include "src/gpu/nvml/sim_test_support.h"
+#include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::nvml {
 namespace {

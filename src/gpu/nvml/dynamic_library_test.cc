@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/gpu/nvml/sim_test_support.h"
+#include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::nvml {
 namespace {

@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/fake_kernel.h"
-#include "src/gpu/vfio/test_tree.h"
+#include "src/gpu/testing/test_tree.h"
 
 namespace gpulet::vfio {
 namespace {

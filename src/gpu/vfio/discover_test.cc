@@ -3,7 +3,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/gpu/vfio/test_tree.h"
+#include "src/gpu/testing/test_tree.h"
 #include "src/gpu/vfio/vfio.h"
 
 namespace gpulet::vfio {

@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/allocation/test_topologies.h"
+#include "src/model/testing/test_topologies.h"
 #include "sim/profiles.h"
 
 namespace gpulet::allocation {

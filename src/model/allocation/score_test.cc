@@ -1,7 +1,7 @@
 #include "src/model/allocation/score.h"
 
 #include "gtest/gtest.h"
-#include "src/model/allocation/test_topologies.h"
+#include "src/model/testing/test_topologies.h"
 #include "sim/profiles.h"
 
 namespace gpulet::allocation {

@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "src/model/allocation/preferred_handler.h"
-#include "src/model/allocation/test_topologies.h"
+#include "src/model/testing/test_topologies.h"
 #include "src/model/pluginapi/preferred_request.h"
 
 namespace gpulet::allocation {

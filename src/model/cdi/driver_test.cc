@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/cdi/test_root.h"
+#include "src/model/testing/test_root.h"
 
 namespace gpulet::cdi {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/cdi/test_root.h"
+#include "src/model/testing/test_root.h"
 #include "src/base/common/file_util.h"
 
 namespace gpulet::cdi {

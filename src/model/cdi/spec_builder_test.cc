@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/cdi/test_hooks.h"
+#include "src/model/testing/test_hooks.h"
 #include "src/model/cdi/validate.h"
 
 namespace gpulet::cdi {

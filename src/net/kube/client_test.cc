@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/net/kube/api_status.h"
-#include "src/net/kube/fake_transport.h"
+#include "src/net/testing/fake_transport.h"
 
 namespace gpulet::kube {
 namespace {

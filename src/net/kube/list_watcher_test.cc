@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/net/kube/fake_transport.h"
+#include "src/net/testing/fake_transport.h"
 
 namespace gpulet::kube {
 namespace {

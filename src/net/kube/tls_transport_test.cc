@@ -24,7 +24,7 @@
 #include "src/net/kube/api_status.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/sleeper.h"
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/test_tls.h"
 
 namespace gpulet::kube {
 namespace {

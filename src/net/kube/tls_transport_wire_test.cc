@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/net/kube/raw_tls_server.h"
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/raw_tls_server.h"
+#include "src/net/testing/test_tls.h"
 #include "src/net/kube/tls_transport.h"
 
 namespace gpulet::kube {

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/net/podresources/fake_kubelet.h"
+#include "src/net/testing/fake_kubelet.h"
 
 namespace gpulet::podresources {
 namespace {

@@ -3,8 +3,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/model/cdi/spec_file.h"
-#include "src/model/cdi/test_hooks.h"
-#include "src/model/cdi/test_root.h"
+#include "src/model/testing/test_hooks.h"
+#include "src/model/testing/test_root.h"
 
 namespace gpulet::daemon {
 namespace {

@@ -15,7 +15,7 @@
 #include "src/base/common/clock.h"
 #include "src/base/common/file_util.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/fake_transport.h"
+#include "src/net/testing/fake_transport.h"
 #include "src/net/kube/sleeper.h"
 #include "src/model/labels/node_patch.h"
 

@@ -13,8 +13,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "src/base/common/clock.h"
-#include "src/net/kube/fake_transport.h"
-#include "src/net/podresources/fake_kubelet.h"
+#include "src/net/testing/fake_transport.h"
+#include "src/net/testing/fake_kubelet.h"
 #include "src/model/sharing/annotations.h"
 
 namespace gpulet::nodeagent {

@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/runtime/wrapper/test_dir.h"
+#include "src/runtime/testing/test_dir.h"
 
 namespace gpulet::runtime {
 namespace {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/unique_fd.h"
-#include "src/runtime/wrapper/test_dir.h"
+#include "src/runtime/testing/test_dir.h"
 
 namespace gpulet::runtime {
 namespace {

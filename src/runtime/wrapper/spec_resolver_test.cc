@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/runtime/wrapper/test_dir.h"
-#include "src/runtime/wrapper/test_specs.h"
+#include "src/runtime/testing/test_dir.h"
+#include "src/runtime/testing/test_specs.h"
 
 namespace gpulet::runtime {
 namespace {

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/base/common/unique_fd.h"
-#include "src/runtime/wrapper/test_dir.h"
+#include "src/runtime/testing/test_dir.h"
 
 namespace gpulet::runtime {
 namespace {

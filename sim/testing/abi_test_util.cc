@@ -1,4 +1,4 @@
-#include "sim/abi_test_util.h"
+#include "sim/testing/abi_test_util.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/test_tls.h"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>

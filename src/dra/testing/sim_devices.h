@@ -16,7 +16,7 @@
 #include "src/dra/slices/slice_builder.h"
 #include "sim/node_render.h"
 #include "sim/profiles.h"
-#include "src/gpu/nvml/sim_test_support.h"
+#include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::draslice::testing {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "src/net/kube/test_tls.h"
+#include "src/net/testing/test_tls.h"
 
 typedef struct ssl_st SSL;          // NOLINT
 typedef struct ssl_ctx_st SSL_CTX;  // NOLINT

@@ -1,4 +1,4 @@
-#include "src/net/kube/raw_tls_server.h"
+#include "src/net/testing/raw_tls_server.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -1,4 +1,4 @@
-#include "src/model/allocation/test_topologies.h"
+#include "src/model/testing/test_topologies.h"
 
 #include <algorithm>
 #include <bit>
