@@ -46,7 +46,7 @@ Client::Client(Transport& transport, const common::Clock& clock,
 
 absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
                                       std::stop_token stop) {
-  Backoff backoff(options_.backoff, options_.random);
+  common::Backoff backoff(options_.backoff, options_.random);
   const std::string what = Describe(request);
   for (int attempt = 1;; ++attempt) {
     if (!sleeper_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);

@@ -40,8 +40,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "src/base/common/backoff.h"
 #include "src/base/common/clock.h"
-#include "src/net/kube/backoff.h"
 #include "src/net/kube/rate_limiter.h"
 #include "src/net/kube/sleeper.h"
 #include "src/net/kube/transport.h"
@@ -49,12 +49,19 @@
 
 namespace gpulet::kube {
 
+// The API retries' default: 250 ms doubling to 30 s, each delay stretched
+// by up to half again.
+inline constexpr common::BackoffPolicy kApiBackoff{
+    .initial = absl::Milliseconds(250),
+    .max = absl::Seconds(30),
+    .jitter = 0.5};
+
 struct ClientOptions {
   double qps = 5;  // client-go's defaults
   int burst = 10;
   int max_attempts = 5;
-  BackoffPolicy backoff;
-  RandomFn random{};  // jitter source; default: a per-thread engine
+  common::BackoffPolicy backoff = kApiBackoff;
+  common::RandomFn random{};  // jitter source; default: a per-thread engine
   absl::Duration request_timeout = absl::Seconds(30);
   int64_t page_size = 500;
 };

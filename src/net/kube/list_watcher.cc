@@ -14,13 +14,14 @@ constexpr absl::Duration kMinWatchTimeout = absl::Minutes(5);
 
 ListWatcher::ListWatcher(Client& client, Sleeper& sleeper, std::string path,
                          ListOptions selectors, ListWatchCallbacks callbacks,
-                         BackoffPolicy backoff, RandomFn random)
+                         common::BackoffPolicy backoff,
+                         common::RandomFn random)
     : client_(client),
       sleeper_(sleeper),
       path_(std::move(path)),
       selectors_(std::move(selectors)),
       callbacks_(std::move(callbacks)),
-      random_(random ? std::move(random) : DefaultRandom),
+      random_(random ? std::move(random) : common::DefaultRandom),
       backoff_(backoff, random_) {}
 
 absl::Status ListWatcher::WatchOnce(std::stop_token stop) {

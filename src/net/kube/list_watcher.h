@@ -27,7 +27,6 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
-#include "src/net/kube/backoff.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/sleeper.h"
 
@@ -54,7 +53,8 @@ class ListWatcher {
  public:
   ListWatcher(Client& client, Sleeper& sleeper, std::string path,
               ListOptions selectors, ListWatchCallbacks callbacks,
-              BackoffPolicy backoff = {}, RandomFn random = nullptr);
+              common::BackoffPolicy backoff = kApiBackoff,
+              common::RandomFn random = nullptr);
 
   // Lists and watches until `stop` is requested; then returns Cancelled.
   absl::Status Run(std::stop_token stop);
@@ -73,8 +73,8 @@ class ListWatcher {
   const std::string path_;
   const ListOptions selectors_;
   const ListWatchCallbacks callbacks_;
-  RandomFn random_;
-  Backoff backoff_;
+  common::RandomFn random_;
+  common::Backoff backoff_;
   std::string resource_version_;
   ListWatcherStats stats_;
 };
