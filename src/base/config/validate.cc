@@ -273,7 +273,7 @@ absl::Status Checker::Health() const {
   return absl::OkStatus();
 }
 
-// "host:port" as metrics::ParseListenAddress reads it; config cannot
+// "host:port" as common::ParseListenAddress reads it; config cannot
 // depend on that layer, and the check is small.
 absl::Status Checker::Metrics() const {
   const std::string& address = config_.metrics.address;

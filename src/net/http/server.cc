@@ -22,13 +22,13 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/common/listen.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/unique_fd.h"
 #include "src/net/http/client_identity.h"
 #include "src/net/http/connection.h"
 #include "src/net/http/connection_slots.h"
 #include "src/net/http/tls_context.h"
-#include "src/base/metrics/metrics_server.h"
 
 namespace gpulet::http {
 namespace {
@@ -51,7 +51,7 @@ void Signal(int event_fd) {
 class Server::Impl {
  public:
   Impl(const ServerOptions& options, Handler handler,
-       std::unique_ptr<TlsContext> tls, int listen_fd, int wake_fd,
+       std::unique_ptr<TlsContext> tls, common::UniqueFd listen_fd, int wake_fd,
        int reap_fd)
       : options_(options),
         handler_(std::move(handler)),
@@ -60,7 +60,7 @@ class Server::Impl {
         slots_({.max_total = options.max_connections,
                 .max_per_peer = options.max_connections_per_peer,
                 .evict_untrusted = client_auth_}),
-        listen_fd_(listen_fd),
+        listen_fd_(std::move(listen_fd)),
         wake_fd_(wake_fd),
         reap_fd_(reap_fd) {
     thread_ = std::jthread([this](std::stop_token stop) { AcceptLoop(stop); });
@@ -70,7 +70,6 @@ class Server::Impl {
     thread_.request_stop();
     Signal(wake_fd_);
     if (thread_.joinable()) thread_.join();
-    ::close(listen_fd_);
     ::close(reap_fd_);
     ::close(wake_fd_);
   }
@@ -98,7 +97,7 @@ class Server::Impl {
       waiting_.store(!room || !parked_.empty());
       pollfd fds[3] = {{wake_fd_, POLLIN, 0},
                        {reap_fd_, POLLIN, 0},
-                       {room ? listen_fd_ : -1, POLLIN, 0}};
+                       {room ? listen_fd_.get() : -1, POLLIN, 0}};
       if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         GPULET_LOG(ERROR) << options_.name
@@ -123,7 +122,7 @@ class Server::Impl {
       sockaddr_storage addr{};
       socklen_t len = sizeof(addr);
       const int fd =
-          ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+          ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
                     SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) return;
       if (!Start(fd, PeerAddress(addr))) ::close(fd);
@@ -310,7 +309,7 @@ class Server::Impl {
   const std::unique_ptr<TlsContext> tls_;
   const bool client_auth_;
   ConnectionSlots slots_;
-  const int listen_fd_;
+  const common::UniqueFd listen_fd_;
   const int wake_fd_;  // written once at shutdown, never read: stays ready
   const int reap_fd_;  // a connection thread finished or turned idle
   // Not accepting (no room), or connections parked: a connection turning
@@ -323,8 +322,8 @@ class Server::Impl {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     const ServerOptions& options, Handler handler) {
-  absl::StatusOr<metrics::ListenAddress> address =
-      metrics::ParseListenAddress(options.address);
+  absl::StatusOr<common::ListenAddress> address =
+      common::ParseListenAddress(options.address);
   if (!address.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(options.name, " address \"", options.address,
@@ -359,12 +358,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     if (!loaded.ok()) return loaded.status();
     tls = *std::move(loaded);
   }
-  const int fd =
-      metrics::ListenTcp(address->host.empty() ? "0.0.0.0" : address->host,
-                         address->port, options.max_connections);
-  const int port = fd < 0 ? -1 : metrics::BoundPort(fd);
+  common::UniqueFd fd =
+      common::ListenTcp(address->host.empty() ? "0.0.0.0" : address->host,
+                        address->port, options.max_connections);
+  const int port = fd.valid() ? common::BoundPort(fd.get()) : -1;
   if (port <= 0) {
-    if (fd >= 0) ::close(fd);
     return absl::UnavailableError(absl::StrCat(
         options.name, " address \"", options.address,
         "\": cannot listen (address in use, unknown host or no permission)"));
@@ -373,7 +371,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   const int reap = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0 || reap < 0) {
     const std::string error = std::strerror(errno);
-    ::close(fd);
     if (wake >= 0) ::close(wake);
     if (reap >= 0) ::close(reap);
     return absl::UnavailableError(
@@ -381,7 +378,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   const bool with_tls = tls != nullptr;
   auto impl = std::make_unique<Impl>(options, std::move(handler),
-                                     std::move(tls), fd, wake, reap);
+                                     std::move(tls), std::move(fd), wake, reap);
   GPULET_LOG(INFO) << "serving " << options.name << " on "
                    << (with_tls ? "https" : "http") << "://"
                    << (address->host.empty() ? "0.0.0.0" : address->host)
