@@ -1,12 +1,12 @@
 #include "src/cluster/extender/extender.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/common/check.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/cluster/extender/names.h"
@@ -27,10 +27,7 @@ metrics::Family* Counter(metrics::Registry& registry, const std::string& name,
   absl::StatusOr<metrics::Family*> f =
       registry.AddCounter(name, help, std::move(labels));
   // The names are constants: a failure is a programming error.
-  if (!f.ok()) {
-    GPULET_LOG(ERROR) << f.status().message();
-    std::abort();
-  }
+  GPULET_CHECK(f.ok()) << f.status().message();
   return *f;
 }
 
@@ -135,10 +132,7 @@ Extender::Extender(NodeCache& cache, Binder& binder,
       {});
   absl::StatusOr<metrics::Family*> nodes = registry.AddGauge(
       "gpulet_extender_nodes", "Nodes in the extender's node cache.", {});
-  if (!nodes.ok()) {
-    GPULET_LOG(ERROR) << nodes.status().message();
-    std::abort();
-  }
+  GPULET_CHECK(nodes.ok()) << nodes.status().message();
   nodes_ = *nodes;
   for (const char* verb : {"filter", "prioritize", "bind"}) {
     requests_->Add({verb, "200"}, 0);
