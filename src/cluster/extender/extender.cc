@@ -7,7 +7,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "src/base/common/check.h"
-#include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/cluster/extender/names.h"
 #include "src/net/kube/api_status.h"
