@@ -43,25 +43,24 @@ constexpr size_t kMaxConnections = 16;
 // brings OpenSSL and brotli into the process for this one page.)
 class MetricsServer::Impl {
  public:
-  Impl(const Registry& registry, common::UniqueFd listen_fd, int wake_fd)
+  Impl(const Registry& registry, common::UniqueFd listen_fd,
+       common::UniqueFd wake_fd)
       : registry_(registry),
         listen_fd_(std::move(listen_fd)),
-        wake_fd_(wake_fd) {
+        wake_fd_(std::move(wake_fd)) {
     thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   }
 
   ~Impl() {
     thread_.request_stop();
     const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof(one));
+    (void)!::write(wake_fd_.get(), &one, sizeof(one));
     if (thread_.joinable()) thread_.join();
-    for (Conn& c : conns_) ::close(c.fd);
-    ::close(wake_fd_);
   }
 
  private:
   struct Conn {
-    int fd = -1;
+    common::UniqueFd fd;  // invalid once the connection failed
     std::chrono::steady_clock::time_point deadline;
     std::string in;   // request head read so far
     std::string out;  // response not yet sent
@@ -72,13 +71,13 @@ class MetricsServer::Impl {
   void Loop(std::stop_token stop) {
     while (!stop.stop_requested()) {
       std::vector<pollfd> fds;
-      fds.push_back({wake_fd_, POLLIN, 0});
+      fds.push_back({wake_fd_.get(), POLLIN, 0});
       // At the limit the backlog holds new clients until a slot frees.
       fds.push_back({conns_.size() < kMaxConnections ? listen_fd_.get() : -1,
                      POLLIN, 0});
       for (const Conn& c : conns_) {
-        fds.push_back({c.fd, static_cast<short>(c.answered ? POLLOUT : POLLIN),
-                       0});
+        fds.push_back({c.fd.get(),
+                       static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
       }
       if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0) {
         if (errno == EINTR) continue;
@@ -90,12 +89,10 @@ class MetricsServer::Impl {
         if (fds[i + 2].revents != 0) Progress(conns_[i]);
       }
       const auto now = std::chrono::steady_clock::now();
-      std::erase_if(conns_, [now](Conn& c) {
-        const bool done =
-            c.fd < 0 || now >= c.deadline ||
-            (c.answered && c.sent == c.out.size());
-        if (done && c.fd >= 0) ::close(c.fd);
-        return done;
+      // Erasing a connection closes it.
+      std::erase_if(conns_, [now](const Conn& c) {
+        return !c.fd.valid() || now >= c.deadline ||
+               (c.answered && c.sent == c.out.size());
       });
       if (fds[1].revents != 0) Accept(now);
     }
@@ -112,11 +109,11 @@ class MetricsServer::Impl {
 
   void Accept(std::chrono::steady_clock::time_point now) {
     while (conns_.size() < kMaxConnections) {
-      int fd = ::accept4(listen_fd_.get(), nullptr, nullptr,
-                         SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
+      common::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr,
+                                    SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd.valid()) return;
       Conn c;
-      c.fd = fd;
+      c.fd = std::move(fd);
       c.deadline = now + kRequestDeadline;
       conns_.push_back(std::move(c));
     }
@@ -128,12 +125,11 @@ class MetricsServer::Impl {
     if (!c.answered) {
       char buf[1024];
       while (true) {
-        ssize_t n = ::read(c.fd, buf, sizeof(buf));
+        ssize_t n = ::read(c.fd.get(), buf, sizeof(buf));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         if (n <= 0) {  // closed or failed before a whole request
-          ::close(c.fd);
-          c.fd = -1;
+          c.fd.Reset();
           return;
         }
         c.in.append(buf, static_cast<size_t>(n));
@@ -151,13 +147,12 @@ class MetricsServer::Impl {
       c.answered = true;
     }
     while (c.sent < c.out.size()) {
-      ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
-                         MSG_NOSIGNAL);
+      ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent,
+                         c.out.size() - c.sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n <= 0) {
-        ::close(c.fd);
-        c.fd = -1;
+        c.fd.Reset();
         return;
       }
       c.sent += static_cast<size_t>(n);
@@ -198,7 +193,7 @@ class MetricsServer::Impl {
 
   const Registry& registry_;
   const common::UniqueFd listen_fd_;
-  const int wake_fd_;
+  const common::UniqueFd wake_fd_;
   std::vector<Conn> conns_;  // the serving thread's only
   std::jthread thread_;  // last: started after, joined before the fds close
 };
@@ -219,12 +214,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
         "metrics address \"", address,
         "\": cannot listen (address in use, unknown host or no permission)"));
   }
-  const int wake = ::eventfd(0, EFD_CLOEXEC);
-  if (wake < 0) {
+  common::UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
+  if (!wake.valid()) {
     return absl::UnavailableError(
         absl::StrCat("metrics server: eventfd: ", std::strerror(errno)));
   }
-  auto impl = std::make_unique<Impl>(registry, std::move(fd), wake);
+  auto impl = std::make_unique<Impl>(registry, std::move(fd), std::move(wake));
   GPULET_LOG(INFO) << "serving metrics on http://"
                    << (host.find(':') != std::string::npos
                            ? absl::StrCat("[", host, "]")

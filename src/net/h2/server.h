@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "src/base/common/unique_fd.h"
 #include "src/net/h2/service.h"
 
 namespace gpulet::h2 {
@@ -45,11 +46,11 @@ class Server {
   bool running() const { return thread_.joinable(); }
 
  private:
-  void Loop(int listener);
+  void Loop(common::UniqueFd listener);
   void Signal();
 
   Service service_;  // of this run; set before the loop starts
-  int event_fd_ = -1;
+  common::UniqueFd event_fd_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> wake_{false};
   std::jthread thread_;

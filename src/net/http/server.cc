@@ -51,8 +51,8 @@ void Signal(int event_fd) {
 class Server::Impl {
  public:
   Impl(const ServerOptions& options, Handler handler,
-       std::unique_ptr<TlsContext> tls, common::UniqueFd listen_fd, int wake_fd,
-       int reap_fd)
+       std::unique_ptr<TlsContext> tls, common::UniqueFd listen_fd,
+       common::UniqueFd wake_fd, common::UniqueFd reap_fd)
       : options_(options),
         handler_(std::move(handler)),
         tls_(std::move(tls)),
@@ -61,22 +61,20 @@ class Server::Impl {
                 .max_per_peer = options.max_connections_per_peer,
                 .evict_untrusted = client_auth_}),
         listen_fd_(std::move(listen_fd)),
-        wake_fd_(wake_fd),
-        reap_fd_(reap_fd) {
+        wake_fd_(std::move(wake_fd)),
+        reap_fd_(std::move(reap_fd)) {
     thread_ = std::jthread([this](std::stop_token stop) { AcceptLoop(stop); });
   }
 
   ~Impl() {
     thread_.request_stop();
-    Signal(wake_fd_);
+    Signal(wake_fd_.get());
     if (thread_.joinable()) thread_.join();
-    ::close(reap_fd_);
-    ::close(wake_fd_);
   }
 
  private:
   struct Parked {
-    int fd;
+    common::UniqueFd fd;
     std::string peer;
   };
   struct Worker {
@@ -95,8 +93,8 @@ class Server::Impl {
       // ends or turns idle (which then signals reap_fd_); so do parked
       // ones.
       waiting_.store(!room || !parked_.empty());
-      pollfd fds[3] = {{wake_fd_, POLLIN, 0},
-                       {reap_fd_, POLLIN, 0},
+      pollfd fds[3] = {{wake_fd_.get(), POLLIN, 0},
+                       {reap_fd_.get(), POLLIN, 0},
                        {room ? listen_fd_.get() : -1, POLLIN, 0}};
       if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
@@ -107,13 +105,12 @@ class Server::Impl {
       if (fds[0].revents != 0) break;
       if (fds[1].revents != 0) {
         uint64_t count = 0;
-        (void)!::read(reap_fd_, &count, sizeof(count));
+        (void)!::read(reap_fd_.get(), &count, sizeof(count));
       }
       if (fds[2].revents != 0) Accept();
     }
     // Connection threads see the wake-up eventfd and end; join them all.
     workers_.clear();
-    for (const Parked& p : parked_) ::close(p.fd);
     parked_.clear();
   }
 
@@ -121,26 +118,26 @@ class Server::Impl {
     while (slots_.CanAdmit()) {
       sockaddr_storage addr{};
       socklen_t len = sizeof(addr);
-      const int fd =
+      common::UniqueFd fd(
           ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
-                    SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
-      if (!Start(fd, PeerAddress(addr))) ::close(fd);
+                    SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd.valid()) return;
+      Start(std::move(fd), PeerAddress(addr));
     }
   }
 
   // Serves `fd` on a thread of its own, or parks it while its peer holds
   // its limit of busy connections (or, `parked` already, while there is no
-  // room); false: neither, the caller closes it.
-  bool Start(int fd, std::string peer, bool parked = false) {
+  // room); else closes it.
+  void Start(common::UniqueFd fd, std::string peer, bool parked = false) {
     const ConnectionSlots::Admission admission = slots_.Admit(peer);
     if (!admission.admitted) {
       if (!(admission.peer_full || parked) ||
           parked_.size() >= static_cast<size_t>(options_.max_connections)) {
-        return false;
+        return;
       }
-      parked_.push_back({fd, std::move(peer)});
-      return true;
+      parked_.push_back({std::move(fd), std::move(peer)});
+      return;
     }
     if (admission.evict.has_value()) Evict(*admission.evict);
     auto worker = std::make_unique<Worker>();
@@ -149,15 +146,16 @@ class Server::Impl {
     w->evict_fd = common::UniqueFd(::eventfd(0, EFD_CLOEXEC));
     SslCtxPtr ctx;
     if (tls_ != nullptr) ctx = tls_->Get();
-    w->thread = std::jthread([this, w, fd, ctx = std::move(ctx)]() mutable {
-      Serve(Connection(fd, wake_fd_, w->evict_fd.get(), std::move(ctx)),
+    w->thread = std::jthread([this, w, fd = std::move(fd),
+                              ctx = std::move(ctx)]() mutable {
+      Serve(Connection(std::move(fd), wake_fd_.get(), w->evict_fd.get(),
+                       std::move(ctx)),
             w->id);
       slots_.Release(w->id);
       w->done.store(true);
-      Signal(reap_fd_);
+      Signal(reap_fd_.get());
     });
     workers_.push_back(std::move(worker));
-    return true;
   }
 
   // Serves the parked connections whose peers have room again, oldest
@@ -165,7 +163,7 @@ class Server::Impl {
   void Unpark() {
     std::deque<Parked> parked = std::exchange(parked_, {});
     for (Parked& p : parked) {
-      if (!Start(p.fd, std::move(p.peer), /*parked=*/true)) ::close(p.fd);
+      Start(std::move(p.fd), std::move(p.peer), /*parked=*/true);
     }
   }
 
@@ -183,7 +181,7 @@ class Server::Impl {
 
   void SetIdle(ConnectionSlots::Id id) {
     slots_.SetState(id, ConnectionSlots::State::kIdle);
-    if (waiting_.load()) Signal(reap_fd_);  // it may give way now
+    if (waiting_.load()) Signal(reap_fd_.get());  // it may give way now
   }
 
   // Serves requests on one connection until the client closes it, asks to
@@ -310,8 +308,9 @@ class Server::Impl {
   const bool client_auth_;
   ConnectionSlots slots_;
   const common::UniqueFd listen_fd_;
-  const int wake_fd_;  // written once at shutdown, never read: stays ready
-  const int reap_fd_;  // a connection thread finished or turned idle
+  // Written once at shutdown, never read: stays ready.
+  const common::UniqueFd wake_fd_;
+  const common::UniqueFd reap_fd_;  // a connection finished or turned idle
   // Not accepting (no room), or connections parked: a connection turning
   // idle wakes the accept thread.
   std::atomic<bool> waiting_{false};
@@ -367,18 +366,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         options.name, " address \"", options.address,
         "\": cannot listen (address in use, unknown host or no permission)"));
   }
-  const int wake = ::eventfd(0, EFD_CLOEXEC);
-  const int reap = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0 || reap < 0) {
+  common::UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
+  common::UniqueFd reap(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid() || !reap.valid()) {
     const std::string error = std::strerror(errno);
-    if (wake >= 0) ::close(wake);
-    if (reap >= 0) ::close(reap);
     return absl::UnavailableError(
         absl::StrCat(options.name, " server: eventfd: ", error));
   }
   const bool with_tls = tls != nullptr;
   auto impl = std::make_unique<Impl>(options, std::move(handler),
-                                     std::move(tls), std::move(fd), wake, reap);
+                                     std::move(tls), std::move(fd),
+                                     std::move(wake), std::move(reap));
   GPULET_LOG(INFO) << "serving " << options.name << " on "
                    << (with_tls ? "https" : "http") << "://"
                    << (address->host.empty() ? "0.0.0.0" : address->host)
