@@ -6,10 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
-#include "src/net/kube/kubeconfig.h"
 #include "src/base/common/signal_channel.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/extender.h"
@@ -17,7 +15,7 @@
 #include "src/cluster/extender/node_cache.h"
 #include "src/net/http/server.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/tls_transport.h"
+#include "src/net/kube/api_client.h"
 #include "src/net/kube/list_watcher.h"
 #include "src/base/metrics/registry.h"
 
@@ -55,16 +53,14 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
         << " may call filter, prioritize and bind; serve kube-scheduler "
            "with mutual TLS (docs/extender.md)";
   }
-  GPULET_ASSIGN_OR_RETURN(
-      config::ApiServerConfig api,
-      config::LoadApiServerConfig(options.kubeconfig, options.context));
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
-                          kube::TlsTransport::Create(api));
-  kube::ClientOptions client_options;
-  client_options.qps = options.kube_qps;
-  client_options.burst = options.kube_burst;
-  kube::Client client(*transport, common::RealClock::Get(),
-                      kube::RealSleeper::Get(), client_options);
+  kube::ApiClientOptions api_options;
+  api_options.kubeconfig = options.kubeconfig;
+  api_options.context = options.context;
+  api_options.client.qps = options.kube_qps;
+  api_options.client.burst = options.kube_burst;
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> api,
+                          kube::MakeApiClient(api_options));
+  kube::Client& client = api->client();
   extender::NodeCache cache;
   extender::GonePods gone;
   extender::BinderOptions binder_options;
@@ -103,8 +99,8 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
       [&nodes](std::stop_token stop) { (void)nodes.Run(stop); });
   std::jthread watch_pods(
       [&pods](std::stop_token stop) { (void)pods.Run(stop); });
-  GPULET_LOG(INFO) << "extender: API server " << api.server << " ("
-                   << api.source << "), resource " << options.resource
+  GPULET_LOG(INFO) << "extender: API server " << api->server() << " ("
+                   << api->source() << "), resource " << options.resource
                    << ", default policy " << options.default_policy;
   http::ServerOptions server_options;
   server_options.address = options.address;

@@ -10,12 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "src/model/cdi/spec_builder.h"
 #include "src/model/cdi/spec_file.h"
-#include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/config.h"
-#include "src/net/kube/kubeconfig.h"
 #include "src/base/config/names.h"
 #include "src/base/config/resolve.h"
 #include "src/model/cdi/driver.h"
@@ -34,7 +32,7 @@
 #include "src/gpu/health/health_monitor.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/tls_transport.h"
+#include "src/net/kube/api_client.h"
 #include "src/gpu/nvml/dynamic_library.h"
 
 namespace gpulet::daemon {
@@ -182,16 +180,14 @@ absl::Status RunDra(const DraRunOptions& options) {
           : options.plugin_dir;
   const std::string state_dir =
       options.state_dir.empty() ? plugin_dir : options.state_dir;
-  GPULET_ASSIGN_OR_RETURN(
-      config::ApiServerConfig api,
-      config::LoadApiServerConfig(options.kubeconfig, options.context));
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
-                          kube::TlsTransport::Create(api));
-  kube::ClientOptions client_options;
-  client_options.qps = options.kube_qps;
-  client_options.burst = options.kube_burst;
-  kube::Client client(*transport, common::RealClock::Get(),
-                      kube::RealSleeper::Get(), client_options);
+  kube::ApiClientOptions api_options;
+  api_options.kubeconfig = options.kubeconfig;
+  api_options.context = options.context;
+  api_options.client.qps = options.kube_qps;
+  api_options.client.burst = options.kube_burst;
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> api,
+                          kube::MakeApiClient(api_options));
+  kube::Client& client = api->client();
 
   GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib, nvml::OpenLibrary(options.nvml));
   GPULET_ASSIGN_OR_RETURN(device::Node node,
@@ -228,7 +224,7 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_LOG(INFO) << "dra: driver " << driver << ", node " << options.node_name
                    << ", " << node.gpus.size() << " GPUs, "
                    << preparer->Prepared().size()
-                   << " claims prepared before; API server " << api.server;
+                   << " claims prepared before; API server " << api->server();
   // Slices are published after the kubelet can reach the driver; they
   // stay on the API server when gpulet stops (dra_slices.h).
   auto slices = std::make_unique<DraSlices>(
