@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "src/base/common/clock.h"
 #include "src/cli/app.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/resolve.h"
@@ -138,7 +138,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& options,
                                !options.patch_node.empty(), out);
     if (!s.ok()) return Fail(err, kExitRuntimeError, s.message());
     if (options.oneshot) return kExitOk;
-    absl::SleepFor(interval);
+    common::RealClock::Get().Sleep(interval);
   }
 }
 

@@ -26,7 +26,6 @@
 #include "src/dra/slices/publisher.h"
 #include "src/dra/testing/sim_devices.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet::draslice {
@@ -51,7 +50,7 @@ class DraApiServerTest : public ::testing::Test {
         kube::TlsTransport::Create(host_->AdminConfig());
     ASSERT_TRUE(t.ok()) << t.status();
     transport_ = *std::move(t);
-    client_ = std::make_unique<kube::Client>(*transport_, clock_, sleeper_,
+    client_ = std::make_unique<kube::Client>(*transport_, clock_,
                                              kube::ClientOptions{.qps = 0});
     const std::string died = host_->WaitReady(*transport_);
     ASSERT_EQ(died, "");
@@ -92,7 +91,6 @@ class DraApiServerTest : public ::testing::Test {
   static inline gpulet::testing::ApiServerHost* host_ = nullptr;
   static inline std::string skip_;
   common::RealClock& clock_ = common::RealClock::Get();
-  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
   std::unique_ptr<kube::TlsTransport> transport_;
   std::unique_ptr<kube::Client> client_;
 };

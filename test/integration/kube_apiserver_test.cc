@@ -70,7 +70,7 @@ class KubeApiServerTest : public ::testing::Test {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
     transport_ = Connect(AdminConfig());
     ASSERT_NE(transport_, nullptr);
-    client_ = std::make_unique<Client>(*transport_, clock_, sleeper_,
+    client_ = std::make_unique<Client>(*transport_, clock_,
                                        ClientOptions{.qps = 0});
     WaitReady();
   }
@@ -121,7 +121,6 @@ class KubeApiServerTest : public ::testing::Test {
   static inline bool ready_ = false;
 
   common::RealClock& clock_ = common::RealClock::Get();
-  RealSleeper& sleeper_ = RealSleeper::Get();
   std::unique_ptr<TlsTransport> transport_;
   std::unique_ptr<Client> client_;
 };
@@ -228,8 +227,7 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
   config.client_key_pem = node_cert_->key_pem;
   std::unique_ptr<TlsTransport> transport = Connect(config);
   common::FakeClock clock;
-  FakeSleeper sleeper(clock);
-  Client client(*transport, clock, sleeper, {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
   absl::StatusOr<Json> node = client.Get(*NodePath("gpu-node-1"));
   EXPECT_EQ(node.status().code(), absl::StatusCode::kPermissionDenied);
   // The server knows who asked: the certificate's common name.
@@ -239,7 +237,7 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
   config.client_key_pem.clear();
   config.token = "not-a-valid-token";
   transport = Connect(config);
-  Client anonymous(*transport, clock, sleeper, {.qps = 0});
+  Client anonymous(*transport, clock, {.qps = 0});
   node = anonymous.Get(*NodePath("gpu-node-1"));
   EXPECT_EQ(node.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(node.status().message(),
@@ -265,7 +263,7 @@ TEST_F(KubeApiServerTest, KubeconfigLoadedByConfigConnects) {
       config::LoadKubeconfig(path);
   ASSERT_TRUE(config.ok()) << config.status();
   std::unique_ptr<TlsTransport> transport = Connect(*config);
-  Client client(*transport, clock_, sleeper_, {.qps = 0});
+  Client client(*transport, clock_, {.qps = 0});
   absl::StatusOr<Json> ns = client.Get("/api/v1/namespaces/default");
   ASSERT_TRUE(ns.ok()) << ns.status();
   EXPECT_EQ((*ns)["metadata"]["name"], "default");
@@ -297,7 +295,7 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
   ASSERT_TRUE(CreatePod("elsewhere", "other-node").ok());
 
   // Pages of one pod each, selected by node.
-  Client paged(*transport_, clock_, sleeper_, {.qps = 0, .page_size = 1});
+  Client paged(*transport_, clock_, {.qps = 0, .page_size = 1});
   absl::StatusOr<ListResult> list =
       paged.List(*PodsPath(),
                  {.field_selector = PodsOnNodeSelector("gpu-node-2")});
@@ -315,7 +313,7 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
   std::set<std::string> known;
   bool replaced = false;
   ListWatcher watcher(
-      *client_, sleeper_, *PodsPath(),
+      *client_, clock_, *PodsPath(),
       {.field_selector = PodsOnNodeSelector("gpu-node-2")},
       {.on_replace =
            [&](std::vector<Json> items, const std::string&) {

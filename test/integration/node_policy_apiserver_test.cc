@@ -27,7 +27,6 @@
 #include "src/base/common/file_util.h"
 #include "src/base/config/yaml_json.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet {
@@ -74,7 +73,7 @@ class NodePolicyApiServerTest : public ::testing::Test {
     if (!t.ok()) return {};
     ApiClient c{.transport = *std::move(t)};
     c.client = std::make_unique<kube::Client>(
-        *c.transport, clock_, sleeper_,
+        *c.transport, clock_,
         kube::ClientOptions{.qps = 0, .max_attempts = 1});
     return c;
   }
@@ -202,7 +201,6 @@ class NodePolicyApiServerTest : public ::testing::Test {
   static inline testing::ApiServerHost* host_ = nullptr;
   static inline std::string skip_;
   common::RealClock& clock_ = common::RealClock::Get();
-  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
   ApiClient admin_;
 };
 

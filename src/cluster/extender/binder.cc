@@ -187,7 +187,9 @@ absl::Status Binder::Reserve(const std::string& node, const PodRequest& pod,
           absl::StrCat("no longer fits: ", verdict.reason));
     }
     absl::Status s =
-        WritePending(view, WithPod(view.pending, pod, options_.now()), stop);
+        WritePending(view,
+                     WithPod(view.pending, pod, options_.clock->WallNow()),
+                     stop);
     if (s.ok()) {
       outcome->reserved = true;
       return s;

@@ -11,7 +11,6 @@
 #include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/testing/fake_transport.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {
@@ -33,8 +32,7 @@ constexpr char kPodGone[] =
 class BinderTest : public ::testing::Test {
  protected:
   BinderTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_,
+      : client_(transport_, clock_,
                 {.qps = 0,
                  .max_attempts = 1,
                  .backoff = {.initial = absl::Milliseconds(100),
@@ -42,7 +40,7 @@ class BinderTest : public ::testing::Test {
                              .jitter = 0}}),
         binder_(client_, cache_,
                 {.max_conflicts = 3,
-                 .now = [] { return absl::FromUnixSeconds(1795496400); }}) {}
+                 .clock = &wall_}) {}
 
   std::vector<std::string> Calls() const {
     std::vector<std::string> out;
@@ -70,7 +68,8 @@ class BinderTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
+  // The pending entries' time.
+  common::FakeClock wall_{absl::FromUnixSeconds(1795496400)};
   kube::FakeTransport transport_;
   kube::Client client_;
   NodeCache cache_;
@@ -248,7 +247,7 @@ TEST_F(BinderTest, PodsNotPlacedHereGetOneAnswer) {
 TEST_F(BinderTest, APodForAnotherSchedulerIsBoundWhenThatOneIsServed) {
   Binder binder(client_, cache_,
                 {.scheduler_names = {"default-scheduler", "gpu-scheduler"},
-                 .now = [] { return absl::FromUnixSeconds(1795496400); }});
+                 .clock = &wall_});
   nlohmann::json pod = PodObject("p", {8});
   pod["spec"]["schedulerName"] = "gpu-scheduler";
   transport_.AddResponse(200, pod.dump());
@@ -314,17 +313,15 @@ TEST(BinderReplicas, NeverDoubleBook) {
     api.AddPod(PodObject("p" + std::to_string(i), {4}));
   }
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   struct Replica {
     kube::Client client;
     NodeCache cache;
     Binder binder;
-    Replica(testing::FakeApiServer& api, common::FakeClock& clock,
-            kube::FakeSleeper& sleeper)
-        : client(api, clock, sleeper, {.qps = 0, .max_attempts = 1}),
+    Replica(testing::FakeApiServer& api, common::FakeClock& clock)
+        : client(api, clock, {.qps = 0, .max_attempts = 1}),
           binder(client, cache, {.max_conflicts = 50}) {}
   };
-  Replica a(api, clock, sleeper), b(api, clock, sleeper);
+  Replica a(api, clock), b(api, clock);
   a.cache.Update(api.Node("n1"));
   b.cache.Update(api.Node("n1"));
   std::vector<absl::Status> results(8);
@@ -374,8 +371,7 @@ TEST(BinderReplicas, BindsOfOneReplicaToOneNodeTakeTurns) {
     api.AddPod(PodObject("p" + std::to_string(i), {4}));
   }
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
-  kube::Client client(api, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  kube::Client client(api, clock, {.qps = 0, .max_attempts = 1});
   NodeCache cache;
   cache.Update(api.Node("n1"));
   Binder binder(client, cache, {.max_conflicts = 0});

@@ -19,7 +19,6 @@
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/http/request.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "src/base/metrics/registry.h"
 
 namespace {
@@ -33,8 +32,7 @@ http::Response Serve(const http::Request& request) {
   api.AddNode(extender::testing::NodeObject("big", &memory));
   api.AddPod(extender::testing::PodObject("p", {4}));
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
-  kube::Client client(api, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  kube::Client client(api, clock, {.qps = 0, .max_attempts = 1});
   extender::NodeCache cache;
   cache.Replace({api.Node("big")});
   extender::Binder binder(client, cache, {.max_conflicts = 2});

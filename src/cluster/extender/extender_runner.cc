@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/common/signal_channel.h"
@@ -76,7 +77,7 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   extender_options.gone_pods = &gone;
   extender::Extender ext(cache, binder, registry, extender_options);
   kube::ListWatcher nodes(
-      client, kube::RealSleeper::Get(), "/api/v1/nodes", {},
+      client, common::RealClock::Get(), "/api/v1/nodes", {},
       {.on_replace =
            [&cache](std::vector<nlohmann::json> items, const std::string&) {
              cache.Replace(items);
@@ -87,7 +88,7 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   // Scheduled pods, to notice placed pods that were deleted or finished
   // before the kubelet admitted them.
   kube::ListWatcher pods(
-      client, kube::RealSleeper::Get(), "/api/v1/pods",
+      client, common::RealClock::Get(), "/api/v1/pods",
       {.label_selector = "", .field_selector = "spec.nodeName!=",
        .resource_version = ""},
       {.on_replace =

@@ -8,7 +8,6 @@
 #include "src/base/common/clock.h"
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/testing/fake_transport.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {
@@ -23,8 +22,7 @@ using nlohmann::json;
 class ExtenderTest : public ::testing::Test {
  protected:
   ExtenderTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_, {.qps = 0, .max_attempts = 1}),
+      : client_(transport_, clock_, {.qps = 0, .max_attempts = 1}),
         binder_(client_, cache_, {}),
         extender_(cache_, binder_, registry_, {}) {
     const sharing::NodeMemory big = Memory("big", {{16, 0}, {16, 0}});
@@ -56,7 +54,6 @@ class ExtenderTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
   kube::FakeTransport transport_;
   kube::Client client_;
   NodeCache cache_;
@@ -241,9 +238,8 @@ TEST_F(ExtenderTest, HealthReadinessAndMetrics) {
 
 TEST(ExtenderReady, NotReadyBeforeTheFirstList) {
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   kube::FakeTransport transport;
-  kube::Client client(transport, clock, sleeper, {.qps = 0});
+  kube::Client client(transport, clock, {.qps = 0});
   NodeCache cache;
   Binder binder(client, cache, {});
   metrics::Registry registry;

@@ -8,7 +8,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/base/common/clock.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/kube/transport.h"
 
 namespace gpulet::draslice {
@@ -110,8 +109,7 @@ class PublisherTest : public ::testing::Test {
 
   FakeSlices server_;
   common::RealClock& clock_ = common::RealClock::Get();
-  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
-  kube::Client client_{server_, clock_, sleeper_, {.qps = 0}};
+  kube::Client client_{server_, clock_, {.qps = 0}};
   Publisher publisher_{client_, {.node_name = "n1"}};
 };
 

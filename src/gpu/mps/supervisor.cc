@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
 #include "src/gpu/mps/mps_paths.h"
@@ -86,7 +87,7 @@ bool Supervisor::Up(const std::string& uuid) const {
 void Supervisor::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Sync();
-    const absl::Time now = absl::Now();
+    const absl::Time now = common::RealClock::Get().Now();
     StartDue(now);
     CheckReady(now);
     std::vector<pollfd> fds = {{wake_.get(), POLLIN, 0},
@@ -111,7 +112,7 @@ void Supervisor::Loop(std::stop_token stop) {
       if (gpu.process != nullptr && gpu.process->Exited(&how)) {
         Down(polled[i], gpu,
              absl::StrCat("the control daemon exited (", how, ")"),
-             absl::Now());
+             common::RealClock::Get().Now());
       }
     }
   }
@@ -147,7 +148,7 @@ void Supervisor::Sync() {
     if (up_metric_ != nullptr) up_metric_->Remove({it->first});
     it = gpus_.erase(it);
   }
-  const absl::Time now = absl::Now();
+  const absl::Time now = common::RealClock::Get().Now();
   for (const std::string& uuid : wanted) {
     auto [it, added] = gpus_.try_emplace(uuid);
     if (!added) continue;

@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "src/base/common/clock.h"
 #include "src/net/h2/grpc_wire.h"
 
 namespace gpulet::h2 {
@@ -141,7 +141,7 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
                                       std::string_view request,
                                       absl::Duration timeout,
                                       const CancelCheck& cancelled) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = common::RealClock::Get().Now() + timeout;
   const int fd = Connect(socket_path);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("connect to ", socket_path,
@@ -188,7 +188,7 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
       if (failure.has_value()) break;
     }
     if (failure.has_value() || x.closed) break;
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = deadline - common::RealClock::Get().Now();
     if (left <= absl::ZeroDuration()) {
       failure = absl::DeadlineExceededError("deadline exceeded");
       break;

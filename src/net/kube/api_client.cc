@@ -19,8 +19,7 @@ ApiClient::ApiClient(std::unique_ptr<TlsTransport> transport,
                      const ClientOptions& options,
                      const config::ApiServerConfig& api)
     : transport_(std::move(transport)),
-      client_(*transport_, common::RealClock::Get(), RealSleeper::Get(),
-              options),
+      client_(*transport_, common::RealClock::Get(), options),
       server_(api.server),
       source_(api.source) {}
 

@@ -38,18 +38,22 @@ absl::Status Stopped(const Request& request) {
 }  // namespace
 
 Client::Client(Transport& transport, const common::Clock& clock,
-               Sleeper& sleeper, ClientOptions options)
+               ClientOptions options)
     : transport_(transport),
-      sleeper_(sleeper),
+      clock_(clock),
       options_(std::move(options)),
       limiter_(options_.qps, options_.burst, clock) {}
+
+Client::Client(Transport& transport, const common::Clock& clock,
+               const common::Clock& /*sleeper*/, ClientOptions options)
+    : Client(transport, clock, std::move(options)) {}
 
 absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
                                       std::stop_token stop) {
   common::Backoff backoff(options_.backoff, options_.random);
   const std::string what = Describe(request);
   for (int attempt = 1;; ++attempt) {
-    if (!sleeper_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
+    if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
     absl::StatusOr<Response> response = transport_.Do(request);
     absl::Status status = response.ok()
                               ? StatusFromResponse(what, *response)
@@ -61,7 +65,7 @@ absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
     const absl::Duration wait = RetryAfter(status).value_or(backoff.Next());
     GPULET_VLOG(1) << ForLog(status) << "; retrying in " << wait << " (attempt "
                    << attempt + 1 << " of " << options_.max_attempts << ")";
-    if (!sleeper_.Sleep(wait, stop)) return Stopped(request);
+    if (!clock_.Sleep(wait, stop)) return Stopped(request);
   }
 }
 
@@ -134,7 +138,7 @@ absl::Status Client::Watch(const std::string& path,
       // The server ends the watch; this only catches a server gone silent.
       .timeout = options.timeout + options_.request_timeout};
   const std::string what = Describe(request);
-  if (!sleeper_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
+  if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
 
   WatchDecoder decoder;
   std::vector<WatchEvent> events;

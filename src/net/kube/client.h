@@ -26,8 +26,9 @@
 // (ListWatcher, list_watcher.h) decides whether to watch again or re-list.
 //
 // Thread safety: every method may be called from any number of threads;
-// they share the limiter. The transport, clock and sleeper are borrowed
-// and must outlive the client.
+// they share the limiter. The transport and the clock (through which the
+// client reads the time and waits, common::Clock) are borrowed and must
+// outlive the client.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,6 @@
 #include "src/base/common/backoff.h"
 #include "src/base/common/clock.h"
 #include "src/net/kube/rate_limiter.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/kube/transport.h"
 #include "src/net/kube/watch_decoder.h"
 
@@ -91,8 +91,13 @@ using EventFn = std::function<bool(const WatchEvent&)>;
 
 class Client {
  public:
-  Client(Transport& transport, const common::Clock& clock, Sleeper& sleeper,
+  Client(Transport& transport, const common::Clock& clock,
          ClientOptions options = {});
+  // The same client, for callers that still name a separate sleeper (the
+  // node plugin's); its waits go through `clock`, which must be the clock
+  // the sleeper sleeps on. Goes once those callers pass the clock alone.
+  Client(Transport& transport, const common::Clock& clock,
+         const common::Clock& sleeper, ClientOptions options = {});
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path,
                                      std::stop_token stop = {});
@@ -139,7 +144,7 @@ class Client {
                                        int64_t limit, std::stop_token stop);
 
   Transport& transport_;
-  Sleeper& sleeper_;
+  const common::Clock& clock_;
   const ClientOptions options_;
   RateLimiter limiter_;
 };

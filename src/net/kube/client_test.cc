@@ -30,8 +30,7 @@ std::string Event(const std::string& type, const std::string& name,
 class ClientTest : public ::testing::Test {
  protected:
   ClientTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_,
+      : client_(transport_, clock_,
                 {.qps = 0,
                  .max_attempts = 4,
                  .backoff = {.initial = absl::Milliseconds(100),
@@ -48,7 +47,6 @@ class ClientTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  FakeSleeper sleeper_;
   FakeTransport transport_;
   Client client_;
 };
@@ -78,7 +76,7 @@ TEST_F(ClientTest, RetriesRetriableFailuresWithBackoff) {
   EXPECT_TRUE(client_.Get("/api/v1/nodes/n1").ok());
   EXPECT_EQ(transport_.requests().size(), 4u);
   // Exponential for the first two, then the server's Retry-After.
-  EXPECT_THAT(sleeper_.sleeps(),
+  EXPECT_THAT(clock_.sleeps(),
               ElementsAre(absl::Milliseconds(100), absl::Milliseconds(200),
                           absl::Seconds(7)));
 }
@@ -272,14 +270,13 @@ TEST_F(ClientTest, StopEndsWaitsAndWatches) {
 
 TEST(ClientLimiterTest, RequestsWaitForTheLimiter) {
   common::FakeClock clock;
-  FakeSleeper sleeper(clock);
   FakeTransport transport;
-  Client client(transport, clock, sleeper, {.qps = 10, .burst = 2});
+  Client client(transport, clock, {.qps = 10, .burst = 2});
   for (int i = 0; i < 4; ++i) transport.AddResponse(200, "{}");
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(client.Get("/x").ok());
   // Two from the burst, then one every 100 ms of (fake) time.
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(absl::Milliseconds(100),
-                                            absl::Milliseconds(100)));
+  EXPECT_THAT(clock.sleeps(), ElementsAre(absl::Milliseconds(100),
+                                          absl::Milliseconds(100)));
 }
 
 }  // namespace

@@ -8,15 +8,16 @@
 // after a random 5 to 10 minutes (as client-go does), so the watches of
 // many nodes do not all restart together.
 //
-//   ListWatcher pods(client, sleeper, "/api/v1/pods",
+//   ListWatcher pods(client, clock, "/api/v1/pods",
 //                    {.field_selector = PodsOnNodeSelector(node)},
 //                    {.on_replace = ..., .on_event = ...});
 //   std::jthread t([&](std::stop_token s) { pods.Run(s); });
 //
 // Callbacks run on the thread that calls Run(), one at a time.
 //
-// Thread safety: Run() is called by one thread; the client and sleeper are
-// borrowed and must outlive the watcher.
+// Thread safety: Run() is called by one thread; the client and the clock
+// (the backoff waits go through it) are borrowed and must outlive the
+// watcher.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
+#include "src/base/common/clock.h"
 
 namespace gpulet::kube {
 
@@ -51,7 +52,7 @@ struct ListWatcherStats {
 
 class ListWatcher {
  public:
-  ListWatcher(Client& client, Sleeper& sleeper, std::string path,
+  ListWatcher(Client& client, const common::Clock& clock, std::string path,
               ListOptions selectors, ListWatchCallbacks callbacks,
               common::BackoffPolicy backoff = kApiBackoff,
               common::RandomFn random = nullptr);
@@ -69,7 +70,7 @@ class ListWatcher {
   absl::Status WatchOnce(std::stop_token stop);
 
   Client& client_;
-  Sleeper& sleeper_;
+  const common::Clock& clock_;
   const std::string path_;
   const ListOptions selectors_;
   const ListWatchCallbacks callbacks_;

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/common/clock.h"
 
 namespace gpulet::kube {
 namespace {
@@ -117,7 +118,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
   while (true) {
     int timeout_ms = -1;
     if (deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = deadline - absl::Now();
+      const absl::Duration left = deadline - common::RealClock::Get().Now();
       timeout_ms = left <= absl::ZeroDuration()
                        ? 0
                        : static_cast<int>(absl::ToInt64Milliseconds(
@@ -130,7 +131,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
     }
     if (fds[1].revents != 0) return absl::CancelledError("stopped");
     if (fds[0].revents != 0) return absl::OkStatus();
-    if (n == 0 && absl::Now() >= deadline) {
+    if (n == 0 && common::RealClock::Get().Now() >= deadline) {
       return absl::DeadlineExceededError("timed out");
     }
   }

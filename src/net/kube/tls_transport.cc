@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/status_macros.h"
 #include "src/net/kube/http_response_parser.h"
 
@@ -184,9 +185,10 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
+  const common::Clock& clock = common::RealClock::Get();
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
-                                  : absl::Now() + request.timeout;
+                                  : clock.Now() + request.timeout;
   for (int tries = 0;; ++tries) {
     // A second try always dials: another pooled connection may be as stale.
     TlsConnectionPtr conn =
@@ -204,8 +206,8 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
       }
       absl::Status connected =
           conn->Connect(ctx_.get(), target_.host, target_.port,
-                        std::min(deadline, absl::Now() +
-                                               options_.connect_timeout));
+                        std::min(deadline,
+                                 clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }
     Attempt attempt;

@@ -23,7 +23,6 @@
 #include "src/base/common/logging.h"
 #include "src/net/kube/api_status.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/testing/test_tls.h"
 
 namespace gpulet::kube {
@@ -253,8 +252,7 @@ TEST_F(TlsTransportTest, RereadsARotatedTokenFileAndNeverLogsIt) {
   config::ApiServerConfig config = Config(server);
   config.token_file = token.path();
   auto transport = MustCreate(config, {.clock = &clock});
-  FakeSleeper sleeper(clock);
-  Client client(*transport, clock, sleeper, {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
 
   EXPECT_TRUE(client.Get("/x").ok());
   token.Write("tok-two-SECRET\n");
@@ -319,7 +317,7 @@ TEST_F(TlsTransportTest, WatchEventsArriveWhileTheStreamIsOpen) {
   });
   auto transport = MustCreate(Config(server));
   common::FakeClock clock;
-  Client client(*transport, clock, RealSleeper::Get(), {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
   std::vector<std::string> seen;
   absl::Status status = client.Watch(
       "/api/v1/pods",
@@ -355,7 +353,7 @@ TEST_F(TlsTransportTest, StopEndsAnOpenWatch) {
   });
   auto transport = MustCreate(Config(server));
   common::FakeClock clock;
-  Client client(*transport, clock, RealSleeper::Get(), {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
   std::stop_source stop;
   absl::Status status = client.Watch(
       "/api/v1/pods", {},
@@ -435,8 +433,7 @@ TEST_F(TlsTransportTest, ClientOperationsOverTls) {
   });
   auto transport = MustCreate(Config(server));
   common::FakeClock clock;
-  FakeSleeper sleeper(clock);
-  Client client(*transport, clock, sleeper, {.qps = 0, .page_size = 1});
+  Client client(*transport, clock, {.qps = 0, .page_size = 1});
 
   absl::StatusOr<nlohmann::json> missing = client.Get("/api/v1/nodes/n9");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

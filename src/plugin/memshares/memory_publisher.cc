@@ -60,7 +60,7 @@ std::vector<sharing::Request> MemoryPublisher::Pending(
       return !gate_.listing();
     };
     mu_.Await(absl::Condition(&not_listing));
-    gate_.Choosing(options_.now());
+    gate_.Choosing(options_.clock->WallNow());
   }
   if (refresh) {
     absl::StatusOr<std::string> path = kube::NodePath(options_.node_name);
@@ -143,7 +143,7 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   sharing::Pending pruned;
   if (pending.has_value()) {
     pruned = sharing::PrunePending(
-        *pending, built, options_.now(), options_.pending_timeout,
+        *pending, built, options_.clock->WallNow(), options_.pending_timeout,
         [&](const sharing::PendingPod& p) { return Fate(p, stop); });
   }
   Json annotations = Json::object();
@@ -207,9 +207,9 @@ void MemoryPublisher::ReportBad(std::string_view annotation,
                       << status.message();
 }
 
-void MemoryPublisher::Start(kube::Sleeper& sleeper) {
+void MemoryPublisher::Start(const common::Clock& clock) {
   pods_ = std::jthread(
-      [this, &sleeper](std::stop_token stop) { WatchPods(sleeper, stop); });
+      [this, &clock](std::stop_token stop) { WatchPods(clock, stop); });
   loop_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   {
     absl::MutexLock lock(&mu_);

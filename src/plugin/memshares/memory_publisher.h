@@ -57,11 +57,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "src/base/common/clock.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "src/base/metrics/registry.h"
 #include "src/plugin/memshares/kubelet_gate.h"
 #include "src/net/podresources/client.h"
@@ -82,8 +81,9 @@ struct PublisherOptions {
   // How long after answering an Allocate no PodResources List is made:
   // the kubelet records the answer's units just after (KubeletGate).
   absl::Duration kubelet_grace = absl::Seconds(1);
-  // Wall-clock time: the annotations' times are compared across machines.
-  std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Its WallNow() stamps and ages the annotations' entries (wall time: they
+  // are compared across machines). Borrowed; must outlive the publisher.
+  const common::Clock* clock = &common::RealClock::Get();
 };
 
 // Metric families the publisher updates; null ones are skipped.
@@ -151,9 +151,10 @@ class MemoryPublisher {
   absl::Status WritePlacement(const sharing::Placement& placed,
                               std::stop_token stop = {});
 
-  // Starts the sync thread and the watch of the node's pods.
+  // Starts the sync thread and the watch of the node's pods, whose retries
+  // wait on `clock` (borrowed; must outlive the publisher).
   // REQUIRES: called once.
-  void Start(kube::Sleeper& sleeper);
+  void Start(const common::Clock& clock);
   void Wake();
   // Successful syncs so far.
   int64_t syncs() const;
@@ -181,7 +182,7 @@ class MemoryPublisher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop(std::stop_token stop);
   // The watch of the node's pods (pod_watch.cc), until `stop`.
-  void WatchPods(kube::Sleeper& sleeper, std::stop_token stop);
+  void WatchPods(const common::Clock& clock, std::stop_token stop);
   // The pod watch's view: "<namespace>/<name>" -> uid.
   void ReplacePods(const std::vector<nlohmann::json>& pods);
   void OnPodEvent(const kube::WatchEvent& event);

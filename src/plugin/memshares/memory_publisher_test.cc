@@ -57,8 +57,7 @@ std::string PendingJson(
 class PublisherTest : public ::testing::Test {
  protected:
   PublisherTest()
-      : sleeper_(clock_),
-        api_(transport_, clock_, sleeper_,
+      : api_(transport_, clock_,
              {.qps = 1000, .burst = 1000, .max_attempts = 1}),
         kubelet_client_(fake_kubelet_.socket_path()) {}
 
@@ -89,7 +88,7 @@ class PublisherTest : public ::testing::Test {
     fake_kubelet_.Set(list, allocatable);
     PublisherOptions options;
     options.node_name = "n1";
-    options.now = [this] { return now_; };
+    options.clock = &wall_;
     options.kubelet_grace = absl::ZeroDuration();
     auto metrics = PublisherMetrics::Register(registry_);
     ASSERT_TRUE(metrics.ok()) << metrics.status();
@@ -112,13 +111,12 @@ class PublisherTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
   kube::FakeTransport transport_;
   kube::Client api_;
   podresources::FakeKubelet fake_kubelet_;
   podresources::Client kubelet_client_;
   metrics::Registry registry_;
-  absl::Time now_ = kNow;
+  common::FakeClock wall_{kNow};  // the annotations' time
   std::unique_ptr<MemoryPublisher> publisher_;
 };
 
@@ -271,7 +269,8 @@ TEST_F(PublisherTest, AChoiceIsWrittenAtTheVersionItWasMadeFrom) {
   written["metadata"]["annotations"][std::string(sharing::kNodeAnnotation)] =
       sharing::EncodeNodeMemory(node);
   transport_.AddResponse(200, written.dump());
-  ASSERT_TRUE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, now_}).ok());
+  ASSERT_TRUE(
+      publisher_->WritePlacement({"GPU-b", 4, kB0To3, wall_.Now()}).ok());
   EXPECT_EQ(Calls().back(), "GET /api/v1/nodes/n1");
   EXPECT_EQ(Calls().size(), 5u);
 }
@@ -296,7 +295,7 @@ TEST_F(PublisherTest, AChoiceTheNodeChangedUnderIsTakenBack) {
       << "the 4 is pending again, not placed";
 
   // (No Allocate follows: the kubelet's choice times out, a List may go.)
-  now_ += absl::Seconds(11);
+  wall_.Advance(absl::Seconds(11));
   transport_.AddResponse(200, NodeJson("9", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
@@ -470,7 +469,7 @@ TEST_F(PublisherTest, PlacementsExpireAndDeletedPodsStopCounting) {
   ASSERT_TRUE(publisher_->Sync().ok());
   EXPECT_EQ(Written(Body(1)).placements.size(), 1u);
 
-  now_ = kNow + absl::Minutes(6);
+  wall_.Set(kNow + absl::Minutes(6));
   fake_kubelet_.Set({}, {});
   transport_.AddResponse(200, NodeWithMemory("8", ""));
   transport_.AddResponse(200, "{}");
@@ -487,7 +486,7 @@ TEST_F(PublisherTest, PlacementsExpireAndDeletedPodsStopCounting) {
 // spec.nodeName), and each pending pod of its Node by name (the GETs of
 // WritesTheAllocationAndPrunesAdmittedAndGonePods); never all pods.
 TEST_F(PublisherTest, ListsOnlyThePodsOfItsNode) {
-  publisher_->Start(sleeper_);
+  publisher_->Start(clock_);
   auto pod_reads = [this] {
     std::vector<std::string> out;
     for (const kube::Request& r : transport_.requests()) {

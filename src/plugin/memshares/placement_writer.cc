@@ -34,7 +34,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
                       << " unit IDs; not recorded";
     return;
   }
-  sharing::Placement placed{gpu, units, ids, options_.now()};
+  sharing::Placement placed{gpu, units, ids, options_.clock->WallNow()};
   absl::MutexLock lock(&mu_);
   auto not_listing = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !gate_.listing();
@@ -44,7 +44,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
   ledger_.Record(placed);
   wake_ = true;
   if (!writer_running_) {
-    gate_.Answered(options_.now());
+    gate_.Answered(options_.clock->WallNow());
     return;
   }
   to_write_.push_back(std::move(placed));
@@ -63,7 +63,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
                         << absl::FormatDuration(options_.placement_timeout)
                         << ")";
   }
-  gate_.Answered(options_.now());
+  gate_.Answered(options_.clock->WallNow());
 }
 
 absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
@@ -75,7 +75,7 @@ absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
         absl::StrCat("a choice of ", units, " unit(s) of ", gpu, " names ",
                      ids.size(), " unit IDs"));
   }
-  const sharing::Placement placed{gpu, units, ids, options_.now()};
+  const sharing::Placement placed{gpu, units, ids, options_.clock->WallNow()};
   sharing::NodeMemory known;
   {
     // Counted from now on, so a sync that writes meanwhile keeps it; taken

@@ -73,11 +73,11 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
     absl::MutexLock lock(&mu_);
     auto idle = [this, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stop.stop_requested() ||
-             gate_.BusyFor(options_.now()) <= absl::ZeroDuration();
+             gate_.BusyFor(options_.clock->WallNow()) <= absl::ZeroDuration();
     };
     while (!idle()) {
       mu_.AwaitWithTimeout(absl::Condition(&idle),
-                           gate_.BusyFor(options_.now()));
+                           gate_.BusyFor(options_.clock->WallNow()));
     }
     if (stop.stop_requested()) {
       return absl::CancelledError("stopping: no PodResources listing");
@@ -90,7 +90,7 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
       pods.ok() ? kubelet_.Allocatable()
                 : absl::StatusOr<std::vector<podresources::Devices>>(
                       pods.status());
-  const absl::Time now = options_.now();
+  const absl::Time now = options_.clock->WallNow();
   absl::MutexLock lock(&mu_);
   gate_.set_listing(false);
   if (!pods.ok()) return pods.status();

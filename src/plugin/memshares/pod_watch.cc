@@ -15,7 +15,7 @@ namespace gpulet::nodeagent {
 
 using Json = nlohmann::json;
 
-void MemoryPublisher::WatchPods(kube::Sleeper& sleeper,
+void MemoryPublisher::WatchPods(const common::Clock& clock,
                                 std::stop_token stop) {
   absl::StatusOr<std::string> path = kube::PodsPath();
   if (!path.ok()) return;
@@ -30,7 +30,7 @@ void MemoryPublisher::WatchPods(kube::Sleeper& sleeper,
     OnPodEvent(event);
     Wake();
   };
-  kube::ListWatcher watcher(api_, sleeper, *path, std::move(selectors),
+  kube::ListWatcher watcher(api_, clock, *path, std::move(selectors),
                             std::move(callbacks));
   watcher.Run(stop).IgnoreError();
 }
