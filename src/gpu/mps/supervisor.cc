@@ -152,6 +152,8 @@ void Supervisor::Sync() {
   for (const std::string& uuid : wanted) {
     auto [it, added] = gpus_.try_emplace(uuid);
     if (!added) continue;
+    it->second.backoff = common::Backoff(
+        {.initial = options_.initial_backoff, .max = options_.max_backoff});
     it->second.next_start = now;
     if (up_metric_ != nullptr) up_metric_->Set({uuid}, 0);
   }
@@ -206,7 +208,7 @@ void Supervisor::CheckReady(absl::Time now) {
   for (auto& [uuid, gpu] : gpus_) {
     if (gpu.process == nullptr || gpu.up) continue;
     if (gpu.process->Ready()) {
-      gpu.failures = 0;
+      gpu.backoff.Reset();
       SetUp(uuid, gpu, true, "its control socket is ready");
     } else if (now >= gpu.ready_by) {
       Down(uuid, gpu,
@@ -220,12 +222,7 @@ void Supervisor::CheckReady(absl::Time now) {
 void Supervisor::Down(const std::string& uuid, Gpu& gpu,
                       const std::string& reason, absl::Time now) {
   gpu.process.reset();  // kills what is left
-  ++gpu.failures;
-  absl::Duration delay = options_.initial_backoff;
-  for (int i = 1; i < gpu.failures && delay < options_.max_backoff; ++i) {
-    delay *= 2;
-  }
-  delay = std::min(delay, options_.max_backoff);
+  const absl::Duration delay = gpu.backoff.Next();
   gpu.next_start = now + delay;
   const std::string why = absl::StrCat(reason, "; starting it again in ",
                                        absl::FormatDuration(delay));
