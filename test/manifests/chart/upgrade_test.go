@@ -75,7 +75,8 @@ func renderUpgrade(t *testing.T, ch *chart.Chart, secrets ...*corev1.Secret) map
 
 // On `helm upgrade` the chart keeps the extender's TLS Secrets it finds
 // (lookup), so kube-scheduler's copy of the client certificate stays valid;
-// with one of them gone it issues both anew, from one new CA.
+// with one of them gone it issues both anew, from one new CA; a serving
+// Secret the release does not own is left alone.
 func TestUpgradeKeepsTheExtenderCertificates(t *testing.T) {
 	chartDir, _, _ := dirs(t)
 	ch, err := Load(chartDir)
@@ -86,6 +87,10 @@ func TestUpgradeKeepsTheExtenderCertificates(t *testing.T) {
 	first := renderUpgrade(t, ch)
 	if first[serving] == nil || first[client] == nil {
 		t.Fatalf("Secrets %v rendered, want %s and %s", first, serving, client)
+	}
+	// As Helm leaves them in the cluster: owned by the release.
+	for _, s := range first {
+		s.Annotations = map[string]string{"meta.helm.sh/release-name": DefaultRelease}
 	}
 	again := renderUpgrade(t, ch, first[serving], first[client])
 	for _, name := range []string{serving, client} {
@@ -103,5 +108,12 @@ func TestUpgradeKeepsTheExtenderCertificates(t *testing.T) {
 	r := &Rendered{Secrets: renewed}
 	if err := expectGeneratedTLS(r, "gpulet-extender", DefaultNamespace); err != nil {
 		t.Error(err)
+	}
+	// A <name>-extender-tls made by hand, not the release's: used as it
+	// is, nothing generated (helm would refuse to take it over).
+	own := first[serving].DeepCopy()
+	own.Annotations = nil
+	if got := renderUpgrade(t, ch, own); len(got) != 0 {
+		t.Errorf("with a Secret %s the release does not own: rendered %d Secrets, want none", serving, len(got))
 	}
 }
