@@ -24,8 +24,8 @@ type probeResult struct {
 // certificate and with one of the attacker's own CA; and with the agent's
 // token on the API server.
 var (
-	extenderAttacks = []string{"readyz", "metrics", "filter", "prioritize", "bind-victim-plain", "bind-victim-gpu",
-		"bind-absent-node", "filter-long-node-name", "bind-long-pod-name", "filter-20000-nodes",
+	extenderAttacks = []string{"readyz", "metrics", "filter", "prioritize", "bind-victim-plain",
+		"bind-victim-selector", "bind-victim-gpu", "bind-absent-node", "filter-long-node-name", "bind-long-pod-name", "filter-20000-nodes",
 		"prioritize-many-containers", "poison-filter", "poison-bind"}
 	agentAttacks = []string{"agent-other-node-annotation", "agent-other-node-label", "agent-own-taints",
 		"agent-own-unschedulable", "agent-own-restricted-label", "agent-own-hostname-label",
@@ -87,19 +87,32 @@ func judgeProbe(t *T, got map[string]probeResult) {
 
 // judgeStolenCert: with kube-scheduler's certificate the verbs answer,
 // but every bind is refused (400, or the scheduler protocol's Error) and
-// names or counts Kubernetes would refuse are refused with 400. That
-// nothing was bound is checkEffects'.
+// names or counts Kubernetes would refuse are refused with 400. The
+// GPU-memory pod that fits is refused for its node selector, the one too
+// large without its size, the absent node as not known. That nothing was
+// bound is checkEffects'.
 func judgeStolenCert(t *T, got map[string]probeResult) {
 	const client = "scheduler-cert"
 	for _, a := range []string{"readyz", "metrics", "filter", "prioritize"} {
 		judge(t, got, client, a, func(r probeResult) bool { return r.Status == 200 })
 	}
-	for _, a := range []string{"bind-victim-plain", "bind-victim-gpu", "bind-absent-node", "poison-bind"} {
-		judge(t, got, client, a, func(r probeResult) bool {
-			return r.Status == 400 || (r.Status == 200 && strings.Contains(r.Body, `"Error":"`) &&
-				!strings.Contains(r.Body, `"Error":""`))
-		})
+	refused := func(r probeResult) bool {
+		return r.Status == 400 || (r.Status == 200 && strings.Contains(r.Body, `"Error":"`) &&
+			!strings.Contains(r.Body, `"Error":""`))
 	}
+	for _, a := range []string{"bind-victim-plain", "poison-bind"} {
+		judge(t, got, client, a, refused)
+	}
+	judge(t, got, client, "bind-victim-selector", func(r probeResult) bool {
+		return refused(r) && strings.Contains(r.Body, "spec.nodeSelector (label gpulet.test/no-such-label)")
+	})
+	judge(t, got, client, "bind-victim-gpu", func(r probeResult) bool {
+		return refused(r) && !strings.Contains(r.Body, "GiB") && !strings.Contains(r.Body, "MiB")
+	})
+	judge(t, got, client, "bind-absent-node", func(r probeResult) bool {
+		return refused(r) && strings.Contains(r.Body, "node "+absentNode+" is not known") &&
+			!strings.Contains(r.Body, "/api/v1")
+	})
 	for _, a := range []string{"filter-long-node-name", "bind-long-pod-name", "filter-20000-nodes"} {
 		judge(t, got, client, a, func(r probeResult) bool { return r.Status == 400 })
 	}
@@ -126,7 +139,8 @@ func unreached(err string) bool {
 }
 
 // checkEffects checks the API server's state after the attacks: the
-// victims are the same pods, still unbound; no pod is bound to the node
+// victims are the same pods, still unbound, none recorded in the own
+// Node's pending annotation; no pod is bound to the node
 // that does not exist; the other Node is as it was; the own Node has the
 // agent's own label and nothing else the attacks tried.
 func checkEffects(t *T, victims []*corev1.Pod, otherAnnotation string, before ownNode) {
@@ -162,6 +176,12 @@ func checkEffects(t *T, victims []*corev1.Pod, otherAnnotation string, before ow
 	}
 	if v, ok := own.Annotations["example.com/tenant-attack"]; ok {
 		t.Errorf("node %s: the agent's token set the annotation example.com/tenant-attack=%s", node.NodeName, v)
+	}
+	for _, v := range victims {
+		if strings.Contains(own.Annotations[pendingAnnotation], string(v.UID)) {
+			t.Errorf("node %s: victim %s/%s is in %s: %s", node.NodeName, v.Namespace, v.Name, pendingAnnotation,
+				own.Annotations[pendingAnnotation])
+		}
 	}
 	if own.Labels["nvidia.com/tenant-attack"] != "x" {
 		t.Errorf("node %s: the agent's token could not set its own nvidia.com/tenant-attack label", node.NodeName)

@@ -14,11 +14,12 @@ import (
 	"gpulet.dev/test/cluster/internal/node"
 )
 
-// createVictims creates another tenant's namespace with two pods that
+// createVictims creates another tenant's namespace with three pods that
 // wait for the scheduler: one asks for no GPU (its node selector matches
-// no node), one for more GPU memory than any GPU has. It returns them
-// (the GPU-memory one last) once the scheduler has found no place for
-// either.
+// no node), one for one unit of GPU memory, which fits, but its node
+// selector matches no node either, one for more GPU memory than any GPU
+// has. It returns them (the oversized GPU-memory one last) once the
+// scheduler has found no place for any.
 func createVictims(t *T, m *memShares) []*corev1.Pod {
 	c := t.N.Client.CoreV1()
 	if _, err := c.Namespaces().Create(t.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: victimNS}},
@@ -26,15 +27,18 @@ func createVictims(t *T, m *memShares) []*corev1.Pod {
 		t.Fatalf("create namespace %s: %v", victimNS, err)
 	}
 	waitDefaultAccount(t, victimNS)
+	excluded := map[string]string{"gpulet.test/no-such-label": "1"}
 	plain := gpuPod("victim-plain", 0, "")
-	plain.Spec.NodeSelector = map[string]string{"gpulet.test/no-such-label": "1"}
+	plain.Spec.NodeSelector = excluded
+	selector := memPod("victim-selector", []int{1}, memResource)
+	selector.Spec.NodeSelector = excluded
 	largest := 0
 	for _, u := range m.units {
 		largest = max(largest, u)
 	}
 	gpu := memPod("victim-gpu", []int{largest + 1}, memResource)
 	var out []*corev1.Pod
-	for _, p := range []*corev1.Pod{plain, gpu} {
+	for _, p := range []*corev1.Pod{plain, selector, gpu} {
 		p.Namespace, p.Labels = victimNS, nil
 		created, err := c.Pods(victimNS).Create(t.Ctx, p, metav1.CreateOptions{})
 		if err != nil {
