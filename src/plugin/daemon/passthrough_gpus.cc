@@ -1,23 +1,39 @@
-// Daemon::Impl, passthrough GPUs: their resources from sysfs and the
-// configuration, Allocate over the group nodes, and their health from the
-// watcher and from Allocate (see daemon_impl.h, docs/passthrough.md).
-#include <unistd.h>
+#include "src/plugin/daemon/passthrough_gpus.h"
 
-#include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "src/model/allocation/simple_preferred.h"
 #include "src/base/common/logging.h"
-#include "src/plugin/daemon/daemon_impl.h"
+#include "src/model/allocation/simple_preferred.h"
 
 namespace gpulet::daemon {
+namespace {
 
-Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
+// The watcher's settings: a new one is needed when they change.
+std::string WatcherKey(const config::Passthrough& pt) {
+  return absl::StrCat(
+      pt.sys_root, "\n", pt.dev_root, "\n",
+      pt.resync_period ? absl::FormatDuration(*pt.resync_period) : "-", "\n",
+      pt.uevent_socket);
+}
+
+}  // namespace
+
+PassthroughGpus::PassthroughGpus(std::string socket_prefix,
+                                 const metrics::GpuletMetrics* metrics,
+                                 ServedResources& served,
+                                 std::function<void()> request_replan)
+    : socket_prefix_(std::move(socket_prefix)),
+      metrics_(metrics),
+      served_(served),
+      request_replan_(std::move(request_replan)) {}
+
+PassthroughGpus::~PassthroughGpus() { StopWatcher(); }
+
+PassthroughGpus::Planned PassthroughGpus::Prepare(
     const config::Config& config) {
-  PassthroughPrepared out;
+  Planned out;
   if (!config.passthrough) return out;
   const config::Passthrough& pt = *config.passthrough;
   absl::StatusOr<vfio::Inventory> inventory =
@@ -28,8 +44,7 @@ Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
                       << inventory.status().message();
     return out;
   }
-  out.plan = resources::PlanPassthrough(*inventory, pt, options_.socket_prefix,
-                                       passthrough_keep_);
+  out.plan = resources::PlanPassthrough(*inventory, pt, socket_prefix_, keep_);
   for (const std::string& error : out.plan.errors) {
     GPULET_LOG(ERROR) << error;
   }
@@ -44,62 +59,58 @@ Daemon::Impl::PassthroughPrepared Daemon::Impl::PreparePassthrough(
     allocate.iommufd = inventory->iommufd && !allocate.mdev;
     allocate.on_vanished = [this](const std::string& address,
                                   const std::string& reason) {
-      OnPassthroughVanished(address, reason);
+      OnVanished(address, reason);
     };
-    out.prepared.push_back(Prepared{
+    out.prepared.push_back(PreparedResource{
         spec, resources::MakePassthroughAllocate(std::move(allocate)),
-        pluginapi::PreferredHandler(allocation::SimplePreferred)});
+        pluginapi::PreferredHandler(allocation::SimplePreferred),
+        ResourceRole::kPassthrough});
   }
   return out;
 }
 
-void Daemon::Impl::RecordPassthrough(const resources::PassthroughPlan& plan) {
+void PassthroughGpus::Record(const resources::PassthroughPlan& plan) {
   absl::MutexLock lock(&mu_);
-  passthrough_resources_.clear();
-  for (const resources::ResourceSpec& spec : plan.resources) {
-    passthrough_resources_.insert(spec.resource_name);
-  }
-  for (const auto& [address, health] : passthrough_health_) {
-    if (!plan.health.contains(address) &&
-        !passthrough_mdevs_.contains(address)) {
-      metrics_.passthrough_viable->Remove({address});
+  for (const auto& [address, health] : health_) {
+    if (!plan.health.contains(address) && !mdevs_.contains(address)) {
+      metrics_->passthrough_viable->Remove({address});
     }
   }
-  passthrough_health_.clear();
-  passthrough_mdevs_ = plan.mdev_ids;
-  passthrough_selected_ = plan.selected;
+  health_.clear();
+  mdevs_ = plan.mdev_ids;
+  selected_ = plan.selected;
   for (const auto& [address, health] : plan.health) {
-    SetPassthroughHealth(address, health);
+    SetHealth(address, health);
   }
 }
 
-void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
+std::map<std::string, resources::PassthroughHealth> PassthroughGpus::Health()
+    const {
+  absl::MutexLock lock(&mu_);
+  return health_;
+}
+
+void PassthroughGpus::EnsureWatcher(const config::Config& config) {
   std::string key;
   if (config.passthrough) {
-    const config::Passthrough& pt = *config.passthrough;
-    key = absl::StrCat(pt.sys_root, "\n", pt.dev_root, "\n",
-                       pt.resync_period
-                           ? absl::FormatDuration(*pt.resync_period)
-                           : "-",
-                       "\n",
-                       pt.uevent_socket);
+    key = WatcherKey(*config.passthrough);
     absl::MutexLock lock(&mu_);
-    passthrough_config_ = pt;
+    config_ = *config.passthrough;
   }
-  if (key == passthrough_watcher_key_) return;
-  StopPassthroughWatcher();
-  passthrough_watcher_key_ = key;
+  if (key == watcher_key_) return;
+  StopWatcher();
+  watcher_key_ = key;
   if (!config.passthrough) return;
   const config::Passthrough& pt = *config.passthrough;
   {
     absl::MutexLock lock(&mu_);
-    passthrough_roots_ = resources::RootsOf(pt);
+    roots_ = resources::RootsOf(pt);
   }
   absl::StatusOr<std::unique_ptr<health::PassthroughWatcher>> watcher =
       health::PassthroughWatcher::Start(
           resources::RootsOf(pt), pt.resync_period,
           [this](const absl::StatusOr<vfio::Inventory>& inventory) {
-            OnPassthroughInventory(inventory);
+            OnInventory(inventory);
           },
           pt.uevent_socket);
   if (!watcher.ok()) {
@@ -108,20 +119,40 @@ void Daemon::Impl::EnsurePassthroughWatcher(const config::Config& config) {
     return;
   }
   absl::MutexLock lock(&mu_);
-  passthrough_watcher_ = *std::move(watcher);
+  watcher_ = *std::move(watcher);
+}
+
+void PassthroughGpus::Stop() {
+  StopWatcher();
+  watcher_key_.clear();
+  absl::MutexLock lock(&mu_);
+  health_.clear();
+  mdevs_.clear();
+  selected_.clear();
+  replan_ = false;
 }
 
 // The watcher's thread takes mu_, so it is joined outside it.
-void Daemon::Impl::StopPassthroughWatcher() {
+void PassthroughGpus::StopWatcher() {
   std::unique_ptr<health::PassthroughWatcher> old;
   {
     absl::MutexLock lock(&mu_);
-    old = std::move(passthrough_watcher_);
+    old = std::move(watcher_);
   }
   old.reset();
 }
 
-void Daemon::Impl::OnPassthroughInventory(
+bool PassthroughGpus::BeginReplan() {
+  absl::MutexLock lock(&mu_);
+  if (!replan_) return false;
+  replan_ = false;
+  keep_ = selected_;
+  return true;
+}
+
+void PassthroughGpus::EndReplan() { keep_.clear(); }
+
+void PassthroughGpus::OnInventory(
     const absl::StatusOr<vfio::Inventory>& inventory) {
   absl::MutexLock lock(&mu_);
   if (!inventory.ok()) {
@@ -130,24 +161,27 @@ void Daemon::Impl::OnPassthroughInventory(
     return;
   }
   std::vector<std::pair<std::string, resources::PassthroughHealth>> fresh;
-  for (const auto& [id, old] : passthrough_health_) {
-    fresh.emplace_back(id, resources::RecheckPassthroughHealth(
-                               id, *inventory, passthrough_roots_));
+  for (const auto& [id, old] : health_) {
+    fresh.emplace_back(
+        id, resources::RecheckPassthroughHealth(id, *inventory, roots_));
   }
   for (const auto& [address, health] : fresh) {
-    SetPassthroughHealth(address, health);
+    SetHealth(address, health);
   }
-  if (passthrough_replan_) return;
-  // What a plan made now would take out of the container resources (a GPU
-  // bound to vfio-pci since) or add (an mdev created since). A GPU leaving
-  // vfio-pci asks for nothing: kept, it is Unhealthy above.
-  const resources::PassthroughPlan now = resources::PlanPassthrough(
-      *inventory, passthrough_config_, options_.socket_prefix,
-      passthrough_selected_);
+  if (replan_) return;
+  AskReplanIfNeeded(*inventory);
+}
+
+// What a plan made now would take out of the container resources (a GPU
+// bound to vfio-pci since) or add (an mdev created since). A GPU leaving
+// vfio-pci asks for nothing: kept, it is Unhealthy.
+void PassthroughGpus::AskReplanIfNeeded(const vfio::Inventory& inventory) {
+  const resources::PassthroughPlan now =
+      resources::PlanPassthrough(inventory, config_, socket_prefix_, selected_);
   for (const std::string& address : now.selected) {
-    if (passthrough_selected_.contains(address)) continue;
+    if (selected_.contains(address)) continue;
     std::string why = "now carries mediated devices";
-    for (const vfio::Gpu& gpu : inventory->gpus) {
+    for (const vfio::Gpu& gpu : inventory.gpus) {
       if (gpu.function.address == address &&
           gpu.function.driver == "vfio-pci") {
         why = "is now bound to vfio-pci";
@@ -155,56 +189,36 @@ void Daemon::Impl::OnPassthroughInventory(
     }
     GPULET_LOG(INFO) << "GPU " << address << " " << why
                      << ": it leaves the container resources";
-    passthrough_replan_ = true;
+    replan_ = true;
   }
   for (const std::string& uuid : now.mdev_ids) {
-    if (passthrough_mdevs_.contains(uuid)) continue;
+    if (mdevs_.contains(uuid)) continue;
     GPULET_LOG(INFO) << "mediated device " << uuid << " appeared";
-    passthrough_replan_ = true;
+    replan_ = true;
   }
-  if (passthrough_replan_) {
-    const uint64_t one = 1;
-    (void)!::write(wake_.get(), &one, sizeof(one));
-  }
+  if (replan_) request_replan_();
 }
 
-void Daemon::Impl::ReplanPassthrough() {
-  {
-    absl::MutexLock lock(&mu_);
-    passthrough_replan_ = false;
-    passthrough_keep_ = passthrough_selected_;
-  }
-  const config::Config config = config_;
-  const device::Node node = node_;
-  absl::Status s = Apply(config, health_, node);
-  passthrough_keep_.clear();
-  if (!s.ok()) {
-    GPULET_LOG(ERROR) << "passthrough: the resources were not planned again "
-                         "after a binding change: "
-                      << s.message();
-  }
-}
-
-void Daemon::Impl::OnPassthroughVanished(const std::string& address,
-                                         const std::string& reason) {
+void PassthroughGpus::OnVanished(const std::string& address,
+                                 const std::string& reason) {
   absl::MutexLock lock(&mu_);
-  SetPassthroughHealth(address, {false, reason});
+  SetHealth(address, {false, reason});
   // The watcher confirms (or brings it back) from sysfs.
-  if (passthrough_watcher_ != nullptr) passthrough_watcher_->Recheck();
+  if (watcher_ != nullptr) watcher_->Recheck();
 }
 
 // Logs a change once, not every resync.
-void Daemon::Impl::SetPassthroughHealth(
-    const std::string& address, const resources::PassthroughHealth& health) {
-  auto [it, added] = passthrough_health_.try_emplace(address, health);
+void PassthroughGpus::SetHealth(const std::string& address,
+                                const resources::PassthroughHealth& health) {
+  auto [it, added] = health_.try_emplace(address, health);
   const bool changed = !added && !(it->second == health);
   it->second = health;
-  const bool mdev = passthrough_mdevs_.contains(address);
+  const bool mdev = mdevs_.contains(address);
   // The metric is about IOMMU groups of GPUs; an mdev's health is in
   // gpulet_device_healthy.
   if (!mdev) {
-    metrics_.passthrough_viable->Set({address},
-                                     metrics::HealthValue(health.healthy));
+    metrics_->passthrough_viable->Set({address},
+                                      metrics::HealthValue(health.healthy));
   }
   const char* what = mdev ? "mediated device " : "passthrough GPU ";
   if (added) {
@@ -215,18 +229,12 @@ void Daemon::Impl::SetPassthroughHealth(
     return;
   }
   if (!changed) return;
-  for (auto& runner : runners_) {
-    if (!passthrough_resources_.contains(runner->resource_name())) continue;
-    if (runner->devices().SetHealth(address, health.healthy)) {
-      metrics_.device_healthy->Set({runner->resource_name(), address},
-                                   metrics::HealthValue(health.healthy));
-    }
-  }
+  served_.SetPassthroughHealth(address, health.healthy);
   if (health.healthy) {
     GPULET_LOG(INFO) << what << address << " is healthy again";
   } else {
-    GPULET_LOG(WARNING) << what << address << " is unhealthy: "
-                        << health.reason;
+    GPULET_LOG(WARNING) << what << address
+                        << " is unhealthy: " << health.reason;
   }
 }
 
