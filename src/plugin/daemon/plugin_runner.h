@@ -1,6 +1,6 @@
 // PluginRunner: keeps one resource served and registered with the kubelet.
-// Owns the resource's DeviceList and PluginServer; the daemon owns the
-// runners and drives them from its event loop.
+// Owns the resource's DeviceList and PluginServer; ServedResources owns the
+// runners and the daemon drives them from its event loop.
 //
 // A (re)start is always Stop() (ending ListAndWatch streams, removing the
 // socket), Start(), then Register: the kubelet drops whichever client is

@@ -1,33 +1,17 @@
-// Daemon::Impl, memory shares: the node agent that publishes the
-// memory-share Node annotations, and the memory-unit resource's handlers
-// wired to it (see daemon_impl.h and docs/sharing.md).
+#include "src/plugin/daemon/memory_shares.h"
+
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
-#include "src/net/kube/kubeconfig.h"
-#include "src/plugin/daemon/daemon_impl.h"
-#include "src/net/kube/tls_transport.h"
-#include "src/net/kube/sleeper.h"
 #include "src/model/resources/memory_handlers.h"
 #include "src/model/sharing/unit_id.h"
+#include "src/net/kube/sleeper.h"
 
 namespace gpulet::daemon {
 namespace {
-
-// The process's API client: a GET per preferred allocation and a GET and
-// a PATCH per Allocate for memory shares; client-go's 5 per second would
-// make a burst of pods wait on the node agent (the extender's default is
-// the same 50).
-kube::ClientOptions ApiClientOptions() {
-  kube::ClientOptions o;
-  o.qps = 50;
-  o.burst = 100;
-  return o;
-}
 
 sharing::Policy PolicyOf(config::MemoryPolicy policy) {
   return policy == config::MemoryPolicy::kSpread ? sharing::Policy::kSpread
@@ -57,67 +41,41 @@ std::vector<sharing::GpuSpace> MemoryGpus(
   return gpus;
 }
 
-}  // namespace
-
-absl::StatusOr<kube::Client*> Daemon::Impl::ApiClient() {
-  if (kube_client_ != nullptr) return kube_client_.get();
-  absl::StatusOr<config::ApiServerConfig> api =
-      config::LoadApiServerConfig(options_.kubeconfig);
-  if (!api.ok()) return api.status();
-  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
-      kube::TlsTransport::Create(*api);
-  if (!transport.ok()) return transport.status();
-  kube_transport_ = *std::move(transport);
-  kube_client_ = std::make_unique<kube::Client>(
-      *kube_transport_, common::RealClock::Get(), kube::RealSleeper::Get(),
-      ApiClientOptions());
-  return kube_client_.get();
+std::string PublisherKey(const config::MemoryShares& m) {
+  return absl::StrCat(m.resource_name, "|", m.unit_mib, "|",
+                      absl::FormatDuration(m.pending_timeout), "|",
+                      absl::FormatDuration(m.resync_period));
 }
 
-void Daemon::Impl::EnsurePublisher(const config::Config& config) {
-  if (!config.sharing.memory.has_value()) {
-    absl::MutexLock lock(&mu_);
-    publisher_.reset();
-    publisher_started_ = false;
-    memory_resource_.clear();
-    return;
-  }
+}  // namespace
+
+MemoryShares::MemoryShares(std::string node_name,
+                           std::string pod_resources_socket,
+                           metrics::Registry& registry, ProcessApiClient& api)
+    : node_name_(std::move(node_name)),
+      pod_resources_socket_(std::move(pod_resources_socket)),
+      registry_(registry),
+      api_(api) {}
+
+void MemoryShares::Ensure(const config::Config& config) {
+  if (!config.sharing.memory.has_value()) return Reset();
   const config::MemoryShares& m = *config.sharing.memory;
-  {
-    absl::MutexLock lock(&mu_);
-    memory_resource_ = m.resource_name;
+  const std::string key = PublisherKey(m);
+  if (Publisher() != nullptr && key == key_) return;
+  if (node_name_.empty()) {
+    return Without("NODE_NAME is not set (pass it from the downward API)");
   }
-  const std::string key = absl::StrCat(
-      m.resource_name, "|", m.unit_mib, "|",
-      absl::FormatDuration(m.pending_timeout), "|",
-      absl::FormatDuration(m.resync_period));
-  if (publisher_ != nullptr && key == publisher_key_) return;
-  auto without = [&](const std::string& why) {
-    if (!memory_warned_) {
-      GPULET_LOG(WARNING) << "memory shares: " << why
-                          << "; the memory units are served, but the node "
-                             "annotations are not published and preferred "
-                             "allocation packs by the policy alone";
-      memory_warned_ = true;
-    }
-    absl::MutexLock lock(&mu_);
-    publisher_.reset();
-    publisher_started_ = false;
-  };
-  if (options_.node_name.empty()) {
-    return without("NODE_NAME is not set (pass it from the downward API)");
-  }
-  absl::StatusOr<kube::Client*> api = ApiClient();
+  absl::StatusOr<kube::Client*> api = api_.Get();
   if (!api.ok()) {
-    return without(
+    return Without(
         absl::StrCat("no API server access: ", api.status().message()));
   }
   if (pod_resources_ == nullptr) {
     pod_resources_ =
-        std::make_unique<podresources::Client>(options_.pod_resources_socket);
+        std::make_unique<podresources::Client>(pod_resources_socket_);
   }
   nodeagent::PublisherOptions o;
-  o.node_name = options_.node_name;
+  o.node_name = node_name_;
   o.resource_name = m.resource_name;
   o.unit_mib = m.unit_mib;
   o.pending_timeout = m.pending_timeout;
@@ -133,16 +91,39 @@ void Daemon::Impl::EnsurePublisher(const config::Config& config) {
       metrics.ok() ? *metrics : nodeagent::PublisherMetrics{});
   absl::MutexLock lock(&mu_);
   publisher_ = std::move(publisher);
-  publisher_key_ = key;
-  publisher_started_ = false;
+  key_ = key;
+  started_ = false;
 }
 
-void Daemon::Impl::WrapMemoryHandlers(const config::Config& config,
-                                      Prepared& prepared) {
+void MemoryShares::Without(const std::string& why) {
+  if (!warned_) {
+    GPULET_LOG(WARNING) << "memory shares: " << why
+                        << "; the memory units are served, but the node "
+                           "annotations are not published and preferred "
+                           "allocation packs by the policy alone";
+    warned_ = true;
+  }
+  Reset();
+}
+
+void MemoryShares::Reset() {
+  absl::MutexLock lock(&mu_);
+  publisher_.reset();
+  started_ = false;
+}
+
+std::shared_ptr<nodeagent::MemoryPublisher> MemoryShares::Publisher() const {
+  absl::MutexLock lock(&mu_);
+  return publisher_;
+}
+
+void MemoryShares::WrapHandlers(const config::Config& config,
+                                PreparedResource& prepared) {
   if (!config.sharing.memory.has_value() ||
       prepared.spec.resource_name != config.sharing.memory->resource_name) {
     return;
   }
+  prepared.role = ResourceRole::kMemoryUnits;
   const config::MemoryShares& m = *config.sharing.memory;
   resources::MemoryHandlerOptions o;
   o.resource_name = m.resource_name;
@@ -152,7 +133,7 @@ void Daemon::Impl::WrapMemoryHandlers(const config::Config& config,
     o.mps_root = config.flags.mps_root;
     o.mps_compute_by_share = m.mps_compute_by_share;
   }
-  if (std::shared_ptr<nodeagent::MemoryPublisher> p = publisher_) {
+  if (std::shared_ptr<nodeagent::MemoryPublisher> p = Publisher()) {
     o.pending = [p](bool refresh, std::string* node_version) {
       return p->Pending(refresh, node_version);
     };
@@ -171,15 +152,13 @@ void Daemon::Impl::WrapMemoryHandlers(const config::Config& config,
       std::move(prepared.allocate), std::move(o));
 }
 
-void Daemon::Impl::PublishMemoryGpus() {
-  if (publisher_ == nullptr || memory_resource_.empty()) return;
-  for (auto& runner : runners_) {
-    if (runner->resource_name() != memory_resource_) continue;
-    publisher_->SetGpus(MemoryGpus(*runner->devices().Snapshot()));
-  }
-  if (!publisher_started_) {
+void MemoryShares::PublishUnits(const pluginapi::DeviceSnapshot* units) {
+  absl::MutexLock lock(&mu_);
+  if (publisher_ == nullptr) return;
+  if (units != nullptr) publisher_->SetGpus(MemoryGpus(*units));
+  if (!started_) {
     publisher_->Start(kube::RealSleeper::Get());
-    publisher_started_ = true;
+    started_ = true;
   }
 }
 
