@@ -24,7 +24,6 @@
 #include "src/cluster/extender/extender.h"
 #include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {
@@ -53,9 +52,8 @@ std::vector<json> MakeNodes(int count, std::mt19937& rng) {
 void Filter(int count) {
   std::mt19937 rng(42);
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   testing::FakeApiServer api;
-  kube::Client client(api, clock, sleeper, {});
+  kube::Client client(api, clock, {});
   NodeCache cache;
   cache.Replace(MakeNodes(count, rng));
   Binder binder(client, cache, {});
@@ -95,10 +93,9 @@ void Bind(int threads) {
     api.AddNode(testing::NodeObject(name, &memory));
   }
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   kube::ClientOptions options;
   options.qps = 0;
-  kube::Client client(api, clock, sleeper, options);
+  kube::Client client(api, clock, options);
   NodeCache cache;
   std::vector<json> nodes;
   for (int n = 0; n < kNodes; ++n) nodes.push_back(api.Node("node-" + std::to_string(n)));

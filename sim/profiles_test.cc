@@ -1,83 +1,26 @@
+// The built-in machine profiles: every one parses and is consistent, and
+// each machine has the GPUs, NVLinks, NVSwitches, topology and passthrough
+// devices its hardware has. The MIG machines are in profiles_mig_test.cc.
 #include "sim/profiles.h"
 
-#include <unistd.h>
-
 #include <array>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/gpu_models.h"
 #include "sim/machine_parser.h"
+#include "sim/testing/machine_checks.h"
 
 namespace gpulet::sim {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
-
-Machine Load(const std::string& spec) {
-  absl::StatusOr<Machine> m = LoadMachine(spec);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *std::move(m) : Machine{};
-}
-
-size_t LinksOfType(const Gpu& gpu, nvmlIntNvLinkDeviceType_t type) {
-  size_t n = 0;
-  for (const NvLink& link : gpu.nvlinks) n += link.remote_type == type;
-  return n;
-}
-
-std::set<std::string> SwitchBusIds(const Gpu& gpu) {
-  std::set<std::string> ids;
-  for (const NvLink& link : gpu.nvlinks) {
-    if (link.remote_type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
-      ids.insert(link.remote_bus_id);
-    }
-  }
-  return ids;
-}
-
-// go-nvlib's rule for the memory part of a MIG profile name: the MIG
-// memory as a fraction of the GPU rounded up to eighths, times the GPU's
-// memory in whole GiB (rounded up), rounded to the nearest integer.
-uint64_t MigMemoryGb(uint64_t device_bytes, uint64_t mig_mib) {
-  double fraction = static_cast<double>(mig_mib << 20) / device_bytes;
-  fraction = std::ceil(fraction * 8) / 8;
-  uint64_t total_gb = (device_bytes + (uint64_t{1} << 30) - 1) >> 30;
-  return static_cast<uint64_t>(std::round(fraction * total_gb));
-}
-
-std::string DerivedName(const Gpu& gpu, const GpuInstanceProfile& p) {
-  std::string name =
-      absl::StrCat(p.slice_count, "g.",
-                   MigMemoryGb(gpu.memory_total, p.memory_size_mb), "gb");
-  switch (p.id) {
-    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1:
-    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1:
-      return name + "+me";
-    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME:
-    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME:
-      return name + "+me.all";
-    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME:
-    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME:
-      return name + "-me";
-    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX:
-    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX:
-    case NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX:
-    case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX:
-      return name + "+gfx";
-    default:
-      return name;
-  }
-}
+using test_machines::DerivedName;
+using test_machines::LinksOfType;
+using test_machines::Load;
+using test_machines::SwitchBusIds;
 
 TEST(ProfilesTest, NamesAreSortedAndComplete) {
   EXPECT_THAT(ProfileNames(),
@@ -259,51 +202,6 @@ TEST(ProfilesTest, Islands16) {
   EXPECT_EQ(m.topology[8][15], NVML_TOPOLOGY_NODE);
 }
 
-std::vector<std::string> MigProfileNames(const Gpu& gpu) {
-  std::vector<std::string> names;
-  for (const MigDevice& d : gpu.mig_devices) {
-    for (const auto& p : gpu.gi_profiles) {
-      if (p.id == d.gpu_instance_profile_id) names.push_back(p.name);
-    }
-  }
-  return names;
-}
-
-TEST(ProfilesTest, A100MigMixed) {
-  Machine m = Load("a100-mig");
-  ASSERT_EQ(m.gpus.size(), 4u);
-  EXPECT_THAT(MigProfileNames(m.gpus[0]),
-              ElementsAre("3g.20gb", "2g.10gb", "1g.5gb"));
-  EXPECT_EQ(m.gpus[1].mig_devices.size(), 7u);
-  EXPECT_THAT(MigProfileNames(m.gpus[2]), ElementsAre("3g.20gb", "3g.20gb"));
-  EXPECT_TRUE(m.gpus[3].mig_capable);
-  EXPECT_FALSE(m.gpus[3].mig_enabled);
-  EXPECT_TRUE(m.gpus[3].mig_devices.empty());
-  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(m.gpus[i].mig_enabled);
-  const MigDevice& d = m.gpus[0].mig_devices[1];
-  EXPECT_EQ(d.gi_placement_start, 4u);
-  EXPECT_EQ(d.gi_placement_size, 2u);
-  EXPECT_EQ(d.compute_instance_profile_id,
-            static_cast<unsigned>(NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE));
-  EXPECT_THAT(d.uuid, StartsWith("MIG-"));
-  // Direct NVLinks: four to each other GPU, listed on both ends.
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(m.gpus[i].nvlinks.size(), 12u);
-    EXPECT_EQ(LinksOfType(m.gpus[i], NVML_NVLINK_DEVICE_TYPE_GPU), 12u);
-  }
-}
-
-TEST(ProfilesTest, A100MigSingle) {
-  Machine m = Load("a100-mig-single");
-  ASSERT_EQ(m.gpus.size(), 2u);
-  for (const Gpu& g : m.gpus) {
-    EXPECT_TRUE(g.mig_enabled);
-    EXPECT_THAT(MigProfileNames(g),
-                ElementsAre("1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb",
-                            "1g.5gb", "1g.5gb"));
-  }
-}
-
 TEST(ProfilesTest, DgxB200) {
   Machine m = Load("dgx-b200");
   ASSERT_EQ(m.gpus.size(), 8u);
@@ -368,47 +266,6 @@ TEST(ProfilesTest, Gb200NvlTrayIsOneFabricClique) {
   EXPECT_EQ(m.gpus[2].numa_node, 1);
 }
 
-TEST(ProfilesTest, B200Mig) {
-  Machine m = Load("b200-mig");
-  ASSERT_EQ(m.gpus.size(), 8u);
-  EXPECT_THAT(MigProfileNames(m.gpus[0]),
-              ElementsAre("3g.90gb", "2g.45gb", "1g.23gb"));
-  EXPECT_EQ(m.gpus[1].mig_devices.size(), 7u);
-  EXPECT_THAT(MigProfileNames(m.gpus[2]),
-              ElementsAre("1g.45gb", "1g.45gb", "1g.45gb", "1g.23gb+me"));
-  EXPECT_THAT(MigProfileNames(m.gpus[3]), ElementsAre("7g.180gb"));
-  for (size_t i = 4; i < 8; ++i) {
-    EXPECT_TRUE(m.gpus[i].mig_capable);
-    EXPECT_FALSE(m.gpus[i].mig_enabled);
-  }
-}
-
-// Every GPU instance profile NVML 13 added (0xA-0x10) but the 3-slice
-// graphics one, which the guide lists for no GPU yet, is offered; the
-// machine uses the attribute profiles on every GPU.
-TEST(ProfilesTest, RtxPro6000MigUsesTheNewProfiles) {
-  Machine m = Load("rtx-pro-6000-mig");
-  ASSERT_EQ(m.gpus.size(), 4u);
-  std::set<unsigned> ids;
-  for (const GpuInstanceProfile& p : m.gpus[0].gi_profiles) ids.insert(p.id);
-  for (unsigned id = NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX;
-       id <= NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME; ++id) {
-    EXPECT_EQ(ids.count(id), 1u) << id;
-  }
-  EXPECT_EQ(m.gpus[0].max_mig_devices, 4u);
-  EXPECT_THAT(MigProfileNames(m.gpus[0]),
-              ElementsAre("1g.24gb-me", "1g.24gb-me", "2g.48gb+me.all"));
-  EXPECT_THAT(MigProfileNames(m.gpus[1]),
-              ElementsAre("1g.24gb+gfx", "1g.24gb+me.all", "2g.48gb-me"));
-  EXPECT_THAT(MigProfileNames(m.gpus[2]),
-              ElementsAre("2g.48gb+gfx", "1g.24gb", "1g.24gb+me"));
-  EXPECT_THAT(MigProfileNames(m.gpus[3]), ElementsAre("4g.96gb+gfx"));
-  for (const Gpu& g : m.gpus) {
-    EXPECT_TRUE(g.nvlinks.empty());
-    EXPECT_EQ(g.cc_major, 12);
-  }
-}
-
 TEST(ProfilesTest, NoneAndNoDriver) {
   Machine none = Load("none");
   EXPECT_TRUE(none.driver_loaded);
@@ -417,103 +274,6 @@ TEST(ProfilesTest, NoneAndNoDriver) {
   Machine no_driver = Load("no-driver");
   EXPECT_FALSE(no_driver.driver_loaded);
   EXPECT_EQ(no_driver.init_error, NVML_ERROR_DRIVER_NOT_LOADED);
-}
-
-TEST(GpuModelsTest, MigTablesMatchNvidiaNaming) {
-  for (const GpuModel& model : GpuModels()) {
-    SCOPED_TRACE(model.key);
-    Gpu gpu;
-    gpu.memory_total = model.memory_total;
-    for (const GpuInstanceProfile& p : model.gi_profiles) {
-      EXPECT_EQ(DerivedName(gpu, p), p.name);
-      EXPECT_FALSE(p.placement_starts.empty());
-      EXPECT_LE(p.instance_count, p.placement_starts.size());
-    }
-    EXPECT_EQ(model.mig_capable, !model.gi_profiles.empty());
-  }
-}
-
-class LoadMachineFileTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gpulet-sim-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string Write(const std::string& name, const std::string& contents) {
-    std::string path = dir_ + "/" + name;
-    std::ofstream(path) << contents;
-    return path;
-  }
-
-  std::string dir_;
-};
-
-TEST_F(LoadMachineFileTest, LoadsAFileByPath) {
-  std::string path = Write("m.yaml", std::string(*ProfileYaml("pcie-t4")));
-  Machine m = Load(path);
-  EXPECT_EQ(m.source, path);
-  EXPECT_EQ(m.gpus.size(), 4u);
-}
-
-TEST_F(LoadMachineFileTest, ErrorsNameTheFile) {
-  std::string path = Write("bad.yml", "gpus: [\n");
-  absl::StatusOr<Machine> m = LoadMachine(path);
-  ASSERT_FALSE(m.ok());
-  EXPECT_THAT(std::string(m.status().message()), StartsWith(path + ":"));
-}
-
-TEST_F(LoadMachineFileTest, MissingFile) {
-  absl::StatusOr<Machine> m = LoadMachine(dir_ + "/absent.yaml");
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(m.status().message()),
-              HasSubstr(dir_ + "/absent.yaml"));
-}
-
-TEST_F(LoadMachineFileTest, HugeFileRejectedBeforeReading) {
-  std::string path =
-      Write("huge.yaml", std::string(kMaxMachineFileBytes + 10, '#'));
-  absl::StatusOr<Machine> m = LoadMachine(path);
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(m.status().message()),
-              HasSubstr("the limit is 1048576"));
-}
-
-// docs/machine-file.md promises that its complete example loads.
-TEST(MachineFileDocTest, CompleteExampleParses) {
-  std::ifstream in(GPULET_SOURCE_DIR "/docs/machine-file.md");
-  ASSERT_TRUE(in) << "docs/machine-file.md not found";
-  std::string doc((std::istreambuf_iterator<char>(in)),
-                  std::istreambuf_iterator<char>());
-  size_t section = doc.find("## A complete example");
-  ASSERT_NE(section, std::string::npos);
-  size_t begin = doc.find("```yaml\n", section);
-  ASSERT_NE(begin, std::string::npos);
-  begin += 8;
-  size_t end = doc.find("```", begin);
-  absl::StatusOr<Machine> m =
-      ParseMachine(doc.substr(begin, end - begin), "machine-file.md");
-  ASSERT_TRUE(m.ok()) << m.status();
-  ASSERT_EQ(m->gpus.size(), 2u);
-  EXPECT_EQ(m->gpus[1].mig_devices.size(), 3u);
-  EXPECT_EQ(m->gpus[0].nvlinks.size(), 12u);
-}
-
-TEST(LoadMachineTest, UnknownProfileListsBuiltIns) {
-  absl::StatusOr<Machine> m = LoadMachine("dgx-z");
-  ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(m.status().message()),
-              StartsWith("unknown machine profile \"dgx-z\" (built-in: "
-                         "a100-mig, a100-mig-single, b200-mig, dgx-a100, "
-                         "dgx-b200, dgx-h100, gb200-nvl, hgx-h200, "
-                         "islands-16, mixed-memory, mixed-vfio, no-driver, "
-                         "none, pcie-t4, rtx-pro-6000-mig, vfio-groups, "
-                         "vfio-iommufd, vgpu-host"));
 }
 
 }  // namespace

@@ -136,11 +136,11 @@ std::string SimState::StatusJson() const {
   status["gpus"] = gpus;
   status["event_sets"] = event_sets_.size();
   status["queue_capacity"] = kEventQueueCapacity;
-  status["events"] = {{"injected", events_injected_},
-                      {"queued", events_queued_},
-                      {"delivered", events_delivered_},
-                      {"unrouted", events_unrouted_},
-                      {"dropped", events_dropped_}};
+  status["events"] = {{"injected", counters_.events_injected},
+                      {"queued", counters_.events_queued},
+                      {"delivered", counters_.events_delivered},
+                      {"unrouted", counters_.events_unrouted},
+                      {"dropped", counters_.events_dropped}};
   nlohmann::ordered_json wait_error = nullptr;
   if (wait_error_remaining_ > 0) {
     const char* name = NvmlReturnName(static_cast<unsigned>(wait_error_code_));
@@ -152,8 +152,8 @@ std::string SimState::StatusJson() const {
   status["waits"] = {
       {"blocked_timeouts_ms",
        std::vector<unsigned int>(blocked_waits_.begin(), blocked_waits_.end())},
-      {"interrupted", waits_interrupted_}};
-  status["wait_errors_returned"] = wait_errors_returned_;
+      {"interrupted", counters_.waits_interrupted}};
+  status["wait_errors_returned"] = counters_.wait_errors_returned;
   // Replace, not throw, on bytes that are not UTF-8 (e.g. in a file path).
   return status.dump(-1, ' ', false,
                      nlohmann::ordered_json::error_handler_t::replace);

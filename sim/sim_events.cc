@@ -87,7 +87,7 @@ std::optional<nvmlReturn_t> SimState::TakeEvent(
   }
   if (wait_error_remaining_ > 0) {
     --wait_error_remaining_;
-    ++wait_errors_returned_;
+    ++counters_.wait_errors_returned;
     return wait_error_code_;
   }
   if (std::optional<SimEvent> event = object->queue.Pop()) {
@@ -96,7 +96,7 @@ std::optional<nvmlReturn_t> SimState::TakeEvent(
     data->eventData = event->data;
     data->gpuInstanceId = event->gpu_instance_id;
     data->computeInstanceId = event->compute_instance_id;
-    ++events_delivered_;
+    ++counters_.events_delivered;
     return NVML_SUCCESS;
   }
   if (common::RealClock::Get().Now() >= deadline) return NVML_ERROR_TIMEOUT;
@@ -134,7 +134,7 @@ nvmlReturn_t SimState::WaitEvent(nvmlEventSet_t set, unsigned int timeout_ms,
     if (polled < 0 && errno == EINTR) {
       absl::MutexLock lock(&mu_);
       blocked_waits_.erase(*blocked);
-      ++waits_interrupted_;
+      ++counters_.waits_interrupted;
       return NVML_ERROR_TIMEOUT;
     }
   }
@@ -164,7 +164,7 @@ void SimState::WakeAllWaiters() {
 }
 
 void SimState::Deliver(const SimEvent& event) {
-  ++events_injected_;
+  ++counters_.events_injected;
   bool routed = false;
   for (auto& [pointer, object] : event_sets_) {
     auto registration = object->registrations.find(event.gpu);
@@ -173,11 +173,11 @@ void SimState::Deliver(const SimEvent& event) {
       continue;
     }
     routed = true;
-    ++events_queued_;
-    if (object->queue.Push(event)) ++events_dropped_;
+    ++counters_.events_queued;
+    if (object->queue.Push(event)) ++counters_.events_dropped;
     object->Ring();
   }
-  if (!routed) ++events_unrouted_;
+  if (!routed) ++counters_.events_unrouted;
 }
 
 }  // namespace gpulet::sim

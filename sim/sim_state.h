@@ -151,6 +151,16 @@ class SimState {
     const common::UniqueFd doorbell;
     bool freed = false;
   };
+  // What the event sets and waits did, reported by `status`.
+  struct Counters {
+    uint64_t events_injected = 0;
+    uint64_t events_queued = 0;
+    uint64_t events_unrouted = 0;
+    uint64_t events_dropped = 0;
+    uint64_t events_delivered = 0;
+    uint64_t wait_errors_returned = 0;
+    uint64_t waits_interrupted = 0;
+  };
   struct Target {  // a resolved <gpu> token of a control command
     int gpu = 0;
     unsigned int gi = kNoInstance;
@@ -207,14 +217,7 @@ class SimState {
   nvmlReturn_t wait_error_code_ ABSL_GUARDED_BY(mu_) = NVML_SUCCESS;
   unsigned int wait_error_remaining_ ABSL_GUARDED_BY(mu_) = 0;
 
-  // Counters reported by `status`.
-  uint64_t events_injected_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t events_queued_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t events_unrouted_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t events_dropped_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t events_delivered_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t wait_errors_returned_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t waits_interrupted_ ABSL_GUARDED_BY(mu_) = 0;
+  Counters counters_ ABSL_GUARDED_BY(mu_);
   // The timeouts (ms) of the nvmlEventSetWait calls blocked right now.
   std::multiset<unsigned int> blocked_waits_ ABSL_GUARDED_BY(mu_);
 };

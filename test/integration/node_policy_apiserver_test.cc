@@ -99,6 +99,7 @@ class NodePolicyApiServerTest : public ::testing::Test {
         {"ConfigMap", "/api/v1" + in_ns + "configmaps"},
         {"DaemonSet", "/apis/apps/v1" + in_ns + "daemonsets"},
         {"Deployment", "/apis/apps/v1" + in_ns + "deployments"},
+        {"Secret", "/api/v1" + in_ns + "secrets"},
         {"Service", "/api/v1" + in_ns + "services"},
         {"ServiceAccount", "/api/v1" + in_ns + "serviceaccounts"},
         {"NetworkPolicy",
@@ -306,7 +307,8 @@ TEST_F(NodePolicyApiServerTest, ExtenderWritesOnlyThePendingAnnotation) {
 }
 
 // The chart, rendered for a release "gpu" in "gpu-system" with memory
-// shares and the extender, is accepted by the API server as rendered, and
+// shares and the extender (its generated TLS Secrets included), is
+// accepted by the API server as rendered, and
 // its policy confines that release's service account, not deploy/'s.
 TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
   ASSERT_TRUE(admin_.client

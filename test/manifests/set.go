@@ -78,6 +78,7 @@ type Set struct {
 	Policies        map[string]*admissionregistration.ValidatingAdmissionPolicy
 	PolicyBindings  []*admissionregistration.ValidatingAdmissionPolicyBinding
 	NetworkPolicies []*networking.NetworkPolicy
+	Secrets         map[string]*core.Secret // "<namespace>/<name>"
 }
 
 // NewSet indexes validated objects; two objects of one kind with one name are
@@ -89,6 +90,7 @@ func NewSet(objs []Object) (*Set, error) {
 		Namespaces:      map[string]*core.Namespace{},
 		ClusterRoles:    map[string]*rbac.ClusterRole{},
 		Policies:        map[string]*admissionregistration.ValidatingAdmissionPolicy{},
+		Secrets:         map[string]*core.Secret{},
 	}
 	seen := map[string]string{}
 	for _, o := range objs {
@@ -121,6 +123,8 @@ func NewSet(objs []Object) (*Set, error) {
 			s.PolicyBindings = append(s.PolicyBindings, v)
 		case *networking.NetworkPolicy:
 			s.NetworkPolicies = append(s.NetworkPolicies, v)
+		case *core.Secret:
+			s.Secrets[v.Namespace+"/"+v.Name] = v
 		default:
 			return nil, fmt.Errorf("%s: no cross-checks for %T", o.Source, o.Internal)
 		}
@@ -155,6 +159,11 @@ func (s *Set) Check(documented map[string]bool) error {
 	for key := range s.ServiceAccounts {
 		if err := s.checkNamespace(strings.SplitN(key, "/", 2)[0]); err != nil {
 			return fmt.Errorf("ServiceAccount %s: %w", key, err)
+		}
+	}
+	for key := range s.Secrets {
+		if err := s.checkNamespace(strings.SplitN(key, "/", 2)[0]); err != nil {
+			return fmt.Errorf("Secret %s: %w", key, err)
 		}
 	}
 	for _, svc := range s.Services {

@@ -117,6 +117,14 @@ app.kubernetes.io/component: scheduler-extender
 {{- end -}}
 
 {{/*
+The Secret with kube-scheduler's client certificate that the chart
+generates beside <name>-extender-tls (extender-tls.yaml).
+*/}}
+{{- define "gpulet.schedulerClientSecret" -}}
+{{- printf "%s-scheduler-client" (include "gpulet.extenderName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
 The CEL variables of a policy: the label and annotation keys an update
 adds, changes or removes.
 */}}

@@ -47,10 +47,3 @@ class Backoff {
 };
 
 }  // namespace gpulet::common
-
-// The node plugin's code still spells these unqualified in its own
-// namespace; the aliases go once it names common::Backoff.
-namespace gpulet::daemon {
-using common::Backoff;
-using common::BackoffPolicy;
-}  // namespace gpulet::daemon

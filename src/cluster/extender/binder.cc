@@ -10,6 +10,7 @@
 #include "src/base/common/status_macros.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/api_status.h"
+#include "src/cluster/extender/node_eligibility.h"
 #include "src/model/sharing/annotations.h"
 
 namespace gpulet::extender {
@@ -32,6 +33,45 @@ bool IsConflict(const absl::Status& s) {
   return s.code() == absl::StatusCode::kAborted && kube::HttpCode(s) == 409;
 }
 
+// FailedPrecondition when kube-scheduler's own filters would not place
+// `pod` on the node: bind holds the permission to bind any pod to any
+// node, so it must not let its caller do more than the scheduler would.
+absl::Status CheckEligible(const NodeView& view, const json& pod) {
+  if (!view.traits_status.ok()) {
+    return absl::FailedPreconditionError(view.traits_status.message());
+  }
+  const Eligibility e = CheckNodeEligibility(pod, view.name, view.traits);
+  if (e.eligible) return absl::OkStatus();
+  return absl::FailedPreconditionError(e.reason);
+}
+
+// The answer for a pod that does not fit. Unless the reason is about the
+// node alone it gives the pod's sizes and the node's other pending pods:
+// logged, not answered, as the caller may not be the pod's.
+absl::Status NoFit(const std::string& node, const PodRequest& pod,
+                   const Verdict& verdict) {
+  if (verdict.node_only) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no longer fits: ", verdict.reason));
+  }
+  GPULET_LOG(INFO) << "extender: bind pod " << pod.Key() << " to node "
+                   << node << ": " << verdict.reason;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the pod no longer fits on node ", node, " (the extender's log says why)"));
+}
+
+// The answer for a Node that could not be read: not the API server's
+// words (the request line, its status), which the caller need not learn.
+absl::Status NodeUnread(const std::string& node, const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kNotFound || kube::HttpCode(s) == 404) {
+    return absl::NotFoundError(absl::StrCat("node ", node, " is not known"));
+  }
+  GPULET_LOG(WARNING) << "extender: read node " << node << ": "
+                      << kube::ForLog(s);
+  return absl::UnavailableError(
+      absl::StrCat("node ", node, " cannot be read now; try again"));
+}
+
 }  // namespace
 
 Binder::Binder(kube::Client& client, NodeCache& cache, BinderOptions options)
@@ -51,12 +91,14 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
                           kube::PodBindingPath(request.pod_namespace,
                                                request.pod_name));
   GPULET_RETURN_IF_ERROR(kube::ValidateName("node name", request.node));
+  json pod_object;
   GPULET_ASSIGN_OR_RETURN(PodRequest pod,
-                          PlaceablePod(request, pod_path, stop));
+                          PlaceablePod(request, pod_path, stop, &pod_object));
   {
     std::shared_ptr<absl::Mutex> lock = NodeLock(request.node);
     absl::MutexLock hold(lock.get());
-    absl::Status reserved = Reserve(request.node, pod, outcome, stop);
+    absl::Status reserved =
+        Reserve(request.node, pod, pod_object, outcome, stop);
     if (!reserved.ok()) return Prefixed(what, reserved);
   }
   const json binding = {
@@ -83,7 +125,8 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
 
 absl::StatusOr<PodRequest> Binder::PlaceablePod(const BindRequest& request,
                                                 const std::string& path,
-                                                std::stop_token stop) {
+                                                std::stop_token stop,
+                                                json* object_out) {
   const std::string who =
       absl::StrCat("bind pod ", request.pod_namespace, "/", request.pod_name);
   const absl::Status refused = absl::FailedPreconditionError(
@@ -106,6 +149,7 @@ absl::StatusOr<PodRequest> Binder::PlaceablePod(const BindRequest& request,
       ReadPod(*object, options_.resource, options_.default_policy, "pod");
   if (!pod.ok()) return Prefixed(absl::StrCat(who, ": "), pod.status());
   if (pod->empty()) return refused;
+  *object_out = *std::move(object);
   return pod;
 }
 
@@ -156,7 +200,8 @@ absl::Status Binder::WritePending(const NodeView& view,
 }
 
 absl::Status Binder::Reserve(const std::string& node, const PodRequest& pod,
-                             BindOutcome* outcome, std::stop_token stop) {
+                             const json& pod_object, BindOutcome* outcome,
+                             std::stop_token stop) {
   GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(node));
   for (int round = 0; round <= options_.max_conflicts; ++round) {
     // The cache's view first: when it is current the write succeeds without
@@ -167,9 +212,17 @@ absl::Status Binder::Reserve(const std::string& node, const PodRequest& pod,
     if (cached != nullptr && !cached->resource_version.empty()) {
       view = *cached;
     } else {
-      GPULET_ASSIGN_OR_RETURN(json object, client_.Get(path, stop));
-      GPULET_ASSIGN_OR_RETURN(view, ReadNode(object));
-      cache_.Update(object);
+      absl::StatusOr<json> object = client_.Get(path, stop);
+      if (!object.ok()) return NodeUnread(node, object.status());
+      GPULET_ASSIGN_OR_RETURN(view, ReadNode(*object));
+      cache_.Update(*object);
+    }
+    // Before anything else, the recorded-already answer included: a node
+    // the scheduler would not choose is refused whatever it holds.
+    if (absl::Status eligible = CheckEligible(view, pod_object);
+        !eligible.ok()) {
+      if (cached != nullptr) continue;  // read it fresh
+      return eligible;
     }
     if (view.pending_status.ok() && HasPod(view.pending, pod)) {
       if (cached != nullptr) continue;  // believe only a fresh read
@@ -182,10 +235,7 @@ absl::Status Binder::Reserve(const std::string& node, const PodRequest& pod,
                                                : view,
                  pod, options_.resource, options_.pack);
     if (!verdict.fits && cached != nullptr) continue;  // read it fresh
-    if (!verdict.fits) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no longer fits: ", verdict.reason));
-    }
+    if (!verdict.fits) return NoFit(node, pod, verdict);
     absl::Status s =
         WritePending(view,
                      WithPod(view.pending, pod, options_.clock->WallNow()),

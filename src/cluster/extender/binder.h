@@ -6,11 +6,16 @@
 // It binds only what the extender would have placed: it reads the pod
 // from the API server and binds it only when its uid is the one the
 // scheduler sent, it is still unbound, not being deleted, left to one of
-// `scheduler_names` and asks for the resource; and only to a node where
+// `scheduler_names` and asks for the resource; and only to a node that
+// kube-scheduler's own filters would admit it to (node selector, required
+// node affinity, taints, unschedulable: CheckNodeEligibility) and where
 // filter's own verdict (Evaluate on the node as the API server has it)
 // says it fits. Every other pod is refused with one message, whether it
 // does not exist or was not placed here, so that the answer tells nothing
-// about pods in other namespaces.
+// about pods in other namespaces; nor do the other refusals: an
+// ineligible node's names the node and the rule, not the pod's values; a
+// pod that does not fit is told so without sizes (the log has them); an
+// unknown node is "not known", not the API server's answer.
 //
 // The record is a read-modify-write of the Node: read it (first from the
 // node cache, after a conflict from the API server), check that the pod
@@ -91,25 +96,30 @@ class Binder {
 
   // Binds the pod to the node. Errors name the pod and node:
   // FailedPrecondition with kNotPlacedHere for a pod that is not there or
-  // not the extender's to place (see above), or when it does not fit the
-  // node (the reason says why), Aborted after max_conflicts conflicting
-  // writes, Unavailable when the pod cannot be read, else the API
-  // server's error.
+  // not the extender's to place (see above), or when the node is not
+  // eligible for it (the reason names the rule) or it does not fit the
+  // node; NotFound for a node the API server does not know; Aborted after
+  // max_conflicts conflicting writes, Unavailable when the pod or the
+  // node cannot be read, else the API server's error.
   absl::Status Bind(const BindRequest& request, BindOutcome* outcome,
                     std::stop_token stop = {});
 
  private:
   // The pod `request` names, read from the API server, when the extender
   // may bind it.
+  // `object` receives the Pod as read.
   absl::StatusOr<PodRequest> PlaceablePod(const BindRequest& request,
                                           const std::string& path,
-                                          std::stop_token stop);
+                                          std::stop_token stop,
+                                          nlohmann::json* object);
   // True when the pod object is the one with `uid`, unbound, not being
   // deleted, and left to one of the scheduler names.
   bool Placeable(const nlohmann::json& pod, const std::string& uid) const;
-  // Adds the pod to the node's pending annotation (CAS loop).
+  // Adds the pod to the node's pending annotation (CAS loop), once the
+  // node is eligible for `pod_object` and the pod fits.
   absl::Status Reserve(const std::string& node, const PodRequest& pod,
-                       BindOutcome* outcome, std::stop_token stop);
+                       const nlohmann::json& pod_object, BindOutcome* outcome,
+                       std::stop_token stop);
   // Removes it again (CAS loop); OK when it is not there.
   absl::Status Release(const std::string& node, const PodRequest& pod,
                        std::stop_token stop);

@@ -205,6 +205,10 @@ NodeViewPtr Extender::View(const Args& args, size_t i) const {
   return std::make_shared<const NodeView>(options_.gone_pods->Without(*view));
 }
 
+// Filter weighs GPU memory only. kube-scheduler calls it with the nodes
+// its own filters (node selector and affinity, taints, unschedulable)
+// have admitted, and a filter answer places nothing; bind, which does,
+// checks those rules itself (CheckNodeEligibility in binder.cc).
 absl::StatusOr<json> Extender::Filter(const json& body) {
   GPULET_ASSIGN_OR_RETURN(Args args, ReadArgs(body));
   json failed = json::object(), unresolvable = json::object();

@@ -190,6 +190,14 @@ absl::StatusOr<NodeView> ReadNode(const json& node) {
       view.memory_status = memory.status();
     }
   }
+  absl::StatusOr<NodeTraits> traits = ReadNodeTraits(node);
+  if (traits.ok()) {
+    view.traits = *std::move(traits);
+  } else {
+    view.traits_status = absl::Status(
+        traits.status().code(),
+        absl::StrCat("node ", view.name, ": ", traits.status().message()));
+  }
   if (annotations.contains(pending_key)) {
     if (!annotations[pending_key].is_string()) {
       view.pending_status = Bad(pending_key, "not a string");
@@ -218,6 +226,7 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
   Verdict v;
   const std::string& n = node.name;
   if (!node.memory_status.ok()) {
+    v.node_only = true;
     v.unresolvable = true;
     v.reason = node.memory_status.code() == absl::StatusCode::kNotFound
                    ? std::string(node.memory_status.message())
@@ -228,6 +237,7 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
   }
   const sharing::NodeMemory& mem = node.memory;
   if (mem.resource != resource) {
+    v.node_only = true;
     v.unresolvable = true;
     v.reason = absl::StrCat("node ", n, " shares GPU memory as ",
                             mem.resource, ", not ", resource);
@@ -257,6 +267,7 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
     return FormatMemory(units, mem.unit_mib);
   };
   if (freest == nullptr) {
+    v.node_only = true;
     v.unresolvable = true;
     v.reason = absl::StrCat("node ", n, " has no healthy GPU for ", resource);
     return v;

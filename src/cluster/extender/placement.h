@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "src/cluster/extender/node_eligibility.h"
 #include "src/model/sharing/annotations.h"
 #include "src/model/sharing/pack.h"
 
@@ -69,11 +70,16 @@ struct NodeView {
   sharing::NodeMemory memory;
   absl::Status pending_status;  // the pending annotation's parse error
   sharing::Pending pending;
+  // Labels, taints and spec.unschedulable, for bind's eligibility check;
+  // traits_status is their parse error.
+  absl::Status traits_status;
+  NodeTraits traits;
 };
 
-// Decodes a v1.Node (name, resourceVersion, the two annotations). Errors
-// only for an object without metadata.name; bad annotations are kept in
-// the view's statuses so the node is reported, not dropped.
+// Decodes a v1.Node (name, resourceVersion, the two annotations, the
+// traits). Errors only for an object without metadata.name; bad
+// annotations and traits are kept in the view's statuses so the node is
+// reported, not dropped.
 absl::StatusOr<NodeView> ReadNode(const nlohmann::json& node);
 
 struct Verdict {
@@ -81,6 +87,10 @@ struct Verdict {
   // Preemption cannot help (no memory shares, GPUs too small, unhealthy).
   bool unresolvable = false;
   std::string reason;  // when it does not fit
+  // The reason is about the node alone (no memory shares, another
+  // resource, no healthy GPU): it says nothing of the pod's sizes or of
+  // other pods.
+  bool node_only = false;
   // Share of the node's healthy units in use once the pod is placed,
   // pending pods included (0..1); when it fits.
   double utilisation = 0;

@@ -13,17 +13,15 @@
 #include <stop_token>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
 #include "src/gpu/health/gpu_watch.h"
+#include "src/gpu/health/harmless_event_log.h"
 #include "src/gpu/health/health_metrics.h"
+#include "src/gpu/health/health_reports.h"
 #include "src/gpu/health/recovery_policy.h"
 
 namespace gpulet::health {
@@ -48,38 +46,6 @@ constexpr std::chrono::milliseconds kMaxBackoff{5000};
 // Unhealthy GPUs are probed at every idle wait timeout, and at least this
 // often while events keep the waits from timing out.
 constexpr std::chrono::milliseconds kProbeInterval{1000};
-// Distinct harmless event kinds logged at INFO before falling back to
-// verbosity 1, so a flood of odd Xid values cannot grow memory.
-constexpr size_t kMaxLoggedKinds = 1024;
-
-std::string Subject(const HealthEvent& event) {
-  std::string subject = absl::StrCat("GPU ", event.gpu_index);
-  if (event.gpu_instance_id || event.compute_instance_id) {
-    absl::StrAppend(&subject, " (");
-    if (event.gpu_instance_id) {
-      absl::StrAppend(&subject, "GPU instance ", *event.gpu_instance_id);
-    }
-    if (event.gpu_instance_id && event.compute_instance_id) {
-      absl::StrAppend(&subject, ", ");
-    }
-    if (event.compute_instance_id) {
-      absl::StrAppend(&subject, "compute instance ",
-                      *event.compute_instance_id);
-    }
-    absl::StrAppend(&subject, ")");
-  }
-  return subject;
-}
-
-// Why an Xid that Decide() did not act on was ignored, for the log.
-std::string WhyIgnored(const MonitorOptions& options, uint64_t xid) {
-  if (options.xids_disabled) return "Xid checks are disabled";
-  if (DefaultIgnoredXids().contains(xid)) {
-    return "an application error, ignored by default";
-  }
-  return "listed in DP_DISABLE_HEALTHCHECKS or the config file's health "
-         "section";
-}
 
 // Keeps the GPUs' health gauges (all healthy) while nothing is watched.
 class IdleMonitor final : public HealthMonitor {
@@ -129,42 +95,16 @@ class EventMonitor final : public HealthMonitor {
     }
     CarryOver out;
     out.recovery = recovery_.Export();
-    for (const Key& key : reported_) {
-      HealthEvent event;
-      event.gpu_index = std::get<0>(key);
-      if (std::get<1>(key) != kNoInstance) {
-        event.gpu_instance_id = std::get<1>(key);
-      }
-      if (std::get<2>(key) != kNoInstance) {
-        event.compute_instance_id = std::get<2>(key);
-      }
-      auto reason = reasons_.find(key);
-      if (reason != reasons_.end()) event.reason = reason->second;
-      out.reported.push_back(std::move(event));
-    }
-    std::sort(out.reported.begin(), out.reported.end(),
-              [](const HealthEvent& a, const HealthEvent& b) {
-                return std::tie(a.gpu_index, a.gpu_instance_id,
-                                a.compute_instance_id) <
-                       std::tie(b.gpu_index, b.gpu_instance_id,
-                                b.compute_instance_id);
-              });
+    out.reported = reports_.Export();
     return out;
   }
 
  private:
-  using Key = std::tuple<int, uint32_t, uint32_t>;  // GPU, GI, CI
-
-  static Key KeyOf(const HealthEvent& event) {
-    return Key{event.gpu_index, event.gpu_instance_id.value_or(kNoInstance),
-               event.compute_instance_id.value_or(kNoInstance)};
-  }
   // First thing on the thread: takes over an earlier monitor's state.
   void Seed(const CarryOver& seed) {
     for (const RecoveryState& state : seed.recovery) recovery_.Import(state);
     for (const HealthEvent& event : seed.reported) {
-      reported_.insert(KeyOf(event));
-      reasons_[KeyOf(event)] = event.reason;
+      reports_.Restore(event);
       metrics_.SetHealthy(event.gpu_index, false);
     }
     if (!seed.reported.empty()) {
@@ -175,7 +115,6 @@ class EventMonitor final : public HealthMonitor {
   }
   void Run(std::stop_token stop, const std::vector<HealthEvent>& failures);
   void OnEvent(const nvml::Event& event);
-  void LogHarmless(const nvml::Event& event, int gpu);
   void Report(const HealthEvent& event);
   // Probes the unhealthy GPUs when `idle` or kProbeInterval has passed since
   // the last round, and reports those that recovered.
@@ -210,9 +149,8 @@ class EventMonitor final : public HealthMonitor {
   // Touched by the monitor thread only.
   RecoveryPolicy recovery_;
   std::chrono::steady_clock::time_point last_probe_{};
-  absl::flat_hash_set<Key> reported_;
-  absl::flat_hash_map<Key, std::string> reasons_;  // of each reported_ key
-  absl::flat_hash_set<std::tuple<int, uint64_t, uint64_t>> logged_;
+  HealthReports reports_;
+  HarmlessEventLog harmless_;
 
   std::mutex sleep_mu_;
   std::condition_variable_any sleep_cv_;
@@ -305,50 +243,18 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
                           unhealthy->xid == kXidFallenOffTheBus);
     Report(*unhealthy);
   } else {
-    LogHarmless(event, it->second);
-  }
-}
-
-void EventMonitor::LogHarmless(const nvml::Event& event, int gpu) {
-  const bool xid = (event.type & nvmlEventTypeXidCriticalError) != 0;
-  const auto kind = std::make_tuple(gpu, event.type, xid ? event.data : 0);
-  const bool first =
-      logged_.size() < kMaxLoggedKinds && logged_.insert(kind).second;
-  std::string message;
-  if (xid) {
-    message = absl::StrCat("Xid ", event.data);
-    const std::string description = XidDescription(event.data);
-    if (!description.empty()) absl::StrAppend(&message, " (", description, ")");
-    absl::StrAppend(&message, " on GPU ", gpu,
-                    " ignored: ", WhyIgnored(options_, event.data));
-  } else if ((event.type & nvmlEventTypeSingleBitEccError) != 0) {
-    message = absl::StrCat("single-bit ECC error on GPU ", gpu,
-                           ": corrected by the hardware, health unchanged");
-  } else if ((event.type & nvmlEventTypeDoubleBitEccError) != 0) {
-    message = absl::StrCat("double-bit ECC error on GPU ", gpu,
-                           " ignored: health checks are disabled");
-  } else {
-    message = absl::StrCat("NVML event of type ", event.type, " on GPU ", gpu,
-                           " ignored");
-  }
-  if (first) {
-    GPULET_LOG(INFO) << message << " (further ones logged at -v=1)";
-  } else {
-    GPULET_VLOG(1) << message;
+    harmless_.Log(event, it->second, options_);
   }
 }
 
 void EventMonitor::Report(const HealthEvent& event) {
-  const Key whole_gpu{event.gpu_index, kNoInstance, kNoInstance};
-  const Key key = KeyOf(event);
   // A GPU already unhealthy as a whole covers each of its MIG devices.
-  if (reported_.contains(whole_gpu) || !reported_.insert(key).second) {
-    GPULET_VLOG(1) << Subject(event) << " is already unhealthy; "
+  if (!reports_.Add(event)) {
+    GPULET_VLOG(1) << EventSubject(event) << " is already unhealthy; "
                    << event.reason;
     return;
   }
-  reasons_[key] = event.reason;
-  GPULET_LOG(WARNING) << "marking " << Subject(event)
+  GPULET_LOG(WARNING) << "marking " << EventSubject(event)
                       << " unhealthy: " << event.reason;
   metrics_.OnTransition(event);
   callback_(event);
@@ -439,16 +345,7 @@ void EventMonitor::RetryRegistrations(
 
 void EventMonitor::Recover(int gpu, const std::string& reason,
                            HealthCause cause) {
-  // Forget every report for the GPU, its MIG devices included, so a later
-  // fault is reported again.
-  std::vector<Key> forget;
-  for (const Key& key : reported_) {
-    if (std::get<0>(key) == gpu) forget.push_back(key);
-  }
-  for (const Key& key : forget) {
-    reported_.erase(key);
-    reasons_.erase(key);
-  }
+  reports_.ForgetGpu(gpu);
   HealthEvent event;
   event.gpu_index = gpu;
   event.healthy = true;

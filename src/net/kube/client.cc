@@ -44,10 +44,6 @@ Client::Client(Transport& transport, const common::Clock& clock,
       options_(std::move(options)),
       limiter_(options_.qps, options_.burst, clock) {}
 
-Client::Client(Transport& transport, const common::Clock& clock,
-               const common::Clock& /*sleeper*/, ClientOptions options)
-    : Client(transport, clock, std::move(options)) {}
-
 absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
                                       std::stop_token stop) {
   common::Backoff backoff(options_.backoff, options_.random);

@@ -93,11 +93,6 @@ class Client {
  public:
   Client(Transport& transport, const common::Clock& clock,
          ClientOptions options = {});
-  // The same client, for callers that still name a separate sleeper (the
-  // node plugin's); its waits go through `clock`, which must be the clock
-  // the sleeper sleeps on. Goes once those callers pass the clock alone.
-  Client(Transport& transport, const common::Clock& clock,
-         const common::Clock& sleeper, ClientOptions options = {});
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path,
                                      std::stop_token stop = {});

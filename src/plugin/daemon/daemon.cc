@@ -2,8 +2,6 @@
 
 #include <malloc.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,10 +12,10 @@
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
-#include "src/plugin/daemon/daemon_impl.h"
 #include "src/gpu/device/discovery.h"
 #include "src/gpu/device/nvml_error_kind.h"
 #include "src/gpu/nvml/dynamic_library.h"
+#include "src/plugin/daemon/daemon_impl.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -41,8 +39,19 @@ Daemon::Impl::Impl(DaemonOptions options)
     : options_(std::move(options)),
       config_(options_.config),
       health_(options_.health),
-      plugin_dir_(DirName(options_.kubelet_socket)),
-      kubelet_name_(BaseName(options_.kubelet_socket)) {}
+      api_(options_.kubeconfig),
+      wake_(DirName(options_.kubelet_socket),
+            BaseName(options_.kubelet_socket)),
+      memory_(options_.node_name, options_.pod_resources_socket,
+              metrics_.registry(), api_),
+      served_(metrics_.gpulet(),
+              [this](const pluginapi::DeviceSnapshot* units) {
+                memory_.PublishUnits(units);
+              }),
+      monitor_(metrics_.gpulet(), served_),
+      mps_(metrics_.registry(), served_),
+      passthrough_(options_.socket_prefix, metrics_.gpulet(), served_,
+                   [this] { wake_.Wake(); }) {}
 
 Daemon::Daemon(DaemonOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -58,39 +67,19 @@ int Daemon::Impl::Run() {
     return 1;
   }
   signals_ = signals->get();
-  wake_ = common::UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wake_.valid()) {
-    GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "eventfd").message();
+  if (absl::Status s = wake_.Open(); !s.ok()) {
+    GPULET_LOG(ERROR) << s.message();
     return 1;
   }
   // gRPC's server threads each keep a malloc arena of freed request
   // buffers; two arenas keep a burst of large requests from growing the
   // resident set by megabytes.
   ::mallopt(M_ARENA_MAX, 2);
-  if (absl::Status s = StartMetrics(); !s.ok()) {
+  if (absl::Status s = metrics_.Start(config_.metrics.address); !s.ok()) {
     GPULET_LOG(ERROR) << s.message();
     return 1;
   }
-  if (options_.labels.enabled()) {
-    kube::Client* api = nullptr;
-    if (!options_.labels.node_name.empty()) {
-      absl::StatusOr<kube::Client*> client = ApiClient();
-      if (!client.ok()) {
-        GPULET_LOG(ERROR) << "cannot patch the labels of node "
-                          << options_.labels.node_name << ": "
-                          << client.status().message();
-        return 1;
-      }
-      api = *client;
-    }
-    absl::StatusOr<std::unique_ptr<LabelPublisher>> labels =
-        LabelPublisher::Create(options_.labels, api);
-    if (!labels.ok()) {
-      GPULET_LOG(ERROR) << labels.status().message();
-      return 1;
-    }
-    labels_ = *std::move(labels);
-  }
+  if (!CreateLabelPublisher()) return 1;
   while (true) {
     SessionEnd end = RunSession(**signals);
     if (end.end == End::kExit) return end.exit_code;
@@ -103,26 +92,27 @@ int Daemon::Impl::Run() {
   }
 }
 
-absl::Status Daemon::Impl::StartMetrics() {
-  absl::StatusOr<metrics::GpuletMetrics> m =
-      metrics::GpuletMetrics::Register(registry_);
-  if (!m.ok()) return m.status();
-  metrics_ = *m;
-  // Counters without labels exist from the start, at 0.
-  metrics_.kubelet_restarts->Add({}, 0);
-  metrics_.config_reloads->Add({metrics::kResultOk}, 0);
-  metrics_.config_reloads->Add({metrics::kResultError}, 0);
-  const std::string& address = config_.metrics.address;
-  if (address.empty()) return absl::OkStatus();
-  absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> server =
-      metrics::MetricsServer::Start(address, registry_);
-  if (!server.ok()) {
-    return common::Annotate(server.status(), "cannot serve metrics");
+bool Daemon::Impl::CreateLabelPublisher() {
+  if (!options_.labels.enabled()) return true;
+  kube::Client* api = nullptr;
+  if (!options_.labels.node_name.empty()) {
+    absl::StatusOr<kube::Client*> client = api_.Get();
+    if (!client.ok()) {
+      GPULET_LOG(ERROR) << "cannot patch the labels of node "
+                        << options_.labels.node_name << ": "
+                        << client.status().message();
+      return false;
+    }
+    api = *client;
   }
-  metrics_server_ = *std::move(server);
-  GPULET_LOG(INFO) << "serving /metrics on " << metrics_server_->host() << ":"
-                   << metrics_server_->port();
-  return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<LabelPublisher>> labels =
+      LabelPublisher::Create(options_.labels, api);
+  if (!labels.ok()) {
+    GPULET_LOG(ERROR) << labels.status().message();
+    return false;
+  }
+  labels_ = *std::move(labels);
+  return true;
 }
 
 SessionEnd Daemon::Impl::RunSession(SignalChannel& signals) {
@@ -200,12 +190,13 @@ SessionEnd Daemon::Impl::InitFailed(const std::string& message,
   return SessionEnd{End::kExit, 0};
 }
 
-std::vector<PluginRunner*> Daemon::Impl::Runners() {
-  absl::MutexLock lock(&mu_);
-  std::vector<PluginRunner*> out;
-  out.reserve(runners_.size());
-  for (auto& runner : runners_) out.push_back(runner.get());
-  return out;
+RunnerOptions Daemon::Impl::MakeRunnerOptions() {
+  return RunnerOptions{DirName(options_.kubelet_socket),
+                       options_.kubelet_socket,
+                       options_.register_timeout,
+                       options_.backoff,
+                       metrics_.gpulet(),
+                       [this] { return StopRequested(); }};
 }
 
 int Daemon::Impl::TakeSignal() {
@@ -227,7 +218,7 @@ bool Daemon::Impl::StopRequested() {
 
 SessionEnd Daemon::Impl::Loop(SignalChannel& signals) {
   while (true) {
-    pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
     const int timeout = stashed_signal_ != 0 ? 0 : PollTimeoutMs();
     if (::poll(fds, 2, timeout) < 0 && errno != EINTR) {
       GPULET_LOG(ERROR) << common::ErrnoToStatus(errno, "poll").message();
@@ -244,57 +235,28 @@ SessionEnd Daemon::Impl::Loop(SignalChannel& signals) {
     }
     if (fds[1].revents & POLLIN) HandleWake();
     absl::Time now = common::RealClock::Get().Now();
-    for (PluginRunner* runner : Runners()) runner->RetryIfDue(now);
+    for (PluginRunner* runner : served_.Runners()) runner->RetryIfDue(now);
   }
 }
 
 void Daemon::Impl::StopSession() {
   // Streams end first, so the kubelet hears of the stop at once; the
   // runners themselves stay until no callback can reach them.
-  for (PluginRunner* runner : Runners()) runner->Stop();
-  StopPassthroughWatcher();
-  passthrough_watcher_key_.clear();
-  watcher_.reset();
-  watched_sockets_.clear();
-  if (monitor_ != nullptr) monitor_->Stop();
-  monitor_.reset();
-  monitored_gpus_.clear();
-  mps_.reset();  // each MPS control daemon is told to quit
-  mps_key_.clear();
-  std::vector<std::unique_ptr<PluginRunner>> runners;
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& runner : runners_) {
-      metrics_.device_healthy->RemoveMatching("resource",
-                                              runner->resource_name());
-    }
-    runners.swap(runners_);
-    gpu_uuids_.clear();
-    book_.Clear();
-    mps_enabled_ = false;
-    mps_up_.clear();
-    passthrough_resources_.clear();
-    passthrough_health_.clear();
-    passthrough_mdevs_.clear();
-    passthrough_selected_.clear();
-    passthrough_replan_ = false;
-    pending_ = registration::SocketEvent{};
-  }
-  runners.clear();
-  {
-    absl::MutexLock lock(&mu_);
-    publisher_.reset();
-    publisher_started_ = false;
-  }
+  for (PluginRunner* runner : served_.Runners()) runner->Stop();
+  passthrough_.Stop();
+  wake_.StopWatching();
+  monitor_.Stop();
+  mps_.Stop();  // each MPS control daemon is told to quit
+  served_.Clear();
+  memory_.Reset();
   node_ = device::Node{};
-  uint64_t ignored;
-  (void)!::read(wake_.get(), &ignored, sizeof(ignored));
+  wake_.Clear();
   ShutdownNvml();
   GPULET_LOG(INFO) << "stopped serving; sockets removed";
 }
 
 void Daemon::Impl::ShutdownNvml() {
-  JoinTopology();
+  topology_.Join();
   if (!nvml_initialized_) return;
   nvml_initialized_ = false;
   if (absl::Status s = lib_->Shutdown(); !s.ok()) {
@@ -304,57 +266,32 @@ void Daemon::Impl::ShutdownNvml() {
 
 int Daemon::Impl::PollTimeoutMs() {
   std::optional<absl::Time> next;
-  for (PluginRunner* runner : Runners()) {
+  for (PluginRunner* runner : served_.Runners()) {
     std::optional<absl::Time> at = runner->retry_at();
     if (at.has_value() && (!next.has_value() || *at < *next)) next = at;
   }
   if (!next.has_value()) return -1;
-  absl::Duration wait = std::max(*next - common::RealClock::Get().Now(),
-                                 absl::ZeroDuration());
+  absl::Duration wait =
+      std::max(*next - common::RealClock::Get().Now(), absl::ZeroDuration());
   // Round up so the loop does not wake a moment early and spin.
   return static_cast<int>(
       absl::ToInt64Milliseconds(absl::Ceil(wait, absl::Milliseconds(1))));
 }
 
-void Daemon::Impl::OnSocketEvent(const registration::SocketEvent& event) {
-  {
-    absl::MutexLock lock(&mu_);
-    pending_.kubelet_socket_created |= event.kubelet_socket_created;
-    for (const std::string& name : event.deleted) {
-      if (std::find(pending_.deleted.begin(), pending_.deleted.end(), name) ==
-          pending_.deleted.end()) {
-        pending_.deleted.push_back(name);
-      }
-    }
-  }
-  const uint64_t one = 1;
-  (void)!::write(wake_.get(), &one, sizeof(one));
-}
-
 void Daemon::Impl::HandleWake() {
-  uint64_t count;
-  (void)!::read(wake_.get(), &count, sizeof(count));
-  registration::SocketEvent event;
-  {
-    absl::MutexLock lock(&mu_);
-    std::swap(event, pending_);
-  }
+  const registration::SocketEvent event = wake_.Take();
   for (const std::string& name : event.deleted) {
     GPULET_VLOG(1) << "socket watcher: " << name << " deleted";
   }
   if (event.kubelet_socket_created) {
-    GPULET_VLOG(1) << "socket watcher: " << kubelet_name_ << " created";
-    metrics_.kubelet_restarts->Add({});
+    GPULET_VLOG(1) << "socket watcher: " << BaseName(options_.kubelet_socket)
+                   << " created";
+    metrics_.gpulet()->kubelet_restarts->Add({});
   }
-  for (PluginRunner* runner : Runners()) {
+  for (PluginRunner* runner : served_.Runners()) {
     runner->Reconcile(event.kubelet_socket_created);
   }
-  bool replan = false;
-  {
-    absl::MutexLock lock(&mu_);
-    replan = passthrough_replan_;
-  }
-  if (replan) ReplanPassthrough();
+  ReplanPassthrough();
 }
 
 }  // namespace gpulet::daemon

@@ -57,7 +57,7 @@ struct DaemonOptions {
   // Where the CDI spec goes when a CDI strategy is configured.
   std::string cdi_spec_dir = "/var/run/cdi";
   absl::Duration register_timeout = absl::Seconds(10);
-  BackoffPolicy backoff;
+  common::BackoffPolicy backoff;
   // Memory shares (sharing.memory, docs/sharing.md): this Node's name
   // (NODE_NAME from the downward API), the API server (a kubeconfig path,
   // empty: the pod's service account) and the kubelet's pod-resources

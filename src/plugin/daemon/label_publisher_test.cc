@@ -16,7 +16,6 @@
 #include "src/base/common/file_util.h"
 #include "src/net/kube/client.h"
 #include "src/net/testing/fake_transport.h"
-#include "src/net/kube/sleeper.h"
 #include "src/model/labels/node_patch.h"
 
 namespace gpulet::daemon {
@@ -56,7 +55,7 @@ device::Node OneT4() {
 class LabelPublisherTest : public ::testing::Test {
  protected:
   LabelPublisherTest()
-      : sleeper_(clock_), client_(transport_, clock_, sleeper_, {.qps = 0}) {}
+      : client_(transport_, clock_, {.qps = 0}) {}
 
   // The body of the n-th request, as JSON.
   Json Body(size_t n) const {
@@ -72,7 +71,6 @@ class LabelPublisherTest : public ::testing::Test {
 
   TempDir dir_;
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
   kube::FakeTransport transport_;
   kube::Client client_;
 };

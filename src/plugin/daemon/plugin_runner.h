@@ -1,6 +1,6 @@
 // PluginRunner: keeps one resource served and registered with the kubelet.
-// Owns the resource's DeviceList and PluginServer; the daemon owns the
-// runners and drives them from its event loop.
+// Owns the resource's DeviceList and PluginServer; ServedResources owns the
+// runners and the daemon drives them from its event loop.
 //
 // A (re)start is always Stop() (ending ListAndWatch streams, removing the
 // socket), Start(), then Register: the kubelet drops whichever client is
@@ -57,7 +57,7 @@ struct RunnerOptions {
   std::string plugin_dir;      // directory of the kubelet socket
   std::string kubelet_socket;  // full path of kubelet.sock
   absl::Duration register_timeout = absl::Seconds(10);
-  BackoffPolicy backoff;
+  common::BackoffPolicy backoff;
   // Counters for allocations, registrations and restarts; null: none.
   const metrics::GpuletMetrics* metrics = nullptr;
   // Asked while a registration waits for the kubelet; true abandons it (a
@@ -134,7 +134,7 @@ class PluginRunner {
   mutable absl::Mutex handlers_mu_;
   std::shared_ptr<const Handlers> handlers_ ABSL_GUARDED_BY(handlers_mu_);
   std::unique_ptr<plugin::PluginServer> server_;
-  Backoff backoff_;
+  common::Backoff backoff_;
   bool registered_ = false;
   std::optional<absl::Time> retry_at_;
   std::optional<FileIdentity> socket_id_;

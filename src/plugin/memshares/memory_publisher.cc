@@ -24,14 +24,15 @@ MemoryPublisher::MemoryPublisher(kube::Client& api,
     : api_(api),
       kubelet_(kubelet),
       options_(std::move(options)),
-      metrics_(metrics),
+      reports_(metrics),
       gate_(options_.kubelet_grace,
-            options_.placement_timeout + absl::Seconds(5)) {}
+            options_.placement_timeout + absl::Seconds(5)),
+      pod_watch_(api, options_.node_name, [this] { Wake(); }) {}
 
 MemoryPublisher::~MemoryPublisher() {
   writer_.request_stop();
   loop_.request_stop();
-  pods_.request_stop();
+  pod_watch_.RequestStop();
 }
 
 void MemoryPublisher::SetGpus(std::vector<sharing::GpuSpace> gpus) {
@@ -83,7 +84,7 @@ std::vector<sharing::Request> MemoryPublisher::Pending(
       absl::MutexLock lock(&mu_);
       pending_ = *std::move(parsed);
     } else {
-      ReportBad("pending", parsed.status());
+      reports_.BadAnnotation("pending", parsed.status());
     }
   }
   absl::MutexLock lock(&mu_);
@@ -99,7 +100,7 @@ sharing::NodeMemory MemoryPublisher::Known() const {
 absl::Status MemoryPublisher::Sync(std::stop_token stop) {
   absl::Status status = ReadListing(stop);
   if (!status.ok()) {
-    if (metrics_.syncs != nullptr) metrics_.syncs->Add({"error"});
+    reports_.CountSync(false);
     return status;
   }
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
@@ -107,9 +108,7 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
     status = SyncOnce(stop, &conflict);
     if (!conflict) break;
   }
-  if (metrics_.syncs != nullptr) {
-    metrics_.syncs->Add({status.ok() ? "ok" : "error"});
-  }
+  reports_.CountSync(status.ok());
   return status;
 }
 
@@ -128,7 +127,7 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
           Annotation(node, sharing::kNodeAnnotation)) {
     absl::StatusOr<sharing::NodeMemory> parsed =
         sharing::ParseNodeMemory(*own);
-    if (!parsed.ok()) ReportBad("node", parsed.status());
+    if (!parsed.ok()) reports_.BadAnnotation("node", parsed.status());
   }
   std::optional<sharing::Pending> pending;
   if (std::optional<std::string> text =
@@ -137,7 +136,7 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
     if (parsed.ok()) {
       pending = *std::move(parsed);
     } else {
-      ReportBad("pending", parsed.status());
+      reports_.BadAnnotation("pending", parsed.status());
     }
   }
   sharing::Pending pruned;
@@ -164,8 +163,8 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   pending_ = std::move(pruned);
   node_ = built;
   ++syncs_;
-  UpdateMetrics(node_, sharing::PendingRequests(pending_, node_,
-                                                ledger_.unmatched()));
+  reports_.SetUnits(node_, sharing::PendingRequests(pending_, node_,
+                                                    ledger_.unmatched()));
   return absl::OkStatus();
 }
 
@@ -193,27 +192,12 @@ sharing::PodFate MemoryPublisher::Fate(const sharing::PendingPod& pod,
   return sharing::PodFate::kWaiting;
 }
 
-void MemoryPublisher::ReportBad(std::string_view annotation,
-                                const absl::Status& status) {
-  if (metrics_.annotation_errors != nullptr) {
-    metrics_.annotation_errors->Add({std::string(annotation)});
-  }
-  absl::MutexLock lock(&mu_);
-  std::string& last = bad_[std::string(annotation)];
-  if (last == status.message()) return;
-  last = std::string(status.message());
-  GPULET_LOG(WARNING) << "memory shares: ignoring an unreadable node "
-                         "annotation: "
-                      << status.message();
-}
-
 void MemoryPublisher::Start(const common::Clock& clock) {
-  pods_ = std::jthread(
-      [this, &clock](std::stop_token stop) { WatchPods(clock, stop); });
+  pod_watch_.Start(clock);
   loop_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   {
     absl::MutexLock lock(&mu_);
-    writer_running_ = true;
+    writes_.running = true;
   }
   writer_ = std::jthread([this](std::stop_token stop) { WriterLoop(stop); });
 }

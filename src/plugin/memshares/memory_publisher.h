@@ -48,7 +48,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -63,6 +62,9 @@
 #include "src/net/kube/client.h"
 #include "src/base/metrics/registry.h"
 #include "src/plugin/memshares/kubelet_gate.h"
+#include "src/plugin/memshares/pod_watch.h"
+#include "src/plugin/memshares/publisher_metrics.h"
+#include "src/plugin/memshares/publisher_reports.h"
 #include "src/net/podresources/client.h"
 #include "src/model/sharing/node_view.h"
 
@@ -84,21 +86,6 @@ struct PublisherOptions {
   // Its WallNow() stamps and ages the annotations' entries (wall time: they
   // are compared across machines). Borrowed; must outlive the publisher.
   const common::Clock* clock = &common::RealClock::Get();
-};
-
-// Metric families the publisher updates; null ones are skipped.
-struct PublisherMetrics {
-  // gpulet_gpu_memory_units{gpu, state}: total, used, pending.
-  metrics::Family* memory_units = nullptr;
-  // gpulet_memory_annotation_errors_total{annotation}: "pending", "node".
-  metrics::Family* annotation_errors = nullptr;
-  // gpulet_memory_syncs_total{result}: "ok", "error".
-  metrics::Family* syncs = nullptr;
-  // gpulet_memory_placement_writes_total{result}: "ok", "error", "timeout".
-  metrics::Family* placement_writes = nullptr;
-
-  // Registers the four families (idempotent on the same registry).
-  static absl::StatusOr<PublisherMetrics> Register(metrics::Registry& registry);
 };
 
 class MemoryPublisher {
@@ -151,8 +138,7 @@ class MemoryPublisher {
   absl::Status WritePlacement(const sharing::Placement& placed,
                               std::stop_token stop = {});
 
-  // Starts the sync thread and the watch of the node's pods, whose retries
-  // wait on `clock` (borrowed; must outlive the publisher).
+  // Starts the sync thread and the watch of the node's pods.
   // REQUIRES: called once.
   void Start(const common::Clock& clock);
   void Wake();
@@ -176,21 +162,12 @@ class MemoryPublisher {
                                 std::stop_token stop);
   void WriterLoop(std::stop_token stop);
   sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
-  void ReportBad(std::string_view annotation, const absl::Status& status);
-  void UpdateMetrics(const sharing::NodeMemory& node,
-                     const std::vector<sharing::Request>& pending)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop(std::stop_token stop);
-  // The watch of the node's pods (pod_watch.cc), until `stop`.
-  void WatchPods(const common::Clock& clock, std::stop_token stop);
-  // The pod watch's view: "<namespace>/<name>" -> uid.
-  void ReplacePods(const std::vector<nlohmann::json>& pods);
-  void OnPodEvent(const kube::WatchEvent& event);
 
   kube::Client& api_;
   const podresources::Client& kubelet_;
   const PublisherOptions options_;
-  const PublisherMetrics metrics_;
+  PublisherReports reports_;
 
   mutable absl::Mutex mu_;
   std::vector<sharing::GpuSpace> gpus_ ABSL_GUARDED_BY(mu_);
@@ -207,20 +184,19 @@ class MemoryPublisher {
   absl::Time listed_at_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
-  // The last complaint per annotation, so a bad value is logged once.
-  std::map<std::string, std::string, std::less<>> bad_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> metric_gpus_ ABSL_GUARDED_BY(mu_);
-  // The uids of the node's pods that are not Succeeded or Failed, from the
-  // watch; PodResources has none.
-  std::map<std::string, std::string> pod_uids_ ABSL_GUARDED_BY(mu_);
-  // Placements for the writer thread, and how many it has finished.
-  std::vector<sharing::Placement> to_write_ ABSL_GUARDED_BY(mu_);
-  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t written_ ABSL_GUARDED_BY(mu_) = 0;
-  bool writer_running_ ABSL_GUARDED_BY(mu_) = false;
+  // The writer thread's placements: those to write, how many were queued
+  // and how many it has finished, and whether it was started.
+  struct WriteQueue {
+    std::vector<sharing::Placement> to_write;
+    int64_t queued = 0;
+    int64_t written = 0;
+    bool running = false;
+  };
+  WriteQueue writes_ ABSL_GUARDED_BY(mu_);
 
-  // Last members: stopped and joined first on destruction.
-  std::jthread pods_;
+  // Last members: stopped and joined first on destruction. The pods'
+  // uids (PodResources has none) and a wake-up on every change of them.
+  PodWatch pod_watch_;
   std::jthread loop_;
   std::jthread writer_;
 };

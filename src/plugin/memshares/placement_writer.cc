@@ -43,20 +43,18 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
   gate_.Answering();
   ledger_.Record(placed);
   wake_ = true;
-  if (!writer_running_) {
+  if (!writes_.running) {
     gate_.Answered(options_.clock->WallNow());
     return;
   }
-  to_write_.push_back(std::move(placed));
-  const int64_t mine = ++queued_;
+  writes_.to_write.push_back(std::move(placed));
+  const int64_t mine = ++writes_.queued;
   auto done = [this, mine]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return written_ >= mine;
+    return writes_.written >= mine;
   };
   if (!mu_.AwaitWithTimeout(absl::Condition(&done),
                             options_.placement_timeout)) {
-    if (metrics_.placement_writes != nullptr) {
-      metrics_.placement_writes->Add({"timeout"});
-    }
+    reports_.CountPlacementWrite("timeout");
     GPULET_LOG(WARNING) << "memory shares: answering Allocate of " << units
                         << " unit(s) of " << gpu
                         << " before the Node shows it (still writing after "
@@ -179,12 +177,12 @@ void MemoryPublisher::WriterLoop(std::stop_token stop) {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop.stop_requested() || !to_write_.empty();
+        return stop.stop_requested() || !writes_.to_write.empty();
       };
       mu_.Await(absl::Condition(&ready));
       if (stop.stop_requested()) return;
-      next = std::move(to_write_.front());
-      to_write_.erase(to_write_.begin());
+      next = std::move(writes_.to_write.front());
+      writes_.to_write.erase(writes_.to_write.begin());
     }
     absl::Status s = WritePlacement(next, stop);
     if (!s.ok()) {
@@ -193,11 +191,9 @@ void MemoryPublisher::WriterLoop(std::stop_token stop) {
                           << " is not on the Node until the next sync: "
                           << s.message();
     }
-    if (metrics_.placement_writes != nullptr) {
-      metrics_.placement_writes->Add({s.ok() ? "ok" : "error"});
-    }
+    reports_.CountPlacementWrite(s.ok() ? "ok" : "error");
     absl::MutexLock lock(&mu_);
-    ++written_;
+    ++writes_.written;
   }
 }
 

@@ -94,16 +94,18 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
   absl::MutexLock lock(&mu_);
   gate_.set_listing(false);
   if (!pods.ok()) return pods.status();
+  // One view of the watch's uids for the whole listing.
+  const std::map<std::string, std::string> uids = pod_watch_.Uids();
   sharing::Listing listing = ListUnits(*pods, options_.resource_name);
   for (sharing::UsedPod& pod : listing.pods) {
-    auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
-    if (uid != pod_uids_.end()) pod.uid = uid->second;
+    auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
+    if (uid != uids.end()) pod.uid = uid->second;
   }
   listing = sharing::CarryOver(
       ledger_.listing(), std::move(listing),
-      [this](const sharing::UsedPod& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        auto uid = pod_uids_.find(absl::StrCat(pod.ns, "/", pod.name));
-        return uid != pod_uids_.end() &&
+      [&uids](const sharing::UsedPod& pod) {
+        auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
+        return uid != uids.end() &&
                (pod.uid.empty() || uid->second == pod.uid);
       });
   ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);

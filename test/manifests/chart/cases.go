@@ -87,7 +87,11 @@ func Cases() []Case {
 				}
 				return all(expectConfig(r, "gpulet-config", "config.yaml"),
 					expectEnv(r, map[string]string{"MIG_STRATEGY": "", "METRICS_ADDRESS": "", "PASS_DEVICE_SPECS": ""}),
-					expectPolicies(r, map[string]string{"gpulet-node-agent": "kube-system:gpulet"}))
+					expectPolicies(r, map[string]string{
+						"gpulet-node-agent":     "kube-system:gpulet",
+						"gpulet-extender-nodes": "kube-system:gpulet-extender",
+					}),
+					expectSecureExtender(r, "gpulet", "kube-system"))
 			},
 		},
 		{
@@ -126,7 +130,7 @@ nodeLabels:
 				}
 				var roles []string
 				for _, o := range r.Objects {
-					if role, ok := o.Versioned.(*rbacv1.ClusterRole); ok {
+					if role, ok := o.Versioned.(*rbacv1.ClusterRole); ok && role.Labels["app.kubernetes.io/component"] != extenderComponent {
 						roles = append(roles, role.Name)
 						if got := fmt.Sprint(role.Rules); role.Name != "gpulet-memory-shares" || got != manifests.MemorySharesRules {
 							return fmt.Errorf("ClusterRole %s rules %s, want gpulet-memory-shares with %s", role.Name, got, manifests.MemorySharesRules)

@@ -5,15 +5,12 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// extenderValues turns the extender on with kube-scheduler admitted from
-// the control-plane subnet 10.0.0.0/24.
+// extenderValues admits kube-scheduler from the control-plane subnet
+// 10.0.0.0/24 (the extender is on by default).
 const extenderValues = `
 extender:
-  enabled: true
   networkPolicy:
     from:
     - ipBlock:
@@ -52,36 +49,43 @@ func expectPolicies(r *Rendered, want map[string]string) error {
 	return nil
 }
 
-func extenderOf(r *Rendered) (*appsv1.Deployment, *networkingv1.NetworkPolicy) {
-	var d *appsv1.Deployment
-	var np *networkingv1.NetworkPolicy
-	for _, o := range r.Objects {
-		switch v := o.Versioned.(type) {
-		case *appsv1.Deployment:
-			d = v
-		case *networkingv1.NetworkPolicy:
-			np = v
-		}
-	}
-	return d, np
-}
-
 // securityCases: the admission policies, the extender with its mutual TLS
 // and NetworkPolicy (docs/security.md), under release names and
 // namespaces other than the defaults.
 func securityCases() []Case {
 	return []Case{
 		{
-			Name:      "policies and extender for another release and namespace",
+			Name:      "defaults for another release and namespace",
 			Release:   "gpu",
 			Namespace: "gpu-system",
 			Extra:     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-system\n",
-			Values: extenderValues + `
+			Expect: func(r *Rendered) error {
+				return all(expectPolicies(r, map[string]string{
+					"gpu-gpulet-node-agent":     "gpu-system:gpu-gpulet",
+					"gpu-gpulet-extender-nodes": "gpu-system:gpu-gpulet-extender",
+				}), expectSecureExtender(r, "gpu-gpulet", "gpu-system"))
+			},
+		},
+		{
+			Name:      "kube-scheduler admitted, other client names, another release and namespace",
+			Release:   "gpu",
+			Namespace: "gpu-system",
+			Extra:     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gpu-system\n",
+			Values: `
+extender:
+  enabled: true
+  networkPolicy:
+    from:
+    - ipBlock:
+        cidr: 10.0.0.0/24
+    - podSelector:
+        matchLabels:
+          component: kube-scheduler
   tls:
     allowedClientNames: [kube-scheduler, scheduler.example.com]
 `,
 			Expect: func(r *Rendered) error {
-				d, np := extenderOf(r)
+				d, np := r.Extender, r.ExtenderNetworkPolicy
 				if d == nil || np == nil {
 					return fmt.Errorf("no extender Deployment or NetworkPolicy")
 				}
@@ -98,15 +102,14 @@ func securityCases() []Case {
 				if d.Spec.Template.Spec.ServiceAccountName != "gpu-gpulet-extender" || d.Namespace != "gpu-system" {
 					return fmt.Errorf("Deployment %s/%s runs as %s", d.Namespace, d.Name, d.Spec.Template.Spec.ServiceAccountName)
 				}
-				if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 1 ||
-					np.Spec.Ingress[0].From[0].IPBlock == nil || np.Spec.Ingress[0].From[0].IPBlock.CIDR != "10.0.0.0/24" ||
-					np.Spec.Ingress[0].Ports[0].Port.IntValue() != 12346 {
-					return fmt.Errorf("NetworkPolicy ingress %+v, want port 12346 from 10.0.0.0/24 only", np.Spec.Ingress)
+				everyone, peers := ingressAdmission(np)
+				if everyone || len(np.Spec.Ingress) != 1 || len(peers) != 2 ||
+					peers[0].IPBlock == nil || peers[0].IPBlock.CIDR != "10.0.0.0/24" || peers[0].PodSelector != nil ||
+					peers[1].IPBlock != nil || peers[1].PodSelector == nil || peers[1].PodSelector.MatchLabels["component"] != "kube-scheduler" ||
+					len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != 12346 {
+					return fmt.Errorf("NetworkPolicy ingress %+v, want port 12346 from 10.0.0.0/24 and kube-scheduler's pods only", np.Spec.Ingress)
 				}
-				return expectPolicies(r, map[string]string{
-					"gpu-gpulet-node-agent":     "gpu-system:gpu-gpulet",
-					"gpu-gpulet-extender-nodes": "gpu-system:gpu-gpulet-extender",
-				})
+				return expectGeneratedTLS(r, "gpu-gpulet-extender", "gpu-system")
 			},
 		},
 		{
@@ -137,13 +140,14 @@ extender:
     enabled: false
 `,
 			Expect: func(r *Rendered) error {
-				d, np := extenderOf(r)
-				if d == nil || np != nil {
-					return fmt.Errorf("Deployment %v, NetworkPolicy %v: want the first only", d != nil, np != nil)
+				d, np := r.Extender, r.ExtenderNetworkPolicy
+				if d == nil || np != nil || len(r.Secrets) != 0 {
+					return fmt.Errorf("Deployment %v, NetworkPolicy %v, Secrets %v: want the first only", d != nil, np != nil, secretNames(r))
 				}
 				c := d.Spec.Template.Spec.Containers[0]
 				args := strings.Join(c.Args, " ")
-				if strings.Contains(args, "--client-ca-file") || !strings.Contains(args, "--address=:8443") ||
+				if strings.Contains(args, "--client-ca-file") || strings.Contains(args, "--allowed-client-names") ||
+					!strings.Contains(args, "--address=:8443") ||
 					!strings.Contains(args, "--default-policy=spread") || *d.Spec.Replicas != 1 ||
 					c.Resources.Limits.Memory().String() != "1Gi" {
 					return fmt.Errorf("extender arguments %q, replicas %d, limits %v", args, *d.Spec.Replicas, c.Resources.Limits)
@@ -158,7 +162,55 @@ extender:
 			Name:   "node agent without a token has no policy",
 			Values: "nodeLabels:\n  enabled: false\n",
 			Expect: func(r *Rendered) error {
-				return expectPolicies(r, map[string]string{})
+				return expectPolicies(r, map[string]string{"gpulet-extender-nodes": "kube-system:gpulet-extender"})
+			},
+		},
+		{
+			Name:   "no extender",
+			Values: "extender:\n  enabled: false\n",
+			Expect: func(r *Rendered) error {
+				if r.Extender != nil || r.ExtenderService != nil || r.ExtenderNetworkPolicy != nil || len(r.Secrets) != 0 {
+					return fmt.Errorf("extender objects rendered with extender.enabled=false")
+				}
+				return expectPolicies(r, map[string]string{"gpulet-node-agent": "kube-system:gpulet"})
+			},
+		},
+		{
+			Name:   "generated serving certificate without client certificates",
+			Values: "extender:\n  tls:\n    clientAuth: false\n",
+			Expect: func(r *Rendered) error {
+				if names := secretNames(r); strings.Join(names, ",") != "gpulet-extender-tls" {
+					return fmt.Errorf("Secrets %v, want gpulet-extender-tls only", names)
+				}
+				if _, _, err := secretCert(r, "gpulet-extender-tls"); err != nil {
+					return err
+				}
+				args := strings.Join(r.Extender.Spec.Template.Spec.Containers[0].Args, " ")
+				if strings.Contains(args, "--client-ca-file") || strings.Contains(args, "--allowed-client-names") {
+					return fmt.Errorf("extender arguments %q: client certificates asked for with clientAuth=false", args)
+				}
+				return nil
+			},
+		},
+		{
+			Name: "own TLS Secret with client certificates",
+			Values: `
+extender:
+  tls:
+    secretName: extender-mtls
+`,
+			Expect: func(r *Rendered) error {
+				d := r.Extender
+				if d == nil || len(r.Secrets) != 0 {
+					return fmt.Errorf("Deployment %v, Secrets %v: want the Deployment and no Secret", d != nil, secretNames(r))
+				}
+				if s := d.Spec.Template.Spec.Volumes[0].Secret; s == nil || s.SecretName != "extender-mtls" {
+					return fmt.Errorf("TLS volume %+v, want Secret extender-mtls", d.Spec.Template.Spec.Volumes[0])
+				}
+				if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--client-ca-file=") {
+					return fmt.Errorf("extender arguments %q: no --client-ca-file", args)
+				}
+				return nil
 			},
 		},
 	}

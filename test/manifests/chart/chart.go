@@ -75,9 +75,15 @@ func Lint(dir, namespace string, values map[string]interface{}) error {
 }
 
 // Template is `helm template release dir --namespace namespace -f values`:
-// the rendered manifest (hooks and NOTES.txt apart, which the chart has
-// none of).
+// the rendered manifest (NOTES.txt apart; hooks, which the chart has none
+// of, refused).
 func Template(ch *chart.Chart, release, namespace string, values map[string]interface{}) (string, error) {
+	manifest, _, err := Render(ch, release, namespace, values)
+	return manifest, err
+}
+
+// Render is Template, also returning NOTES.txt as `helm install` prints it.
+func Render(ch *chart.Chart, release, namespace string, values map[string]interface{}) (manifest, notes string, err error) {
 	inst := action.NewInstall(&action.Configuration{Log: func(string, ...interface{}) {}})
 	inst.ClientOnly = true
 	inst.DryRun = true
@@ -87,12 +93,12 @@ func Template(ch *chart.Chart, release, namespace string, values map[string]inte
 	inst.KubeVersion = kubeVersion()
 	rel, err := inst.Run(ch, values)
 	if err != nil {
-		return "", fmt.Errorf("helm template: %w", err)
+		return "", "", fmt.Errorf("helm template: %w", err)
 	}
 	if len(rel.Hooks) > 0 {
-		return "", errors.New("helm template: the chart has hooks; nothing checks them")
+		return "", "", errors.New("helm template: the chart has hooks; nothing checks them")
 	}
-	return rel.Manifest, nil
+	return rel.Manifest, rel.Info.Notes, nil
 }
 
 // Decode checks every document of a rendered manifest with

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
 )
 
 // dirs are the checked-in chart, docs and deploy/ relative to this package;
@@ -99,11 +101,10 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"UUID to bind", "passthrough:\n  enabled: true\n  bind:\n    gpus: [\"0000:9d:00.0\", GPU-cccd02ab-8116-568f-884a-21353f0a0a66]\n", "",
 			"/passthrough/bind/gpus/1"},
 		{"bad port", "metrics:\n  enabled: true\n  port: 70000\n", "", "/metrics/port"},
-		{"extender without kube-scheduler's source", "extender:\n  enabled: true\n", "",
-			"extender.networkPolicy.from: name where kube-scheduler connects from"},
-		{"allowed names without client certificates",
-			"extender:\n  enabled: true\n  tls:\n    clientAuth: false\n    allowedClientNames: [kube-scheduler]\n  networkPolicy:\n    enabled: false\n", "",
-			"extender.tls.allowedClientNames: needs extender.tls.clientAuth=true"},
+		{"allowed name with a comma", "extender:\n  tls:\n    allowedClientNames: [\"a,b\"]\n", "",
+			"/extender/tls/allowedClientNames/0"},
+		{"bad NetworkPolicy peer", "extender:\n  networkPolicy:\n    from:\n    - ipBlock:\n        cidr: control-plane\n", "",
+			"spec.ingress[0].from[0].ipBlock.cidr"},
 		{"bad extender policy", "extender:\n  defaultPolicy: fullest\n", "", "/extender/defaultPolicy"},
 		{"bad pull policy", "image:\n  pullPolicy: Sometimes\n", "", "/image/pullPolicy"},
 		{"misspelt value", "migStratgy: mixed\n", "", "migStratgy"},
@@ -123,6 +124,76 @@ func TestBadValuesAreRejected(t *testing.T) {
 				t.Fatalf("error %q\ndoes not contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// NOTES.txt names the one step left for the extender, with the release's
+// names, and never prints key material.
+func TestNotes(t *testing.T) {
+	chartDir, _, _ := dirs(t)
+	ch, err := Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		release, namespace, values string
+		want, unwanted             []string
+	}{
+		{"gpulet", "kube-system", "",
+			[]string{"kubectl -n kube-system get secret gpulet-extender-scheduler-client", "tls\\.key",
+				"https://gpulet-extender.kube-system.svc:12346/gpu-memory", "NetworkPolicy gpulet-extender admits no one yet"}, nil},
+		{"gpu", "gpu-system", "extender:\n  networkPolicy:\n    from:\n    - ipBlock:\n        cidr: 10.0.0.0/24\n",
+			[]string{"gpu-system get secret gpu-gpulet-extender-scheduler-client", "https://gpu-gpulet-extender.gpu-system.svc:12346"},
+			[]string{"admits no one"}},
+		{"gpulet", "kube-system", "extender:\n  enabled: false\n", nil, []string{"extender"}},
+	}
+	for _, tc := range cases {
+		vals, err := Values(tc.values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, notes, err := Render(ch, tc.release, tc.namespace, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(notes, w) {
+				t.Errorf("%s in %s: NOTES.txt lacks %q:\n%s", tc.release, tc.namespace, w, notes)
+			}
+		}
+		for _, u := range append(tc.unwanted, "PRIVATE KEY", "BEGIN") {
+			if strings.Contains(notes, u) {
+				t.Errorf("%s in %s: NOTES.txt has %q:\n%s", tc.release, tc.namespace, u, notes)
+			}
+		}
+	}
+}
+
+// The rule ingressAdmission applies is Kubernetes': a NetworkPolicy
+// without rules admits no one; a rule without `from`, or a policy whose
+// types leave out Ingress, admits everyone.
+func TestIngressAdmission(t *testing.T) {
+	peer := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}}
+	ingress := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	cases := []struct {
+		name     string
+		spec     networkingv1.NetworkPolicySpec
+		everyone bool
+		peers    int
+	}{
+		{"no rule", networkingv1.NetworkPolicySpec{PolicyTypes: ingress}, false, 0},
+		{"no rule, no types", networkingv1.NetworkPolicySpec{}, false, 0},
+		{"rule without from", networkingv1.NetworkPolicySpec{PolicyTypes: ingress,
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{}}}, true, 0},
+		{"egress only", networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}}, true, 0},
+		{"one peer", networkingv1.NetworkPolicySpec{PolicyTypes: ingress,
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{peer}}}}, false, 1},
+	}
+	for _, tc := range cases {
+		everyone, peers := ingressAdmission(&networkingv1.NetworkPolicy{Spec: tc.spec})
+		if everyone != tc.everyone || len(peers) != tc.peers {
+			t.Errorf("%s: everyone %v, %d peers; want %v, %d", tc.name, everyone, len(peers), tc.everyone, tc.peers)
+		}
 	}
 }
 

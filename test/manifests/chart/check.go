@@ -7,10 +7,11 @@ import (
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"gpulet.dev/test/manifests"
@@ -22,9 +23,17 @@ type Rendered struct {
 	Objects        []manifests.Object
 	DaemonSet      *appsv1.DaemonSet
 	ConfigMap      *corev1.ConfigMap // nil: the chart made none
-	Service        *corev1.Service
+	Service        *corev1.Service   // the metrics Service
 	ServiceMonitor *manifests.ServiceMonitor
+	// The scheduler extender's (extender.enabled): nil when not rendered.
+	Extender              *appsv1.Deployment
+	ExtenderService       *corev1.Service
+	ExtenderNetworkPolicy *networkingv1.NetworkPolicy
+	Secrets               map[string]*corev1.Secret // by name
 }
+
+// extenderComponent is the component label of the extender's objects.
+const extenderComponent = "scheduler-extender"
 
 // Container is the DaemonSet's gpulet container.
 func (r *Rendered) Container() *corev1.Container {
@@ -92,7 +101,7 @@ func Check(chartDir, docsDir string, c Case) (*Rendered, error) {
 	if _, err := manifests.CheckObjects(all, docsDir); err != nil {
 		return nil, err
 	}
-	r := &Rendered{Objects: objs}
+	r := &Rendered{Objects: objs, Secrets: map[string]*corev1.Secret{}}
 	for _, o := range objs {
 		switch v := o.Versioned.(type) {
 		case *appsv1.DaemonSet:
@@ -100,9 +109,19 @@ func Check(chartDir, docsDir string, c Case) (*Rendered, error) {
 		case *corev1.ConfigMap:
 			r.ConfigMap = v
 		case *corev1.Service:
-			r.Service = v
+			if v.Labels["app.kubernetes.io/component"] == extenderComponent {
+				r.ExtenderService = v
+			} else {
+				r.Service = v
+			}
 		case *manifests.ServiceMonitor:
 			r.ServiceMonitor = v
+		case *appsv1.Deployment:
+			r.Extender = v
+		case *networkingv1.NetworkPolicy:
+			r.ExtenderNetworkPolicy = v
+		case *corev1.Secret:
+			r.Secrets[v.Name] = v
 		}
 	}
 	if c.Expect != nil {
@@ -113,11 +132,24 @@ func Check(chartDir, docsDir string, c Case) (*Rendered, error) {
 	return r, nil
 }
 
+// deployFiles are deploy/'s manifests the chart's defaults render, for
+// the release "gpulet" in kube-system.
+var deployFiles = []string{"daemonset.yaml", "node-policy.yaml", "configmap-example.yaml",
+	"extender/extender.yaml", "extender/node-policy.yaml", "extender/networkpolicy.yaml"}
+
+// generatedSecrets are what the chart's defaults render beyond deploy/:
+// the extender's TLS material, which deploy/ leaves to the operator.
+var generatedSecrets = []string{"Secret kube-system/gpulet-extender-scheduler-client", "Secret kube-system/gpulet-extender-tls"}
+
 // CompareWithDeploy renders the chart with its defaults as the release
-// "gpulet" in kube-system and compares the ServiceAccount and DaemonSet with
-// deploy/daemonset.yaml's, field by field as decoded, and the ConfigMap's
-// metadata with deploy/configmap-example.yaml's (its config differs: the
-// example time-slices, the chart's default does not).
+// "gpulet" in kube-system and compares every object with deploy/'s of the
+// same kind and name (deployFiles), field by field as decoded, except:
+// the ConfigMap's metadata only (its config differs: the example
+// time-slices, the chart's default does not); the extender's Deployment
+// without its volumes (deploy/ reads the client CA from a Secret of its
+// own, the chart from ca.crt of the serving Secret); the NetworkPolicy's
+// peers (deploy/ lists placeholders to replace, the chart's default admits
+// no one). The generated Secrets are the chart's alone.
 func CompareWithDeploy(chartDir, deployDir string) error {
 	ch, err := Load(chartDir)
 	if err != nil {
@@ -131,93 +163,73 @@ func CompareWithDeploy(chartDir, deployDir string) error {
 	if err != nil {
 		return err
 	}
-	deployObjs, err := manifests.LoadFile(filepath.Join(deployDir, "daemonset.yaml"))
-	if err != nil {
-		return err
-	}
-	policy, err := manifests.LoadFile(filepath.Join(deployDir, "node-policy.yaml"))
-	if err != nil {
-		return err
-	}
-	deployObjs = append(deployObjs, policy...)
-	example, err := manifests.LoadFile(filepath.Join(deployDir, "configmap-example.yaml"))
-	if err != nil {
-		return err
-	}
-	byName := func(objs []manifests.Object) map[string]manifests.Object {
-		m := map[string]manifests.Object{}
-		for _, o := range objs {
-			m[o.Name()] = o
+	var deployObjs []manifests.Object
+	for _, f := range deployFiles {
+		objs, err := manifests.LoadFile(filepath.Join(deployDir, f))
+		if err != nil {
+			return err
 		}
-		return m
+		deployObjs = append(deployObjs, objs...)
 	}
-	got := byName(chartObjs)
-	want := byName(append(deployObjs, example...))
-	var names []string
-	for n := range got {
-		names = append(names, n)
+	got, want := byName(chartObjs), byName(deployObjs)
+	for _, n := range generatedSecrets {
+		if _, ok := got[n]; !ok {
+			return fmt.Errorf("the chart's defaults render no %s", n)
+		}
+		delete(got, n)
 	}
-	sort.Strings(names)
-	var wantNames []string
-	for n := range want {
-		wantNames = append(wantNames, n)
-	}
-	sort.Strings(wantNames)
+	names, wantNames := sortedNames(got), sortedNames(want)
 	if strings.Join(names, ", ") != strings.Join(wantNames, ", ") {
 		return fmt.Errorf("the chart's defaults render %s; deploy/ has %s", strings.Join(names, ", "), strings.Join(wantNames, ", "))
 	}
 	for _, n := range names {
-		g, w := got[n].Versioned, want[n].Versioned
-		if gc, ok := g.(*corev1.ConfigMap); ok {
-			wc := w.(*corev1.ConfigMap)
-			if !apiequality.Semantic.DeepEqual(gc.ObjectMeta, wc.ObjectMeta) {
-				return fmt.Errorf("%s: metadata differs from deploy/configmap-example.yaml's:\n%s", n, diff(gc.ObjectMeta, wc.ObjectMeta))
-			}
-			continue
-		}
+		g, w := comparable(got[n].Versioned), comparable(want[n].Versioned)
 		if !apiequality.Semantic.DeepEqual(g, w) {
 			return fmt.Errorf("%s: the chart's defaults differ from deploy/:\n%s", n, diff(g, w))
 		}
 	}
-	return compareExtenderPolicy(ch, deployDir)
+	return nil
 }
 
-// compareExtenderPolicy renders the extender (release "gpulet" in
-// kube-system) and compares its admission policy and binding with
-// deploy/extender/node-policy.yaml's.
-func compareExtenderPolicy(ch *chart.Chart, deployDir string) error {
-	vals, err := Values(extenderValues)
-	if err != nil {
-		return err
+func byName(objs []manifests.Object) map[string]manifests.Object {
+	m := map[string]manifests.Object{}
+	for _, o := range objs {
+		m[o.Name()] = o
 	}
-	text, err := Template(ch, DefaultRelease, DefaultNamespace, vals)
-	if err != nil {
-		return err
+	return m
+}
+
+func sortedNames(m map[string]manifests.Object) []string {
+	var names []string
+	for n := range m {
+		names = append(names, n)
 	}
-	objs, err := Decode(text, "helm template (extender)")
-	if err != nil {
-		return err
-	}
-	want, err := manifests.LoadFile(filepath.Join(deployDir, "extender", "node-policy.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, w := range want {
-		found := false
-		for _, g := range objs {
-			if g.Name() != w.Name() {
-				continue
-			}
-			found = true
-			if !apiequality.Semantic.DeepEqual(g.Versioned, w.Versioned) {
-				return fmt.Errorf("%s: the chart's differs from deploy/extender/node-policy.yaml:\n%s", w.Name(), diff(g.Versioned, w.Versioned))
+	sort.Strings(names)
+	return names
+}
+
+// comparable is the part of an object CompareWithDeploy compares.
+func comparable(obj runtime.Object) interface{} {
+	switch v := obj.(type) {
+	case *corev1.ConfigMap:
+		return v.ObjectMeta
+	case *appsv1.Deployment:
+		d := v.DeepCopy()
+		d.Spec.Template.Spec.Volumes = nil
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.VolumeMounts = nil
+		for i, a := range c.Args {
+			if strings.HasPrefix(a, "--client-ca-file=") {
+				c.Args[i] = "--client-ca-file=<ca.crt>"
 			}
 		}
-		if !found {
-			return fmt.Errorf("%s: deploy/extender/node-policy.yaml has it, the chart with extender.enabled does not", w.Name())
-		}
+		return d
+	case *networkingv1.NetworkPolicy:
+		np := v.DeepCopy()
+		np.Spec.Ingress = nil
+		return np
 	}
-	return nil
+	return obj
 }
 
 // diff shows the lines of two objects' YAML that differ.

@@ -96,18 +96,19 @@ func main() {
 		os.Exit(1)
 	}
 	cfg := node.Config{
-		Paths:      node.Paths{State: stateDir},
-		K8sBin:     abs(*k8sBin),
-		Gpulet:     abs(filepath.Join(*build, "bin/gpulet")),
-		Runtime:    abs(filepath.Join(*build, "bin/gpulet-runtime")),
-		SimLib:     abs(filepath.Join(*build, "sim/lib/libnvidia-ml.so.1")),
-		ExploitLib: abs(filepath.Join(*build, "test/cluster/ldpreload_marker.so")),
-		Helm:       abs(filepath.Join(*build, "bin/gpulet-helm")),
-		SourceDir:  abs(*source),
-		Machine:    *machine,
-		CgroupName: cgroup,
-		DRA:        *dra,
-		Log:        logf,
+		Paths:        node.Paths{State: stateDir},
+		K8sBin:       abs(*k8sBin),
+		Gpulet:       abs(filepath.Join(*build, "bin/gpulet")),
+		Runtime:      abs(filepath.Join(*build, "bin/gpulet-runtime")),
+		SimLib:       abs(filepath.Join(*build, "sim/lib/libnvidia-ml.so.1")),
+		ExploitLib:   abs(filepath.Join(*build, "test/cluster/ldpreload_marker.so")),
+		TenantAttack: abs(filepath.Join(*build, "bin/gpulet-tenant-attack")),
+		Helm:         abs(filepath.Join(*build, "bin/gpulet-helm")),
+		SourceDir:    abs(*source),
+		Machine:      *machine,
+		CgroupName:   cgroup,
+		DRA:          *dra,
+		Log:          logf,
 	}
 	os.Exit(runner(cfg, *run, *keep))
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -95,11 +96,42 @@ func (c *cluster) securityTests(t *testing.T, ext fwk.Extender, pod *v1.Pod, big
 		if err != nil || got.Spec.NodeName != "" {
 			t.Errorf("victim/db-0 nodeName = %q, %v", got.Spec.NodeName, err)
 		}
-		// A GPU-memory pod, to a node that does not exist.
+		// A GPU-memory pod, to a node that does not exist: "not known",
+		// not the API server's answer.
 		gpu := c.addPod(t, "p-nowhere", 1)
 		if err := ext.Bind(&v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: gpu.Name, Namespace: "default", UID: gpu.UID},
 			Target: v1.ObjectReference{Kind: "Node", Name: "no-such-node"}}); err == nil {
 			t.Error("bound to a node that does not exist")
+		} else if !strings.Contains(err.Error(), "node no-such-node is not known") ||
+			strings.Contains(err.Error(), "/api/v1") {
+			t.Errorf("bind to a node that does not exist: %v", err)
+		}
+		// Another namespace's GPU-memory pod that fits on big, but whose
+		// node selector excludes it: kube-scheduler would never choose
+		// big, so neither does bind, and the Node is not written.
+		q := *resource.NewQuantity(1, resource.DecimalSI)
+		excluded, err := c.client.CoreV1().Pods("victim").Create(ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "gpu-elsewhere"},
+			Spec: v1.PodSpec{NodeSelector: map[string]string{"gpulet.test/pool": "other"},
+				Containers: []v1.Container{{Name: "c0", Image: "registry.invalid/pause",
+					Resources: v1.ResourceRequirements{Limits: v1.ResourceList{memResource: q},
+						Requests: v1.ResourceList{memResource: q}}}}}},
+			metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ext.Bind(&v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: excluded.Name, Namespace: "victim", UID: excluded.UID},
+			Target: v1.ObjectReference{Kind: "Node", Name: "big"}})
+		if err == nil || !strings.Contains(err.Error(), "node big does not match the pod's spec.nodeSelector (label gpulet.test/pool)") {
+			t.Errorf("bind past the node selector: %v", err)
+		}
+		got, err = c.client.CoreV1().Pods("victim").Get(ctx, excluded.Name, metav1.GetOptions{})
+		if err != nil || got.Spec.NodeName != "" {
+			t.Errorf("victim/%s nodeName = %q, %v", excluded.Name, got.Spec.NodeName, err)
+		}
+		if n, err := c.client.CoreV1().Nodes().Get(ctx, "big", metav1.GetOptions{}); err != nil ||
+			strings.Contains(n.Annotations[pendingAnnot], string(excluded.UID)) {
+			t.Errorf("node big: %v, the excluded pod in %s", err, pendingAnnot)
 		}
 	})
 

@@ -66,10 +66,12 @@ type Config struct {
 	Runtime    string // build/bin/gpulet-runtime
 	SimLib     string // build/sim/lib/libnvidia-ml.so.1
 	ExploitLib string // build/test/cluster/ldpreload_marker.so (the exploit image's /poc.so)
-	Helm       string // build/bin/gpulet-helm (Helm's install and uninstall)
-	SourceDir  string // the checkout (deploy/ is read from here)
-	Machine    string // simulator machine: profile name or file
-	CgroupName string // the kubelet's cgroup root
+	// TenantAttack: build/bin/gpulet-tenant-attack (static), the tenant-attack image's program.
+	TenantAttack string
+	Helm         string // build/bin/gpulet-helm (Helm's install and uninstall)
+	SourceDir    string // the checkout (deploy/ is read from here)
+	Machine      string // simulator machine: profile name or file
+	CgroupName   string // the kubelet's cgroup root
 	// DRA: the node runs gpulet dra (deploy/dra/) instead of the device
 	// plugin, with DRAFeatureGates on and the kubelet behind the CRI relay.
 	DRA bool
@@ -78,7 +80,7 @@ type Config struct {
 
 func (c *Config) check() error {
 	var missing []string
-	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib, c.ExploitLib, c.Helm,
+	for _, f := range []string{c.Gpulet, c.Runtime, c.SimLib, c.ExploitLib, c.TenantAttack, c.Helm,
 		filepath.Join(c.K8sBin, "kube-apiserver"), filepath.Join(c.K8sBin, "kubelet"),
 		filepath.Join(c.SourceDir, "deploy/daemonset.yaml"), filepath.Join(c.SourceDir, "deploy/chart/Chart.yaml")} {
 		if _, err := os.Stat(f); err != nil {
@@ -98,3 +100,6 @@ func (c *Config) check() error {
 	}
 	return nil
 }
+
+// APIServerURL is the API server as pods reach it: at the node's address.
+var APIServerURL = fmt.Sprintf("https://%s:%d", NodeIP, apiServerPort)

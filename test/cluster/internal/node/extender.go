@@ -32,10 +32,23 @@ import (
 // deploy/extender/extender.yaml has it: only a client certificate of its
 // own client CA (made here, apart from the cluster's) with the common name
 // SchedulerClientName may call it, and kube-scheduler has one.
+// deploy/extender/node-policy.yaml, what the extender may write on Nodes,
+// is applied with the RBAC.
+//
+// It listens on every address of the fixture's network namespace, as
+// extender.yaml's --address=:12346 has it: kube-scheduler calls it on
+// loopback, and pods reach it at the node's address (ExtenderPodAddress)
+// through the pod network's bridge, where a Service's address would take
+// them on a real cluster.
 
-// ExtenderAddress is where the extender listens, on the loopback of the
-// fixture's network namespace.
+// ExtenderAddress is where kube-scheduler and the fixture call the
+// extender: on the loopback of the fixture's network namespace.
 const ExtenderAddress = "127.0.0.1:12346"
+
+// ExtenderPodAddress is where pods reach the extender: the node's address.
+const ExtenderPodAddress = NodeIP + ":12346"
+
+const extenderListen = "0.0.0.0:12346"
 
 // SchedulerClientName is the common name of kube-scheduler's client
 // certificate for the extender, as deploy/extender/extender.yaml's
@@ -48,6 +61,9 @@ type Extender struct {
 	Proc   *proc.Process
 	args   []string
 	client *http.Client
+	// SchedulerCert and SchedulerKey are the files of kube-scheduler's
+	// client certificate for the extender.
+	SchedulerCert, SchedulerKey string
 }
 
 func (n *Node) schedulerKubeconfig() string {
@@ -97,7 +113,7 @@ func httpOK(ctx context.Context, c *http.Client, url string) bool {
 }
 
 // StartExtender creates deploy/extender/extender.yaml's ServiceAccount and
-// RBAC, starts `gpulet extender` with a token of that account and restarts
+// RBAC and deploy/extender/node-policy.yaml's admission policy, starts `gpulet extender` with a token of that account and restarts
 // kube-scheduler with deploy/extender/scheduler-config.yaml. The returned
 // function undoes all of it (the scheduler back to its flags).
 func (n *Node) StartExtender(ctx context.Context, policy string) (*Extender, func(context.Context) error, error) {
@@ -125,7 +141,8 @@ func (n *Node) StartExtender(ctx context.Context, policy string) (*Extender, fun
 	if err != nil {
 		return fail(err)
 	}
-	if err := n.pki.issue("gpulet-extender", "gpulet-extender", nil, true, nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(NodeIP)}
+	if err := n.pki.issue("gpulet-extender", "gpulet-extender", nil, true, nil, ips); err != nil {
 		return fail(err)
 	}
 	clients, err := newPKI(filepath.Join(n.Cfg.Paths.PKI(), "extender-clients"))
@@ -135,10 +152,11 @@ func (n *Node) StartExtender(ctx context.Context, policy string) (*Extender, fun
 	if err := clients.issue("scheduler", SchedulerClientName, nil, false, nil, nil); err != nil {
 		return fail(err)
 	}
+	e.SchedulerCert, e.SchedulerKey = clients.path("scheduler", "crt"), clients.path("scheduler", "key")
 	pool := x509.NewCertPool()
 	pool.AddCert(n.pki.caCert)
 	e.client = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	e.args = []string{n.Cfg.Gpulet, "extender", "--address", ExtenderAddress, "--kubeconfig", kubeconfig,
+	e.args = []string{n.Cfg.Gpulet, "extender", "--address", extenderListen, "--kubeconfig", kubeconfig,
 		"--tls-cert-file", n.pki.path("gpulet-extender", "crt"), "--tls-key-file", n.pki.path("gpulet-extender", "key"),
 		"--client-ca-file", clients.path("ca", "crt"), "--allowed-client-names", SchedulerClientName,
 		"--default-policy", policy}
@@ -167,6 +185,19 @@ func (e *Extender) Start(ctx context.Context) error {
 	})
 }
 
+// Ready tells whether the extender answers /readyz.
+func (e *Extender) Ready(ctx context.Context) bool {
+	return httpOK(ctx, e.client, "https://"+ExtenderAddress+"/readyz")
+}
+
+// PID is the running extender process's, 0 when it is stopped.
+func (e *Extender) PID() int {
+	if e.Proc == nil || e.Proc.Cmd.Process == nil {
+		return 0
+	}
+	return e.Proc.Cmd.Process.Pid
+}
+
 // Stop ends the extender process (SIGTERM).
 func (e *Extender) Stop() {
 	if e.Proc != nil {
@@ -190,6 +221,11 @@ func (n *Node) createExtenderRBAC(ctx context.Context) (func(context.Context) er
 		}
 		return first
 	}
+	policy, err := n.ApplyDeployFile(ctx, "extender/node-policy.yaml")
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, policy)
 	del := metav1.DeleteOptions{}
 	for _, o := range objs {
 		switch x := o.(type) {

@@ -27,6 +27,9 @@ const (
 	// ExploitImage is busybox with a library of its own that its
 	// environment preloads (exploitLayer).
 	ExploitImage = "gpulet.test/exploit-ldpreload:1"
+	// TenantAttackImage is busybox with the tenant-attacks scenario's
+	// attacker, /tenant-attack (test/cluster/cmd/tenant-attack).
+	TenantAttackImage = "gpulet.test/tenant-attack:1"
 )
 
 // The exploit image's environment: the library in its rootfs reached
@@ -337,9 +340,20 @@ func exploitEnv(marker string) []string {
 type imageSources struct {
 	srcDir, gpulet, runtime, simLib string
 	exploitLib, exploitMarker       string
+	tenantAttack                    string
 }
 
-// buildImages writes the four archives into dir and returns their paths.
+// tenantAttackLayer is busybox with the static attacker program.
+func tenantAttackLayer(bb layer, program string) layer {
+	l := layer{}
+	for p, e := range bb {
+		l[p] = e
+	}
+	l.file("/tenant-attack", program, 0755)
+	return l
+}
+
+// buildImages writes the five archives into dir and returns their paths.
 func buildImages(dir string, src imageSources) ([]string, error) {
 	bb, err := busyboxLayer()
 	if err != nil {
@@ -361,6 +375,7 @@ func buildImages(dir string, src imageSources) ([]string, error) {
 		{"gpulet.tar", GpuletImage, g, []string{"gpulet", "plugin"}, nil},
 		{"exploit-ldpreload.tar", ExploitImage, exploitLayer(bb, src.exploitLib), []string{"/bin/sh"},
 			exploitEnv(src.exploitMarker)},
+		{"tenant-attack.tar", TenantAttackImage, tenantAttackLayer(bb, src.tenantAttack), []string{"/tenant-attack"}, nil},
 	}
 	var paths []string
 	for _, a := range archives {

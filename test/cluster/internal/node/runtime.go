@@ -113,7 +113,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	}
 	archives, err := buildImages(p.Images(), imageSources{
 		srcDir: n.Cfg.SourceDir, gpulet: n.Cfg.Gpulet, runtime: n.Cfg.Runtime, simLib: n.Cfg.SimLib,
-		exploitLib: n.Cfg.ExploitLib, exploitMarker: p.ExploitMarker()})
+		exploitLib: n.Cfg.ExploitLib, exploitMarker: p.ExploitMarker(), tenantAttack: n.Cfg.TenantAttack})
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func register(s Scenario) { all = append(all, s) }
 // ones that restart or reconfigure gpulet.
 var order = []string{"gpu-pod", "exploit-ldpreload", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
 	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload",
-	"memory-shares", "memory-latency", "vfio-mixed", "helm",
+	"memory-shares", "tenant-attacks", "memory-latency", "vfio-mixed", "helm",
 	"dra-nvlink", "dra-shared", "dra-extended-resource", "dra-memory", "dra-mig", "dra-unsatisfiable", "dra-xid",
 	"dra-claim-latency"}
 

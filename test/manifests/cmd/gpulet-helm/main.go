@@ -4,7 +4,7 @@
 //	gpulet-helm check [--docs DIR] DEPLOY_DIR
 //	    helm lint --strict and helm template over every case of chart.Cases,
 //	    each rendered object checked as the API server would, the defaults
-//	    compared with DEPLOY_DIR/daemonset.yaml (package chart)
+//	    compared with DEPLOY_DIR's objects (package chart)
 //	gpulet-helm template [-n NS] [-f VALUES]... NAME CHART
 //	gpulet-helm install --kubeconfig FILE [-n NS] [-f VALUES]... [--cache-dir DIR] NAME CHART
 //	gpulet-helm uninstall --kubeconfig FILE [-n NS] [--cache-dir DIR] NAME
@@ -76,7 +76,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		fmt.Println("ok  defaults render deploy/daemonset.yaml's ServiceAccount and DaemonSet")
+		fmt.Println("ok  defaults render deploy/'s objects (daemonset.yaml, node-policy.yaml, extender/) and the extender's TLS Secrets")
 		fmt.Println("ok  every value of values.yaml is in docs/helm.md and set by a case")
 	case "template":
 		if len(args) != 2 {
