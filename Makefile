@@ -23,8 +23,10 @@ export CCACHE_MAXSIZE ?= 20G
 
 all: build
 
+# BOOTSTRAP_FLAGS is empty (everything) except under `make demo`, which
+# sets it for itself and its prerequisites below.
 bootstrap:
-	@scripts/bootstrap --check >/dev/null 2>&1 || scripts/bootstrap
+	@scripts/bootstrap --check $(BOOTSTRAP_FLAGS) >/dev/null 2>&1 || scripts/bootstrap $(BOOTSTRAP_FLAGS)
 
 $(BUILD)/build.ninja: | bootstrap
 	cmake -S . -B $(BUILD) $(CMAKE_COMMON) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -81,7 +83,15 @@ soak: build
 	  $(if $(SOAK_SEED),--seed $(SOAK_SEED)) \
 	  --gpulet $(BUILD)/bin/gpulet --nvml-lib $(BUILD)/sim/lib/libnvidia-ml.so.1
 
-demo: build
+# The demo builds only what scripts/demo runs: gpulet, the NVML simulator
+# library and the kubelet harness (Go), not the tests; and bootstrap skips
+# the Kubernetes binaries and the Go modules of the other test peers, which
+# only `make test` needs (a later `make test` brings them in).
+DEMO_TARGETS := gpulet gpulet_nvml_sim kubelet_harness
+demo: BOOTSTRAP_FLAGS := --demo
+demo: $(BUILD)/build.ninja
+	@echo "demo: building $(DEMO_TARGETS) and what they need"
+	ninja -C $(BUILD) -j $(JOBS) $(DEMO_TARGETS)
 	scripts/demo $(BUILD)
 
 # plugin_peers_bench's Go programs are built here only (not by `build`).

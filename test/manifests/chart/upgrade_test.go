@@ -30,6 +30,13 @@ func (c cluster) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableRes
 // and returns the Secrets it renders.
 func renderUpgrade(t *testing.T, ch *chart.Chart, secrets ...*corev1.Secret) map[string]*corev1.Secret {
 	t.Helper()
+	out, _ := renderUpgradeNotes(t, ch, secrets...)
+	return out
+}
+
+// renderUpgradeNotes is renderUpgrade that also returns NOTES.txt.
+func renderUpgradeNotes(t *testing.T, ch *chart.Chart, secrets ...*corev1.Secret) (map[string]*corev1.Secret, string) {
+	t.Helper()
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = *kubeVersion()
 	vals, err := chartutil.ToRenderValues(ch, map[string]interface{}{},
@@ -50,8 +57,11 @@ func renderUpgrade(t *testing.T, ch *chart.Chart, secrets ...*corev1.Secret) map
 		t.Fatal(err)
 	}
 	var names []string
+	notes := ""
 	for name := range files {
-		if !strings.HasSuffix(name, "NOTES.txt") {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			notes = files[name]
+		} else {
 			names = append(names, name)
 		}
 	}
@@ -70,7 +80,7 @@ func renderUpgrade(t *testing.T, ch *chart.Chart, secrets ...*corev1.Secret) map
 			out[s.Name] = s
 		}
 	}
-	return out
+	return out, notes
 }
 
 // On `helm upgrade` the chart keeps the extender's TLS Secrets it finds
@@ -113,7 +123,13 @@ func TestUpgradeKeepsTheExtenderCertificates(t *testing.T) {
 	// is, nothing generated (helm would refuse to take it over).
 	own := first[serving].DeepCopy()
 	own.Annotations = nil
-	if got := renderUpgrade(t, ch, own); len(got) != 0 {
+	got, notes := renderUpgradeNotes(t, ch, own)
+	if len(got) != 0 {
 		t.Errorf("with a Secret %s the release does not own: rendered %d Secrets, want none", serving, len(got))
+	}
+	// Nor does NOTES.txt send the operator to a client Secret that was
+	// not made.
+	if strings.Contains(notes, client) || !strings.Contains(notes, "your Secret "+serving) {
+		t.Errorf("with a Secret %s the release does not own, NOTES.txt says:\n%s", serving, notes)
 	}
 }
