@@ -6,6 +6,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "src/cluster/extender/json_member.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/net/kube/api_path.h"
@@ -20,13 +21,6 @@ using nlohmann::json;
 
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& s) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
-}
-
-// The member `key` of `object`; nullptr when absent or null.
-const json* Member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
 bool IsConflict(const absl::Status& s) {
@@ -154,20 +148,20 @@ absl::StatusOr<PodRequest> Binder::PlaceablePod(const BindRequest& request,
 }
 
 bool Binder::Placeable(const json& pod, const std::string& uid) const {
-  const json* meta = Member(pod, "metadata");
-  const json* spec = Member(pod, "spec");
+  const json* meta = JsonMember(pod, "metadata");
+  const json* spec = JsonMember(pod, "spec");
   if (meta == nullptr || spec == nullptr) return false;
-  const json* pod_uid = Member(*meta, "uid");
+  const json* pod_uid = JsonMember(*meta, "uid");
   if (pod_uid == nullptr || !pod_uid->is_string() || *pod_uid != uid) {
     return false;
   }
-  if (Member(*meta, "deletionTimestamp") != nullptr) return false;
-  const json* node = Member(*spec, "nodeName");
+  if (JsonMember(*meta, "deletionTimestamp") != nullptr) return false;
+  const json* node = JsonMember(*spec, "nodeName");
   if (node != nullptr &&
       !(node->is_string() && node->get_ref<const std::string&>().empty())) {
     return false;  // bound already
   }
-  const json* scheduler = Member(*spec, "schedulerName");
+  const json* scheduler = JsonMember(*spec, "schedulerName");
   const std::string name =
       scheduler != nullptr && scheduler->is_string() &&
               !scheduler->get_ref<const std::string&>().empty()

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/cluster/extender/json_member.h"
 
 namespace gpulet::extender {
 namespace {
@@ -23,16 +24,9 @@ constexpr size_t kShownTerms = 3;
 constexpr char kAffinityField[] =
     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
 
-// The member `key` of `object`; nullptr when absent or null.
-const json* Member(const json* object, const char* key) {
-  if (object == nullptr || !object->is_object()) return nullptr;
-  auto it = object->find(key);
-  return it == object->end() || it->is_null() ? nullptr : &*it;
-}
-
 // A string member; "" when absent; nullopt when not a string.
 std::optional<std::string> StringMember(const json& object, const char* key) {
-  const json* v = Member(&object, key);
+  const json* v = JsonMember(&object, key);
   if (v == nullptr) return std::string();
   if (!v->is_string()) return std::nullopt;
   return v->get<std::string>();
@@ -69,7 +63,7 @@ std::optional<Requirement> ReadRequirement(const json& r) {
   std::optional<std::string> op = StringMember(r, "operator");
   if (!key || !op) return std::nullopt;
   Requirement out{.key = *std::move(key), .op = *std::move(op), .values = {}};
-  if (const json* values = Member(&r, "values"); values != nullptr) {
+  if (const json* values = JsonMember(&r, "values"); values != nullptr) {
     if (!values->is_array()) return std::nullopt;
     for (const json& v : *values) {
       if (!v.is_string()) return std::nullopt;
@@ -117,8 +111,8 @@ Match FieldMatch(const Requirement& r, absl::string_view node_name) {
 // first requirement that does not match (or is invalid).
 bool TermMatches(const json& term, absl::string_view node_name,
                  const NodeTraits& node, std::string* why) {
-  const json* exprs = Member(&term, "matchExpressions");
-  const json* fields = Member(&term, "matchFields");
+  const json* exprs = JsonMember(&term, "matchExpressions");
+  const json* fields = JsonMember(&term, "matchFields");
   if ((exprs != nullptr && !exprs->is_array()) ||
       (fields != nullptr && !fields->is_array())) {
     *why = "unreadable";
@@ -161,7 +155,7 @@ Eligibility Refuse(absl::string_view node_name, absl::string_view why) {
 std::optional<Eligibility> CheckSelector(const json* spec,
                                          absl::string_view node_name,
                                          const NodeTraits& node) {
-  const json* selector = Member(spec, "nodeSelector");
+  const json* selector = JsonMember(spec, "nodeSelector");
   if (selector == nullptr) return std::nullopt;
   if (!selector->is_object()) {
     return Refuse(node_name,
@@ -185,10 +179,10 @@ std::optional<Eligibility> CheckAffinity(const json* spec,
                                          absl::string_view node_name,
                                          const NodeTraits& node) {
   const json* required =
-      Member(Member(Member(spec, "affinity"), "nodeAffinity"),
+      JsonMember(JsonMember(JsonMember(spec, "affinity"), "nodeAffinity"),
              "requiredDuringSchedulingIgnoredDuringExecution");
   if (required == nullptr) return std::nullopt;
-  const json* terms = Member(required, "nodeSelectorTerms");
+  const json* terms = JsonMember(required, "nodeSelectorTerms");
   if (terms != nullptr && !terms->is_array()) {
     return Refuse(node_name, absl::StrCat("refused: the pod's ", kAffinityField,
                                           " is unreadable"));
@@ -220,7 +214,7 @@ struct Toleration {
 
 std::optional<std::vector<Toleration>> ReadTolerations(const json* spec) {
   std::vector<Toleration> out;
-  const json* list = Member(spec, "tolerations");
+  const json* list = JsonMember(spec, "tolerations");
   if (list == nullptr) return out;
   if (!list->is_array()) return std::nullopt;
   for (const json& t : *list) {
@@ -252,7 +246,7 @@ bool Tolerated(const std::vector<Toleration>& tolerations, const Taint& taint) {
 
 absl::StatusOr<NodeTraits> ReadNodeTraits(const json& node) {
   NodeTraits out;
-  const json* labels = Member(Member(&node, "metadata"), "labels");
+  const json* labels = JsonMember(JsonMember(&node, "metadata"), "labels");
   if (labels != nullptr) {
     if (!labels->is_object()) {
       return absl::InvalidArgumentError("metadata.labels: not an object");
@@ -265,14 +259,14 @@ absl::StatusOr<NodeTraits> ReadNodeTraits(const json& node) {
       out.labels.emplace(key, value.get<std::string>());
     }
   }
-  const json* spec = Member(&node, "spec");
-  if (const json* u = Member(spec, "unschedulable"); u != nullptr) {
+  const json* spec = JsonMember(&node, "spec");
+  if (const json* u = JsonMember(spec, "unschedulable"); u != nullptr) {
     if (!u->is_boolean()) {
       return absl::InvalidArgumentError("spec.unschedulable: not a boolean");
     }
     out.unschedulable = u->get<bool>();
   }
-  const json* taints = Member(spec, "taints");
+  const json* taints = JsonMember(spec, "taints");
   if (taints == nullptr) return out;
   if (!taints->is_array()) {
     return absl::InvalidArgumentError("spec.taints: not a list");
@@ -297,7 +291,7 @@ absl::StatusOr<NodeTraits> ReadNodeTraits(const json& node) {
 
 Eligibility CheckNodeEligibility(const json& pod, absl::string_view node_name,
                                  const NodeTraits& node) {
-  const json* spec = Member(&pod, "spec");
+  const json* spec = JsonMember(&pod, "spec");
   const std::optional<std::vector<Toleration>> tolerations =
       ReadTolerations(spec);
   if (!tolerations) {
