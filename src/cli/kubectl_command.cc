@@ -47,8 +47,8 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
     std::string* target = nullptr;
     std::string flag = arg, value;
     bool has_value = false;
-    if (const size_t eq = arg.find('='); absl::StartsWith(arg, "--") &&
-                                         eq != std::string::npos) {
+    if (const size_t eq = arg.find('=');
+        absl::StartsWith(arg, "--") && eq != std::string::npos) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
       has_value = true;

@@ -6,18 +6,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "src/base/common/clock.h"
-#include "src/cli/app.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/resolve.h"
-#include "src/plugin/daemon/label_publisher.h"
+#include "src/cli/app.h"
 #include "src/gpu/device/discovery.h"
 #include "src/model/labels/node_patch.h"
+#include "src/plugin/daemon/label_publisher.h"
 
 namespace gpulet::cli {
 namespace {
 
 // One round: discover, compute, write or print, patch.
-absl::Status LabelOnce(const GlobalOptions& global, const config::Config& config,
+absl::Status LabelOnce(const GlobalOptions& global,
+                       const config::Config& config,
                        daemon::LabelPublisher& publisher, bool to_stdout,
                        bool patch, std::ostream& out) {
   GPULET_ASSIGN_OR_RETURN(NvmlSession nvml, OpenNvml(global));

@@ -73,8 +73,7 @@ class NodePolicyApiServerTest : public ::testing::Test {
     if (!t.ok()) return {};
     ApiClient c{.transport = *std::move(t)};
     c.client = std::make_unique<kube::Client>(
-        *c.transport, clock_,
-        kube::ClientOptions{.qps = 0, .max_attempts = 1});
+        *c.transport, clock_, kube::ClientOptions{.qps = 0, .max_attempts = 1});
     return c;
   }
 
@@ -283,8 +282,7 @@ TEST_F(NodePolicyApiServerTest, ExtenderWritesOnlyThePendingAnnotation) {
   ApiClient extender = Connect(token);
   ASSERT_NE(extender.client, nullptr);
   AwaitEnforced(extender, "gpu-c",
-                Annotation("gpulet.dev/gpu-memory", "forged"),
-                kExtenderDenied);
+                Annotation("gpulet.dev/gpu-memory", "forged"), kExtenderDenied);
 
   absl::Status s =
       Patch(extender, "gpu-c", Annotation("gpulet.dev/gpu-memory", "x"));
@@ -330,10 +328,9 @@ TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
                   {.mode = 0600, .durable = false})
                   .ok());
   // (The paths hold no characters the shell would interpret.)
-  const std::string cmd = absl::StrCat(GPULET_HELM_BINARY,
-                                       " template -n gpu-system -f ", values,
-                                       " gpu ", GPULET_SOURCE_DIR,
-                                       "/deploy/chart");
+  const std::string cmd =
+      absl::StrCat(GPULET_HELM_BINARY, " template -n gpu-system -f ", values,
+                   " gpu ", GPULET_SOURCE_DIR, "/deploy/chart");
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string rendered;

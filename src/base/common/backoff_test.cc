@@ -62,8 +62,8 @@ TEST(BackoffTest, DoublesToTheCapWithJitter) {
 }
 
 TEST(BackoffTest, DefaultRandomStaysInRange) {
-  Backoff backoff({.initial = absl::Seconds(1), .max = absl::Seconds(1),
-                   .jitter = 0.5});
+  Backoff backoff(
+      {.initial = absl::Seconds(1), .max = absl::Seconds(1), .jitter = 0.5});
   for (int i = 0; i < 100; ++i) {
     absl::Duration d = backoff.Next();
     EXPECT_GE(d, absl::Seconds(1));

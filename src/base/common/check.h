@@ -32,6 +32,6 @@ class CheckFailure {
 
 }  // namespace gpulet::common
 
-#define GPULET_CHECK(condition)                                         \
-  while (!(condition))                                                  \
+#define GPULET_CHECK(condition) \
+  while (!(condition))          \
   ::gpulet::common::CheckFailure(__FILE__, __LINE__, #condition).stream()

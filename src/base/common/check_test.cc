@@ -14,7 +14,8 @@ TEST(CheckTest, TrueConditionDoesNotEvaluateTheMessage) {
 
 TEST(CheckDeathTest, FalseConditionLogsAndAborts) {
   const int devices = 0;
-  EXPECT_DEATH(GPULET_CHECK(devices > 0) << "no devices in " << "node-a",
+  EXPECT_DEATH(GPULET_CHECK(devices > 0) << "no devices in "
+                                         << "node-a",
                "check_test.cc:[0-9]+\\] check failed: devices > 0: "
                "no devices in node-a");
 }

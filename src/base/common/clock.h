@@ -56,9 +56,9 @@ class RealClock final : public Clock {
     return *kClock;
   }
   absl::Time Now() const override {
-    return absl::UnixEpoch() + absl::FromChrono(
-                                   std::chrono::steady_clock::now()
-                                       .time_since_epoch());
+    return absl::UnixEpoch() +
+           absl::FromChrono(
+               std::chrono::steady_clock::now().time_since_epoch());
   }
   absl::Time WallNow() const override { return absl::Now(); }
   bool Sleep(absl::Duration duration,
@@ -67,9 +67,9 @@ class RealClock final : public Clock {
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);
-    return !cv.wait_for(lock, stop, absl::ToChronoNanoseconds(duration),
-                        [] { return false; }) &&
-           !stop.stop_requested();
+    return !cv.wait_for(lock, stop, absl::ToChronoNanoseconds(duration), [] {
+      return false;
+    }) && !stop.stop_requested();
   }
 };
 
@@ -110,7 +110,7 @@ class FakeClock final : public Clock {
 
  private:
   mutable std::mutex mu_;
-  mutable absl::Time now_;                     // guarded by mu_
+  mutable absl::Time now_;                      // guarded by mu_
   mutable std::vector<absl::Duration> sleeps_;  // guarded by mu_
 };
 

@@ -27,8 +27,8 @@ TEST(ParseListenAddressTest, Table) {
     ASSERT_TRUE(a.ok()) << c.in << ": " << a.status();
     EXPECT_EQ(*a, (ListenAddress{c.host, c.port})) << c.in;
   }
-  for (const char* bad : {"9400", "host:", "host:x", "host:65536",
-                          "host:-1", "::1:80", "[::1:80", "h:123456"}) {
+  for (const char* bad : {"9400", "host:", "host:x", "host:65536", "host:-1",
+                          "::1:80", "[::1:80", "h:123456"}) {
     absl::StatusOr<ListenAddress> a = ParseListenAddress(bad);
     ASSERT_FALSE(a.ok()) << bad;
     EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument) << bad;

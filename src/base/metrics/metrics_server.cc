@@ -73,11 +73,11 @@ class MetricsServer::Impl {
       std::vector<pollfd> fds;
       fds.push_back({wake_fd_.get(), POLLIN, 0});
       // At the limit the backlog holds new clients until a slot frees.
-      fds.push_back({conns_.size() < kMaxConnections ? listen_fd_.get() : -1,
-                     POLLIN, 0});
+      fds.push_back(
+          {conns_.size() < kMaxConnections ? listen_fd_.get() : -1, POLLIN, 0});
       for (const Conn& c : conns_) {
-        fds.push_back({c.fd.get(),
-                       static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
+        fds.push_back(
+            {c.fd.get(), static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
       }
       if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0) {
         if (errno == EINTR) continue;
@@ -183,8 +183,7 @@ class MetricsServer::Impl {
                     "not found\n");
   }
 
-  static std::string Response(absl::string_view status,
-                              absl::string_view type,
+  static std::string Response(absl::string_view status, absl::string_view type,
                               const std::string& body) {
     return absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", type,
                         "\r\nContent-Length: ", body.size(),
@@ -195,7 +194,7 @@ class MetricsServer::Impl {
   const common::UniqueFd listen_fd_;
   const common::UniqueFd wake_fd_;
   std::vector<Conn> conns_;  // the serving thread's only
-  std::jthread thread_;  // last: started after, joined before the fds close
+  std::jthread thread_;      // last: started after, joined before the fds close
 };
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(

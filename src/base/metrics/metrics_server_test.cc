@@ -72,9 +72,8 @@ TEST(MetricsServerTest, ServesMetricsAndHealthz) {
 
   const std::string metrics = HttpGet(port, "/metrics");
   EXPECT_THAT(metrics, StartsWith("HTTP/1.1 200 OK\r\n"));
-  EXPECT_THAT(metrics,
-              HasSubstr("Content-Type: text/plain; version=0.0.4; "
-                        "charset=utf-8\r\n"));
+  EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4; "
+                                 "charset=utf-8\r\n"));
   EXPECT_THAT(metrics, HasSubstr("\r\n\r\n# HELP gpulet_allocated_devices"));
   EXPECT_THAT(metrics,
               HasSubstr("gpulet_xid_events_total{gpu=\"GPU-0\",xid=\"48\"} "
@@ -135,8 +134,8 @@ TEST_F(ServedMetricsTest, ASlowClientDelaysNobodyAndIsCutOff) {
     const std::string request = "GET /metrics HTTP/1.0\r\nX-Slow: ";
     // Bounded: 60 s of trickling at most, long after the 5 s deadline.
     for (int i = 0; i < 600; ++i) {
-      if (::send(fd, request.data() + (i % request.size()), 1,
-                 MSG_NOSIGNAL) != 1) {
+      if (::send(fd, request.data() + (i % request.size()), 1, MSG_NOSIGNAL) !=
+          1) {
         cut_off = true;
         break;
       }

@@ -38,9 +38,7 @@ class BinderTest : public ::testing::Test {
                  .backoff = {.initial = absl::Milliseconds(100),
                              .max = absl::Seconds(1),
                              .jitter = 0}}),
-        binder_(client_, cache_,
-                {.max_conflicts = 3,
-                 .clock = &wall_}) {}
+        binder_(client_, cache_, {.max_conflicts = 3, .clock = &wall_}) {}
 
   std::vector<std::string> Calls() const {
     std::vector<std::string> out;
@@ -154,17 +152,16 @@ TEST_F(BinderTest, FailedBindingRemovesTheEntry) {
   transport_.AddResponse(200, NodeObject("n1", &memory_, nullptr, "9").dump());
   absl::Status s = binder_.Bind(request_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/namespaces/default/pods/p",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1",
-                                   "POST /api/v1/namespaces/default/pods/p/binding",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1"));
+  EXPECT_THAT(Calls(),
+              ElementsAre("GET /api/v1/namespaces/default/pods/p",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1",
+                          "POST /api/v1/namespaces/default/pods/p/binding",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1"));
   EXPECT_TRUE(Written(5).pods.empty());
   const nlohmann::json patch =
       nlohmann::json::parse(transport_.requests()[5].body);
-  EXPECT_TRUE(
-      patch["metadata"]["annotations"]["gpulet.dev/gpu-memory-pending"].is_null());
+  EXPECT_TRUE(patch["metadata"]["annotations"]["gpulet.dev/gpu-memory-pending"]
+                  .is_null());
 }
 
 TEST_F(BinderTest, AlreadyRecordedIsNotWrittenAgain) {
@@ -188,8 +185,8 @@ TEST_F(BinderTest, CurrentCacheNeedsNoNodeRead) {
               ElementsAre("GET /api/v1/namespaces/default/pods/p",
                           "PATCH /api/v1/nodes/n1",
                           "POST /api/v1/namespaces/default/pods/p/binding"));
-  EXPECT_EQ(nlohmann::json::parse(transport_.requests()[1].body)["metadata"]
-                                 ["resourceVersion"],
+  EXPECT_EQ(nlohmann::json::parse(
+                transport_.requests()[1].body)["metadata"]["resourceVersion"],
             "7");
 }
 
@@ -227,8 +224,7 @@ TEST_F(BinderTest, PodsNotPlacedHereGetOneAnswer) {
     transport_.AddResponse(200, pod.dump());
   }
   transport_.AddResponse(404, kPodGone);
-  const std::string want = std::string(
-      "bind pod default/p: ") + kNotPlacedHere;
+  const std::string want = std::string("bind pod default/p: ") + kNotPlacedHere;
   for (int i = 0; i < 6; ++i) {
     absl::Status s = binder_.Bind(request_, nullptr);
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << i;
@@ -272,7 +268,8 @@ TEST_F(BinderTest, ANodeWithoutMemorySharesIsNotInTheFitSet) {
   transport_.AddResponse(200, NodeObject("n1", nullptr, nullptr, "7").dump());
   absl::Status s = binder_.Bind(request_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), HasSubstr("has no gpulet.dev/gpu-memory annotation"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("has no gpulet.dev/gpu-memory annotation"));
   EXPECT_EQ(Calls().size(), 2u);  // no PATCH, no Binding
 }
 

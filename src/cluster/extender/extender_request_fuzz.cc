@@ -12,14 +12,14 @@
 
 #include "absl/strings/string_view.h"
 #include "src/base/common/clock.h"
+#include "src/base/metrics/registry.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/extender.h"
-#include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/extender/node_cache.h"
+#include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/http/request.h"
 #include "src/net/kube/client.h"
-#include "src/base/metrics/registry.h"
 
 namespace {
 
@@ -60,9 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)http::FormatResponse(Serve(head->request), head->keep_alive);
     return 0;
   }
-  static const char* const kVerbs[] = {"/gpu-memory/filter",
-                                       "/gpu-memory/prioritize",
-                                       "/gpu-memory/bind"};
+  static const char* const kVerbs[] = {
+      "/gpu-memory/filter", "/gpu-memory/prioritize", "/gpu-memory/bind"};
   http::Request request;
   request.method = "POST";
   request.path = size > 0 ? kVerbs[data[0] % 3] : kVerbs[0];

@@ -8,17 +8,17 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
-#include "src/base/common/status_macros.h"
 #include "src/base/common/signal_channel.h"
+#include "src/base/common/status_macros.h"
+#include "src/base/metrics/registry.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/extender.h"
 #include "src/cluster/extender/gone_pods.h"
 #include "src/cluster/extender/node_cache.h"
 #include "src/net/http/server.h"
-#include "src/net/kube/client.h"
 #include "src/net/kube/api_client.h"
+#include "src/net/kube/client.h"
 #include "src/net/kube/list_watcher.h"
-#include "src/base/metrics/registry.h"
 
 namespace gpulet::daemon {
 absl::Status RunExtender(const ExtenderRunOptions& options) {
@@ -41,8 +41,7 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
     return absl::InvalidArgumentError(
         "--client-ca-file needs --tls-cert-file and --tls-key-file");
   }
-  if (!options.allowed_client_names.empty() &&
-      options.client_ca_file.empty()) {
+  if (!options.allowed_client_names.empty() && options.client_ca_file.empty()) {
     return absl::InvalidArgumentError(
         "--allowed-client-names needs --client-ca-file: without client "
         "certificates there are no names to check");
@@ -81,20 +80,19 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
       {.on_replace =
            [&cache](std::vector<nlohmann::json> items, const std::string&) {
              cache.Replace(items);
-             GPULET_LOG(INFO) << "extender: node cache holds " << cache.size()
-                              << " nodes";
+             GPULET_LOG(INFO)
+                 << "extender: node cache holds " << cache.size() << " nodes";
            },
        .on_event = [&cache](const kube::WatchEvent& e) { cache.Apply(e); }});
   // Scheduled pods, to notice placed pods that were deleted or finished
   // before the kubelet admitted them.
   kube::ListWatcher pods(
       client, common::RealClock::Get(), "/api/v1/pods",
-      {.label_selector = "", .field_selector = "spec.nodeName!=",
+      {.label_selector = "",
+       .field_selector = "spec.nodeName!=",
        .resource_version = ""},
-      {.on_replace =
-           [&gone](std::vector<nlohmann::json> items, const std::string&) {
-             gone.Replace(items);
-           },
+      {.on_replace = [&gone](std::vector<nlohmann::json> items,
+                             const std::string&) { gone.Replace(items); },
        .on_event = [&gone](const kube::WatchEvent& e) { gone.Apply(e); }});
   std::jthread watch_nodes(
       [&nodes](std::stop_token stop) { (void)nodes.Run(stop); });

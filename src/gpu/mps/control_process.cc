@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -43,8 +43,8 @@ struct ChildError {
 };
 constexpr const char* kChildSteps[] = {
     "unshare(CLONE_NEWNS) (needs CAP_SYS_ADMIN)",
-    "make its mounts slaves of gpulet's", "bind the shm directory over /dev/shm",
-    "execve"};
+    "make its mounts slaves of gpulet's",
+    "bind the shm directory over /dev/shm", "execve"};
 
 // In the child, before execve: a mount namespace of its own with `shm_dir`
 // over /dev/shm. Only async-signal-safe calls. Returns the failed step or
@@ -232,9 +232,11 @@ absl::Status RunTool(const std::vector<std::string>& argv,
   if (!ended) ::kill(child->pid, SIGKILL);
   const std::string how = Reap(child->pid);
   if (ended && how == "exit status 0") return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(
-      absl::StrJoin(argv, " "), ": ", how,
-      ended ? "" : absl::StrCat(" (killed after ", absl::FormatDuration(timeout), ")")));
+  return absl::InternalError(
+      absl::StrCat(absl::StrJoin(argv, " "), ": ", how,
+                   ended ? ""
+                         : absl::StrCat(" (killed after ",
+                                        absl::FormatDuration(timeout), ")")));
 }
 
 absl::StatusOr<std::unique_ptr<ControlProcess>> ControlProcess::Start(

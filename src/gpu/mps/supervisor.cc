@@ -200,8 +200,8 @@ void Supervisor::Start(const std::string& uuid, Gpu& gpu, absl::Time now) {
   gpu.process = *std::move(process);
   gpu.ready_by = now + options_.ready_timeout;
   GPULET_LOG(INFO) << "MPS control daemon of " << uuid << " started (pid "
-                   << gpu.process->pid() << ", pipe directory "
-                   << spec.pipe_dir << ")";
+                   << gpu.process->pid() << ", pipe directory " << spec.pipe_dir
+                   << ")";
 }
 
 void Supervisor::CheckReady(absl::Time now) {
@@ -226,8 +226,8 @@ void Supervisor::Down(const std::string& uuid, Gpu& gpu,
   gpu.next_start = now + delay;
   const std::string why = absl::StrCat(reason, "; starting it again in ",
                                        absl::FormatDuration(delay));
-  GPULET_LOG(WARNING) << "MPS control daemon of " << uuid << " is down: "
-                      << why;
+  GPULET_LOG(WARNING) << "MPS control daemon of " << uuid
+                      << " is down: " << why;
   SetUp(uuid, gpu, false, why);
 }
 

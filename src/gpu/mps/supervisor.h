@@ -74,11 +74,11 @@ class Supervisor {
   struct Gpu {
     std::unique_ptr<ControlProcess> process;
     bool up = false;
-    common::Backoff backoff;   // failures since it was last up
-    absl::Time next_start;     // when down
-    absl::Time ready_by;       // when starting
+    common::Backoff backoff;  // failures since it was last up
+    absl::Time next_start;    // when down
+    absl::Time ready_by;      // when starting
     bool started_once = false;
-    int watch = -1;            // inotify watch of the pipe directory
+    int watch = -1;  // inotify watch of the pipe directory
   };
 
   Supervisor(SupervisorOptions options, common::UniqueFd wake,

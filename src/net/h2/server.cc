@@ -146,9 +146,8 @@ absl::Status Server::Start(const std::string& path, Service service) {
   }
   stopping_ = false;
   service_ = std::move(service);
-  thread_ = std::jthread([this, fd = std::move(listener)]() mutable {
-    Loop(std::move(fd));
-  });
+  thread_ = std::jthread(
+      [this, fd = std::move(listener)]() mutable { Loop(std::move(fd)); });
   return absl::OkStatus();
 }
 

@@ -31,8 +31,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds and listens on `path` (the caller removed anything there) and
-  // serves `service` until Stop(). The socket is created with mode 0600. UNAVAILABLE
-  // naming the path when it cannot listen; FAILED_PRECONDITION when
+  // serves `service` until Stop(). The socket is created with mode 0600.
+  // UNAVAILABLE naming the path when it cannot listen; FAILED_PRECONDITION when
   // running.
   absl::Status Start(const std::string& path, Service service);
   // Every stream asks its source for the next step, on the loop thread.

@@ -40,8 +40,8 @@ bool Connection::Wait(short events, Deadline deadline) {
     if (left.count() <= 0) return false;
     pollfd fds[3] = {
         {fd_.get(), events, 0}, {wake_fd_, POLLIN, 0}, {evict_fd_, POLLIN, 0}};
-    const int n = ::poll(fds, 3, static_cast<int>(std::min<int64_t>(
-                                     left.count(), 60'000)));
+    const int n = ::poll(
+        fds, 3, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 || fds[1].revents != 0 || fds[2].revents != 0) return false;
     if (fds[0].revents != 0) return true;
@@ -90,9 +90,9 @@ long Connection::Read(char* buf, size_t size, Deadline deadline) {
 bool Connection::WriteAll(std::string_view data, Deadline deadline) {
   while (!data.empty()) {
     if (ssl_ != nullptr) {
-      const int ret = SSL_write(
-          ssl_, data.data(),
-          static_cast<int>(std::min<size_t>(data.size(), 1 << 20)));
+      const int ret =
+          SSL_write(ssl_, data.data(),
+                    static_cast<int>(std::min<size_t>(data.size(), 1 << 20)));
       if (ret > 0) {
         data.remove_prefix(static_cast<size_t>(ret));
       } else if (!WaitForSsl(ret, deadline)) {
@@ -125,9 +125,8 @@ void Connection::Linger(Deadline deadline) {
     ERR_clear_error();
   }
   ::shutdown(fd_.get(), SHUT_WR);
-  const Deadline until =
-      std::min(deadline, std::chrono::steady_clock::now() +
-                             std::chrono::seconds(2));
+  const Deadline until = std::min(
+      deadline, std::chrono::steady_clock::now() + std::chrono::seconds(2));
   char buf[4096];
   while (true) {
     const ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);

@@ -12,8 +12,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <deque>
+#include <exception>
 #include <list>
 #include <optional>
 #include <stop_token>
@@ -118,9 +118,9 @@ class Server::Impl {
     while (slots_.CanAdmit()) {
       sockaddr_storage addr{};
       socklen_t len = sizeof(addr);
-      common::UniqueFd fd(
-          ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
-                    SOCK_CLOEXEC | SOCK_NONBLOCK));
+      common::UniqueFd fd(::accept4(listen_fd_.get(),
+                                    reinterpret_cast<sockaddr*>(&addr), &len,
+                                    SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (!fd.valid()) return;
       Start(std::move(fd), PeerAddress(addr));
     }
@@ -146,15 +146,15 @@ class Server::Impl {
     w->evict_fd = common::UniqueFd(::eventfd(0, EFD_CLOEXEC));
     SslCtxPtr ctx;
     if (tls_ != nullptr) ctx = tls_->Get();
-    w->thread = std::jthread([this, w, fd = std::move(fd),
-                              ctx = std::move(ctx)]() mutable {
-      Serve(Connection(std::move(fd), wake_fd_.get(), w->evict_fd.get(),
-                       std::move(ctx)),
-            w->id);
-      slots_.Release(w->id);
-      w->done.store(true);
-      Signal(reap_fd_.get());
-    });
+    w->thread = std::jthread(
+        [this, w, fd = std::move(fd), ctx = std::move(ctx)]() mutable {
+          Serve(Connection(std::move(fd), wake_fd_.get(), w->evict_fd.get(),
+                           std::move(ctx)),
+                w->id);
+          slots_.Release(w->id);
+          w->done.store(true);
+          Signal(reap_fd_.get());
+        });
     workers_.push_back(std::move(worker));
   }
 
@@ -233,13 +233,14 @@ class Server::Impl {
       Refuse(conn, TextResponse(431, "request head too large"), deadline);
       return std::nullopt;
     }
-    absl::StatusOr<Head> head = ParseHead(
-        absl::string_view(buf).substr(0, end), options_.max_body_bytes);
+    absl::StatusOr<Head> head = ParseHead(absl::string_view(buf).substr(0, end),
+                                          options_.max_body_bytes);
     buf.erase(0, end + 4);
     if (!head.ok()) {
-      Refuse(conn,
-             TextResponse(StatusCodeFor(head.status()), head.status().message()),
-             deadline);
+      Refuse(
+          conn,
+          TextResponse(StatusCodeFor(head.status()), head.status().message()),
+          deadline);
       return std::nullopt;
     }
     return *std::move(head);
@@ -283,11 +284,11 @@ class Server::Impl {
     try {
       return handler_(request);
     } catch (const std::exception& e) {
-      GPULET_LOG(ERROR) << options_.name << " server: " << request.method
-                        << " " << request.path << ": " << e.what();
+      GPULET_LOG(ERROR) << options_.name << " server: " << request.method << " "
+                        << request.path << ": " << e.what();
     } catch (...) {
-      GPULET_LOG(ERROR) << options_.name << " server: " << request.method
-                        << " " << request.path << ": unknown exception";
+      GPULET_LOG(ERROR) << options_.name << " server: " << request.method << " "
+                        << request.path << ": unknown exception";
     }
     return TextResponse(500, "internal error");
   }
@@ -374,13 +375,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         absl::StrCat(options.name, " server: eventfd: ", error));
   }
   const bool with_tls = tls != nullptr;
-  auto impl = std::make_unique<Impl>(options, std::move(handler),
-                                     std::move(tls), std::move(fd),
-                                     std::move(wake), std::move(reap));
+  auto impl =
+      std::make_unique<Impl>(options, std::move(handler), std::move(tls),
+                             std::move(fd), std::move(wake), std::move(reap));
   GPULET_LOG(INFO) << "serving " << options.name << " on "
                    << (with_tls ? "https" : "http") << "://"
-                   << (address->host.empty() ? "0.0.0.0" : address->host)
-                   << ":" << port
+                   << (address->host.empty() ? "0.0.0.0" : address->host) << ":"
+                   << port
                    << (options.client_ca_file.empty()
                            ? ""
                            : " (client certificates checked against " +

@@ -15,8 +15,7 @@ constexpr absl::Duration kMinWatchTimeout = absl::Minutes(5);
 ListWatcher::ListWatcher(Client& client, const common::Clock& clock,
                          std::string path, ListOptions selectors,
                          ListWatchCallbacks callbacks,
-                         common::BackoffPolicy backoff,
-                         common::RandomFn random)
+                         common::BackoffPolicy backoff, common::RandomFn random)
     : client_(client),
       clock_(clock),
       path_(std::move(path)),

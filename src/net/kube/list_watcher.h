@@ -28,8 +28,8 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
-#include "src/net/kube/client.h"
 #include "src/base/common/clock.h"
+#include "src/net/kube/client.h"
 
 namespace gpulet::kube {
 

@@ -18,8 +18,8 @@ using ::testing::HasSubstr;
 std::string Event(const std::string& type, const std::string& name,
                   const std::string& rv) {
   return absl::StrCat(R"({"type":")", type,
-                      R"(","object":{"kind":"Pod","metadata":{"name":")",
-                      name, R"(","resourceVersion":")", rv, R"("}}})", "\n");
+                      R"(","object":{"kind":"Pod","metadata":{"name":")", name,
+                      R"(","resourceVersion":")", rv, R"("}}})", "\n");
 }
 
 // A fake clock that ends the run if the script goes astray (a loop of
@@ -57,10 +57,12 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
       {R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})"
        "\n"});
   transport.AddResponse(
-      200, R"({"metadata":{"resourceVersion":"30"},"items":[{"metadata":{"name":"c"}}]})");
+      200,
+      R"({"metadata":{"resourceVersion":"30"},"items":[{"metadata":{"name":"c"}}]})");
   // A refused watch waits a backoff, then watches again from 30.
   transport.AddResponse(500, R"({"kind":"Status","code":500,"message":"x"})");
-  transport.AddStream({Event("MODIFIED", "c", "31"), Event("ADDED", "d", "32")});
+  transport.AddStream(
+      {Event("MODIFIED", "c", "31"), Event("ADDED", "d", "32")});
 
   std::vector<std::string> log;
   ListWatcher watcher(
@@ -71,9 +73,9 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
            },
        .on_event =
            [&](const WatchEvent& e) {
-             log.push_back(absl::StrCat(EventTypeName(e.type), " ",
-                                        e.object["metadata"]["name"]
-                                            .get<std::string>()));
+             log.push_back(
+                 absl::StrCat(EventTypeName(e.type), " ",
+                              e.object["metadata"]["name"].get<std::string>()));
              if (e.object["metadata"]["name"] == "d") stop.request_stop();
            }},
       {.initial = absl::Seconds(1), .max = absl::Seconds(8), .jitter = 0},
@@ -115,10 +117,9 @@ TEST(ListWatcherTest, ListFailuresBackOffExponentially) {
       client, clock, "/api/v1/pods", {},
       {.on_replace = [&](auto, const std::string&) { stop.request_stop(); }},
       {.initial = absl::Seconds(1), .max = absl::Seconds(3), .jitter = 0});
-  EXPECT_EQ(watcher.Run(stop.get_token()).code(),
-            absl::StatusCode::kCancelled);
+  EXPECT_EQ(watcher.Run(stop.get_token()).code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(clock.sleeps(), ElementsAre(absl::Seconds(1), absl::Seconds(2),
-                                            absl::Seconds(3)));
+                                          absl::Seconds(3)));
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ bool Retryable(int err) {
 
 int BioWrite(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
-  const ssize_t n = ::send(IoOf(bio)->fd, data, static_cast<size_t>(size),
-                           MSG_NOSIGNAL);
+  const ssize_t n =
+      ::send(IoOf(bio)->fd, data, static_cast<size_t>(size), MSG_NOSIGNAL);
   if (n > 0) IoOf(bio)->sent += static_cast<uint64_t>(n);
   if (n < 0 && Retryable(errno)) BIO_set_retry_write(bio);
   return static_cast<int>(n);
@@ -190,9 +190,9 @@ absl::Status TlsConnection::ConnectTcp(const std::string& host,
 absl::Status TlsConnection::Connect(SSL_CTX* ctx, const std::string& host,
                                     const std::string& port,
                                     absl::Time deadline) {
-  name_ = absl::StrCat(host.find(':') != std::string::npos ? "[" : "", host,
-                       host.find(':') != std::string::npos ? "]" : "", ":",
-                       port);
+  name_ =
+      absl::StrCat(host.find(':') != std::string::npos ? "[" : "", host,
+                   host.find(':') != std::string::npos ? "]" : "", ":", port);
   if (absl::Status s = ConnectTcp(host, port, deadline); !s.ok()) return s;
   ERR_clear_error();
   ssl_ = SSL_new(ctx);
@@ -219,8 +219,8 @@ absl::Status TlsConnection::Handshake(absl::Time deadline) {
     if (ret == 1) return absl::OkStatus();
     bool want_write = false;
     bool want_read = false;
-    absl::Status failed = SslFailure(ret, "TLS handshake with", &want_write,
-                                     &want_read);
+    absl::Status failed =
+        SslFailure(ret, "TLS handshake with", &want_write, &want_read);
     if (!failed.ok()) {
       const long verify = SSL_get_verify_result(ssl_);  // NOLINT(runtime/int)
       if (verify != X509_V_OK) {
@@ -269,8 +269,7 @@ absl::Status TlsConnection::SslFailure(int ret, absl::string_view step,
   }
 }
 
-absl::Status TlsConnection::Write(absl::string_view data,
-                                  absl::Time deadline) {
+absl::Status TlsConnection::Write(absl::string_view data, absl::Time deadline) {
   while (!data.empty()) {
     ERR_clear_error();
     errno = 0;

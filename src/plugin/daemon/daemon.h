@@ -32,11 +32,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "src/base/config/config.h"
 #include "src/base/common/backoff.h"
-#include "src/plugin/daemon/label_publisher.h"
+#include "src/base/config/config.h"
 #include "src/gpu/health/xid_policy.h"
 #include "src/gpu/nvml/library_search.h"
+#include "src/plugin/daemon/label_publisher.h"
 
 namespace gpulet::daemon {
 

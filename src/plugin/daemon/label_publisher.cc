@@ -11,8 +11,8 @@
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/gpu/device/discovery.h"
-#include "src/net/kube/api_path.h"
 #include "src/model/labels/node_patch.h"
+#include "src/net/kube/api_path.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -79,8 +79,8 @@ labels::Labels LabelPublisher::Compute(const device::Node& node,
         device::ReadSysfsPciClass(options_.sysfs_root, gpu.bus_id);
     if (pci_class.has_value()) facts.pci_class[gpu.index] = *pci_class;
   }
-  if (options_.timestamp) facts.timestamp =
-        absl::ToUnixSeconds(common::RealClock::Get().WallNow());
+  if (options_.timestamp)
+    facts.timestamp = absl::ToUnixSeconds(common::RealClock::Get().WallNow());
   return labels::ComputeLabels(node, config, facts);
 }
 
@@ -104,9 +104,8 @@ absl::Status LabelPublisher::WriteFeatureFile(
   absl::Status s = common::WriteFileAtomic(
       options_.output_file, labels::FeatureFileText(labels), write);
   if (!s.ok()) {
-    return common::Annotate(
-        s, absl::StrCat("cannot write the node labels to ",
-                        options_.output_file));
+    return common::Annotate(s, absl::StrCat("cannot write the node labels to ",
+                                            options_.output_file));
   }
   return absl::OkStatus();
 }
@@ -124,7 +123,8 @@ absl::Status LabelPublisher::PatchNode(const labels::Labels& labels,
   wanted.erase(kTimestampLabel);
   absl::StatusOr<nlohmann::json> current = client_->Get(*path, stop);
   if (!current.ok()) return common::Annotate(current.status(), context);
-  std::optional<nlohmann::json> patch = labels::NodeLabelPatch(*current, wanted);
+  std::optional<nlohmann::json> patch =
+      labels::NodeLabelPatch(*current, wanted);
   if (!patch.has_value()) return absl::OkStatus();
   absl::StatusOr<nlohmann::json> patched =
       client_->MergePatch(*path, *patch, stop);

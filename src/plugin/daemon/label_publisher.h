@@ -36,9 +36,9 @@
 #include "absl/time/time.h"
 #include "src/base/config/config.h"
 #include "src/gpu/device/gpu.h"
-#include "src/net/kube/client.h"
-#include "src/net/kube/api_client.h"
 #include "src/model/labels/labels.h"
+#include "src/net/kube/api_client.h"
+#include "src/net/kube/client.h"
 
 namespace gpulet::daemon {
 

@@ -45,11 +45,11 @@
 #include "absl/time/time.h"
 #include "src/base/common/backoff.h"
 #include "src/base/metrics/gpulet_metrics.h"
+#include "src/model/pluginapi/handlers.h"
+#include "src/model/resources/resources.h"
+#include "src/net/registration/registrar.h"
 #include "src/plugin/server/device_list.h"
 #include "src/plugin/server/plugin_server.h"
-#include "src/model/pluginapi/handlers.h"
-#include "src/net/registration/registrar.h"
-#include "src/model/resources/resources.h"
 
 namespace gpulet::daemon {
 

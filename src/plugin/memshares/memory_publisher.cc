@@ -113,8 +113,7 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
 }
 
 absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
-  GPULET_ASSIGN_OR_RETURN(std::string path,
-                          kube::NodePath(options_.node_name));
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
   // The ledger as it is after this read: an answer written by OnAllocate
   // since is in it, so this patch keeps it.
@@ -125,8 +124,7 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   }
   if (std::optional<std::string> own =
           Annotation(node, sharing::kNodeAnnotation)) {
-    absl::StatusOr<sharing::NodeMemory> parsed =
-        sharing::ParseNodeMemory(*own);
+    absl::StatusOr<sharing::NodeMemory> parsed = sharing::ParseNodeMemory(*own);
     if (!parsed.ok()) reports_.BadAnnotation("node", parsed.status());
   }
   std::optional<sharing::Pending> pending;
@@ -163,8 +161,8 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   pending_ = std::move(pruned);
   node_ = built;
   ++syncs_;
-  reports_.SetUnits(node_, sharing::PendingRequests(pending_, node_,
-                                                    ledger_.unmatched()));
+  reports_.SetUnits(
+      node_, sharing::PendingRequests(pending_, node_, ledger_.unmatched()));
   return absl::OkStatus();
 }
 

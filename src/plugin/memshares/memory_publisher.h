@@ -59,14 +59,14 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "src/base/common/clock.h"
-#include "src/net/kube/client.h"
 #include "src/base/metrics/registry.h"
+#include "src/model/sharing/node_view.h"
+#include "src/net/kube/client.h"
+#include "src/net/podresources/client.h"
 #include "src/plugin/memshares/kubelet_gate.h"
 #include "src/plugin/memshares/pod_watch.h"
 #include "src/plugin/memshares/publisher_metrics.h"
 #include "src/plugin/memshares/publisher_reports.h"
-#include "src/net/podresources/client.h"
-#include "src/model/sharing/node_view.h"
 
 namespace gpulet::nodeagent {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/plugin/memshares/memory_publisher.h"
 #include "src/model/sharing/unit_id.h"
+#include "src/plugin/memshares/memory_publisher.h"
 
 namespace gpulet::nodeagent {
 namespace {
@@ -87,9 +87,9 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
   }
   absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
   absl::StatusOr<std::vector<podresources::Devices>> allocatable =
-      pods.ok() ? kubelet_.Allocatable()
-                : absl::StatusOr<std::vector<podresources::Devices>>(
-                      pods.status());
+      pods.ok()
+          ? kubelet_.Allocatable()
+          : absl::StatusOr<std::vector<podresources::Devices>>(pods.status());
   const absl::Time now = options_.clock->WallNow();
   absl::MutexLock lock(&mu_);
   gate_.set_listing(false);
@@ -105,8 +105,7 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
       ledger_.listing(), std::move(listing),
       [&uids](const sharing::UsedPod& pod) {
         auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
-        return uid != uids.end() &&
-               (pod.uid.empty() || uid->second == pod.uid);
+        return uid != uids.end() && (pod.uid.empty() || uid->second == pod.uid);
       });
   ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
   listed_gpus_ = gpus_;

@@ -28,8 +28,8 @@ PodWatch::PodWatch(kube::Client& api, std::string node_name,
       on_change_(std::move(on_change)) {}
 
 void PodWatch::Start(const common::Clock& clock) {
-  thread_ = std::jthread(
-      [this, &clock](std::stop_token stop) { Run(clock, stop); });
+  thread_ =
+      std::jthread([this, &clock](std::stop_token stop) { Run(clock, stop); });
 }
 
 void PodWatch::RequestStop() { thread_.request_stop(); }

@@ -19,9 +19,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "src/base/common/clock.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/list_watcher.h"
-#include "src/base/common/clock.h"
 
 namespace gpulet::nodeagent {
 

@@ -31,10 +31,10 @@ namespace gpulet::nodeagent {
 // The time of every test: the fake clock's and the annotations'.
 inline const absl::Time kNow = absl::FromUnixSeconds(1795496400);
 inline const std::vector<std::string> kB0To3 = {"GPU-b::m0", "GPU-b::m1",
-                                         "GPU-b::m2", "GPU-b::m3"};
+                                                "GPU-b::m2", "GPU-b::m3"};
 
 inline std::string NodeJson(const std::string& resource_version,
-                     const std::string& pending) {
+                            const std::string& pending) {
   nlohmann::json node = {
       {"kind", "Node"},
       {"metadata", {{"name", "n1"}, {"resourceVersion", resource_version}}}};
@@ -136,7 +136,7 @@ inline sharing::NodeMemory Written(const nlohmann::json& patch) {
 // A Node whose gpulet.dev/gpu-memory has GPU-a (8 units, 2 used by ns/p)
 // and GPU-b (8 units, none used), and `pending` as pending annotation.
 inline std::string NodeWithMemory(const std::string& resource_version,
-                           const std::string& pending) {
+                                  const std::string& pending) {
   sharing::NodeMemory memory{
       .resource = "nvidia.com/gpu-memory",
       .observed = kNow,
