@@ -19,7 +19,7 @@ export CCACHE_NOHASHDIR := true
 export CCACHE_MAXSIZE ?= 20G
 
 .PHONY: all build test test-unit test-asan build-asan-only build-fuzz-only demo bench fuzz soak \
-        bootstrap clean
+        bootstrap clean format
 
 all: build
 
@@ -98,6 +98,11 @@ demo: $(BUILD)/build.ninja
 bench: build
 	ninja -C $(BUILD) peers_bench_go
 	scripts/run-benchmarks $(BUILD)
+
+# Formats every C and C++ source as .clang-format says (scripts/check-format
+# checks it without changing anything).
+format:
+	scripts/check-format --fix
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

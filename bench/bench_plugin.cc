@@ -88,8 +88,7 @@ absl::Status BenchPlugin::Start() {
   if (options_.sim_control) {
     env.push_back("GPULET_SIM_SOCKET=" + sim_socket_path());
   }
-  std::vector<std::string> args = {"--kubelet-socket",
-                                   kubelet_->socket_path()};
+  std::vector<std::string> args = {"--kubelet-socket", kubelet_->socket_path()};
   if (!options_.config_file.empty()) {
     args.insert(args.end(), {"--config-file", options_.config_file});
   }

@@ -368,9 +368,9 @@ absl::StatusOr<std::vector<double>> MeasureStartToRegistered(
     const PhaseConfig& config) {
   std::vector<double> us;
   for (int i = 0; i < config.starts; ++i) {
-    BenchPlugin plugin(config.scratch_root,
-                       {.machine = config.machine,
-                        .config_file = config.config_file});
+    BenchPlugin plugin(
+        config.scratch_root,
+        {.machine = config.machine, .config_file = config.config_file});
     if (absl::Status s = plugin.Start(); !s.ok()) return s;
     us.push_back(plugin.start_to_registered_us());
     if (absl::Status s = plugin.Stop(); !s.ok()) return s;

@@ -37,8 +37,8 @@ struct RpcResults {
   // ListAndWatch stream open; and again after every RPC case below.
   MemoryKib registered;
   MemoryKib after;
-  int devices = 0;  // advertised in the first ListAndWatch message
-  int gpus = 0;     // behind them (the replicas "<uuid>::<n>" count once)
+  int devices = 0;        // advertised in the first ListAndWatch message
+  int gpus = 0;           // behind them (the replicas "<uuid>::<n>" count once)
   size_t list_bytes = 0;  // serialized size of that first message
   // (case name, round-trip microseconds per call).
   std::vector<std::pair<std::string, std::vector<double>>> cases;
@@ -72,7 +72,7 @@ struct HealthResults {
   // Serialized size in bytes of each update message.
   std::vector<double> message_bytes;
   int devices_per_gpu = 0;  // marked Unhealthy by one Xid (the largest seen)
-  int plugins = 0;  // fresh plugin processes used
+  int plugins = 0;          // fresh plugin processes used
 };
 
 // Fatal Xids on alternating GPUs, one at a time, each waited for on the

@@ -77,7 +77,8 @@ json Claim(const ClaimRef& ref, int gpu) {
 }
 
 ClaimRef Ref(int i) {
-  return {.namespace_name = "bench", .name = absl::StrCat("c", i),
+  return {.namespace_name = "bench",
+          .name = absl::StrCat("c", i),
           .uid = absl::StrCat("uid-", i)};
 }
 
@@ -89,7 +90,8 @@ void Report(const char* what, std::vector<double> samples) {
 
 int Run() {
   const char* base = std::getenv("GPULET_BENCH_DIR");
-  std::string tmpl = absl::StrCat(base ? base : "/var/tmp", "/dra-bench-XXXXXX");
+  std::string tmpl =
+      absl::StrCat(base ? base : "/var/tmp", "/dra-bench-XXXXXX");
   if (mkdtemp(tmpl.data()) == nullptr) {
     std::perror("mkdtemp");
     return 1;
@@ -107,7 +109,8 @@ int Run() {
         return Claim(ref, std::stoi(ref.name.substr(1)) % 8);
       });
   if (!preparer.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(preparer.status().message()).c_str());
+    std::fprintf(stderr, "%s\n",
+                 std::string(preparer.status().message()).c_str());
     return 1;
   }
   (*preparer)->SetNode(Node8(), Spec8());
@@ -125,8 +128,10 @@ int Run() {
   }
 
   DeviceHealthBoard board;
-  DraServer server({.driver = "gpu.nvidia.com", .pool = "node",
-                    .registry_dir = dir + "/reg", .plugin_dir = dir + "/plug",
+  DraServer server({.driver = "gpu.nvidia.com",
+                    .pool = "node",
+                    .registry_dir = dir + "/reg",
+                    .plugin_dir = dir + "/plug",
                     .on_registration = {}},
                    **preparer, board);
   if (!server.Start().ok()) return 1;

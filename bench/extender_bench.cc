@@ -24,7 +24,6 @@
 #include "src/cluster/extender/extender.h"
 #include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {
@@ -42,8 +41,8 @@ std::vector<json> MakeNodes(int count, std::mt19937& rng) {
     const sharing::NodeMemory memory = testing::Memory(name, gpus);
     sharing::Pending p;
     for (int i = pending(rng); i > 0; --i) {
-      p.pods.push_back(testing::PendingEntry(name + "-" + std::to_string(i),
-                                             {8, 4}));
+      p.pods.push_back(
+          testing::PendingEntry(name + "-" + std::to_string(i), {8, 4}));
     }
     nodes.push_back(testing::NodeObject(name, &memory, &p));
   }
@@ -53,9 +52,8 @@ std::vector<json> MakeNodes(int count, std::mt19937& rng) {
 void Filter(int count) {
   std::mt19937 rng(42);
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   testing::FakeApiServer api;
-  kube::Client client(api, clock, sleeper, {});
+  kube::Client client(api, clock, {});
   NodeCache cache;
   cache.Replace(MakeNodes(count, rng));
   Binder binder(client, cache, {});
@@ -66,9 +64,10 @@ void Filter(int count) {
   http::Request request;
   request.method = "POST";
   request.path = "/gpu-memory/filter";
-  request.body =
-      json{{"Pod", testing::PodObject("p", {24, 12})}, {"NodeNames", names}}
-          .dump();
+  request.body = json{
+      {"Pod", testing::PodObject("p", {24, 12})},
+      {"NodeNames",
+       names}}.dump();
   std::vector<double> ms;
   size_t fit = 0;
   for (int i = 0; i < 200; ++i) {
@@ -78,9 +77,10 @@ void Filter(int count) {
     if (i == 0) fit = json::parse(r.body)["NodeNames"].size();
   }
   const bench::Summary s = bench::Summarize(ms);
-  std::printf("filter  nodes=%-5d fit=%-5zu calls=%zu p50=%.2f ms p99=%.2f ms "
-              "max=%.2f ms\n",
-              count, fit, s.n, s.p50, s.p99, s.max);
+  std::printf(
+      "filter  nodes=%-5d fit=%-5zu calls=%zu p50=%.2f ms p99=%.2f ms "
+      "max=%.2f ms\n",
+      count, fit, s.n, s.p50, s.p99, s.max);
 }
 
 void Bind(int threads) {
@@ -95,13 +95,13 @@ void Bind(int threads) {
     api.AddNode(testing::NodeObject(name, &memory));
   }
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   kube::ClientOptions options;
   options.qps = 0;
-  kube::Client client(api, clock, sleeper, options);
+  kube::Client client(api, clock, options);
   NodeCache cache;
   std::vector<json> nodes;
-  for (int n = 0; n < kNodes; ++n) nodes.push_back(api.Node("node-" + std::to_string(n)));
+  for (int n = 0; n < kNodes; ++n)
+    nodes.push_back(api.Node("node-" + std::to_string(n)));
   cache.Replace(nodes);
   BinderOptions binder_options;
   binder_options.max_conflicts = 1000;
@@ -109,7 +109,8 @@ void Bind(int threads) {
   std::vector<std::vector<std::shared_ptr<const PodRequest>>> pods(threads);
   for (int t = 0; t < threads; ++t) {
     for (int i = 0; i < kPodsPerThread; ++i) {
-      const std::string name = "p-" + std::to_string(t) + "-" + std::to_string(i);
+      const std::string name =
+          "p-" + std::to_string(t) + "-" + std::to_string(i);
       json pod = testing::PodObject(name, {1});
       api.AddPod(pod);
       pods[t].push_back(std::make_shared<const PodRequest>(
@@ -135,10 +136,11 @@ void Bind(int threads) {
   }
   const double seconds = bench::MicrosSince(start) / 1e6;
   const int total = threads * kPodsPerThread;
-  std::printf("bind    threads=%d binds=%d failed=%d conflicts=%lld "
-              "rate=%.0f binds/s\n",
-              threads, total, failures.load(),
-              static_cast<long long>(api.conflicts()), total / seconds);
+  std::printf(
+      "bind    threads=%d binds=%d failed=%d conflicts=%lld "
+      "rate=%.0f binds/s\n",
+      threads, total, failures.load(), static_cast<long long>(api.conflicts()),
+      total / seconds);
 }
 
 }  // namespace

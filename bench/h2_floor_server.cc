@@ -30,7 +30,7 @@ namespace {
 
 struct Stream {
   std::string path;
-  std::string body;  // gRPC-framed request bytes
+  std::string body;   // gRPC-framed request bytes
   std::string reply;  // gRPC-framed response bytes
   size_t sent = 0;
   const char* status = "0";

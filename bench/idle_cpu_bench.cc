@@ -48,9 +48,9 @@ struct Scenario {
 };
 
 struct ThreadSample {
-  std::string name;       // the thread's comm
-  long switches = 0;      // voluntary + non-voluntary context switches
-  double cpu_ns = 0;      // schedstat: time on a CPU
+  std::string name;   // the thread's comm
+  long switches = 0;  // voluntary + non-voluntary context switches
+  double cpu_ns = 0;  // schedstat: time on a CPU
 };
 
 std::string ReadFile(const std::string& path) {
@@ -170,7 +170,8 @@ void Report(const Scenario& scenario,
     auto it = before.find(tid);
     const long switches =
         t.switches - (it == before.end() ? 0 : it->second.switches);
-    const double cpu_ns = t.cpu_ns - (it == before.end() ? 0 : it->second.cpu_ns);
+    const double cpu_ns =
+        t.cpu_ns - (it == before.end() ? 0 : it->second.cpu_ns);
     total_switches += switches;
     total_cpu_ns += cpu_ns;
     std::printf("    %-8s %-16s %12.1f %14.3f\n", tid.c_str(), t.name.c_str(),
@@ -207,9 +208,9 @@ int RunScenario(const Scenario& scenario, int seconds,
     const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(seconds));
     const std::map<std::string, ThreadSample> after = SampleThreads(pid);
-    const double elapsed_s = std::chrono::duration<double>(
-                                 std::chrono::steady_clock::now() - start)
-                                 .count();
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     Report(scenario, before, after, elapsed_s, streams.messages() - messages);
   }
   if (absl::Status s = plugin.Stop(); !s.ok()) return fail(s);
@@ -255,21 +256,22 @@ int main(int argc, char** argv) {
   }
   std::vector<Scenario> scenarios;
   if (!single.machine.empty()) {
-    single.title = single.machine +
-                   (single.config_file.empty() ? "" : ", " + single.config_file) +
-                   ", " + std::to_string(single.streams) + " stream(s)";
+    single.title =
+        single.machine +
+        (single.config_file.empty() ? "" : ", " + single.config_file) + ", " +
+        std::to_string(single.streams) + " stream(s)";
     scenarios.push_back(single);
   } else {
-    scenarios.push_back({"dgx-h100, 2 ListAndWatch streams", "dgx-h100", "", 2});
-    scenarios.push_back({"islands-16, time-slicing 48 replicas, 1 stream",
-                         "islands-16",
-                         std::string(GPULET_SOURCE_DIR) +
-                             "/bench/configs/time-slicing-48.yaml",
-                         1});
+    scenarios.push_back(
+        {"dgx-h100, 2 ListAndWatch streams", "dgx-h100", "", 2});
+    scenarios.push_back(
+        {"islands-16, time-slicing 48 replicas, 1 stream", "islands-16",
+         std::string(GPULET_SOURCE_DIR) + "/bench/configs/time-slicing-48.yaml",
+         1});
   }
-  const gpulet::bench::ScratchRoot root =
-      gpulet::bench::ChooseScratchRoot(dir);
-  std::printf("idle `gpulet plugin`, sockets in %s\n", root.description.c_str());
+  const gpulet::bench::ScratchRoot root = gpulet::bench::ChooseScratchRoot(dir);
+  std::printf("idle `gpulet plugin`, sockets in %s\n",
+              root.description.c_str());
   for (const Scenario& scenario : scenarios) {
     if (int rc = gpulet::bench::RunScenario(scenario, seconds, root); rc != 0) {
       return rc;

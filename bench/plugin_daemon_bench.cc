@@ -110,8 +110,7 @@ void PrintMachine(const ScratchRoot& root, const PhaseConfig& config) {
               FirstLine("/proc/loadavg", "").c_str());
   std::printf("gpulet:   %s (%s build)\n", testing::GpuletBinary().c_str(),
               GPULET_BENCH_BUILD_TYPE);
-  std::printf("node:     NVML simulator, machine %s\n",
-              config.machine.c_str());
+  std::printf("node:     NVML simulator, machine %s\n", config.machine.c_str());
   if (!config.config_file.empty()) {
     std::printf("config:   --config-file %s\n", config.config_file.c_str());
   }
@@ -186,10 +185,11 @@ void PrintHealth(const HealthResults& health, bool shared) {
 // The node's shape and the ListAndWatch message sizes, for a shared node.
 void PrintShape(const RpcResults& rpcs, const HealthResults& health) {
   const Summary bytes = Summarize(health.message_bytes);
-  std::printf("devices:  %d on %d GPUs; ListAndWatch message %zu bytes, "
-              "updates %.0f-%.0f bytes (%d devices marked per Xid)\n\n",
-              rpcs.devices, rpcs.gpus, rpcs.list_bytes, bytes.min, bytes.max,
-              health.devices_per_gpu);
+  std::printf(
+      "devices:  %d on %d GPUs; ListAndWatch message %zu bytes, "
+      "updates %.0f-%.0f bytes (%d devices marked per Xid)\n\n",
+      rpcs.devices, rpcs.gpus, rpcs.list_bytes, bytes.min, bytes.max,
+      health.devices_per_gpu);
 }
 
 void PrintReport(const std::vector<double>& starts, const RpcResults& rpcs,

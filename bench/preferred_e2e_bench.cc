@@ -23,10 +23,10 @@
 #include "absl/strings/numbers.h"
 #include "bench/bench_stats.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "sim/profiles.h"
 #include "src/model/allocation/allocate_response.h"
 #include "src/model/allocation/preferred_handler.h"
 #include "src/model/testing/test_topologies.h"
-#include "sim/profiles.h"
 #include "src/plugin/server/plugin_server.h"
 
 namespace gpulet::bench {
@@ -112,7 +112,8 @@ int RunMachine(const std::string& profile, int samples) {
       if (must && size < 2) continue;
       v1beta1::PreferredAllocationRequest request;
       auto* c = request.add_container_requests();
-      for (const pluginapi::Device& d : devices) c->add_available_deviceids(d.id);
+      for (const pluginapi::Device& d : devices)
+        c->add_available_deviceids(d.id);
       // A GPU in the second half, so the answer is not the lowest indexes.
       if (must) c->add_must_include_deviceids(devices[n - 3].id);
       c->set_allocation_size(size);

@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/file_util.h"
-#include "src/runtime/wrapper/runtime_config.h"
 #include "src/runtime/wrapper/create.h"
+#include "src/runtime/wrapper/runtime_config.h"
 #include "test/runtime/runc_fixture.h"
 
 extern char** environ;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "sim/profiles.h"
 #include "src/model/allocation/preferred_handler.h"
 #include "src/model/testing/test_topologies.h"
-#include "sim/profiles.h"
 
 namespace gpulet::allocation {
 namespace {

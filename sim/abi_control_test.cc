@@ -7,10 +7,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "sim/testing/abi_test_util.h"
 #include "sim/control_client.h"
 #include "sim/control_protocol.h"
 #include "sim/control_server.h"
+#include "sim/testing/abi_test_util.h"
 
 namespace gpulet::sim::testing {
 namespace {

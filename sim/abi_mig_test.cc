@@ -5,8 +5,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sim/testing/abi_test_util.h"
 #include "sim/machine_queries.h"
+#include "sim/testing/abi_test_util.h"
 
 namespace gpulet::sim::testing {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sim/control_protocol.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/unique_fd.h"
-#include "sim/control_protocol.h"
 
 namespace gpulet::sim {
 namespace {

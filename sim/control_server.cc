@@ -11,12 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sim/control_protocol.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
-#include "sim/control_protocol.h"
 
 namespace gpulet::sim {
 namespace {
@@ -43,13 +44,11 @@ int RemainingMs(Clock::time_point deadline) {
 
 // Whether some process accepts connections on the socket file at `address`.
 bool SomeoneListens(const sockaddr_un& address) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&address),
-                        sizeof(address)) == 0 ||
-              errno == EAGAIN;  // backlog full: alive but busy
-  ::close(fd);
-  return live;
+  const common::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return false;
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address),
+                   sizeof(address)) == 0 ||
+         errno == EAGAIN;  // backlog full: alive but busy
 }
 
 absl::Status ClearStaleSocket(const std::string& path,
@@ -122,45 +121,47 @@ absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(
   absl::Status cleared = ClearStaleSocket(path, *address);
   if (!cleared.ok()) return cleared;
 
-  int listen_fd =
-      ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (listen_fd < 0) return common::ErrnoToStatus(errno, "socket(AF_UNIX)");
-  auto fail = [&](const std::string& what) {
-    absl::Status status = common::ErrnoToStatus(errno, what);
-    ::close(listen_fd);
-    return status;
+  common::UniqueFd listen_fd(
+      ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listen_fd.valid()) {
+    return common::ErrnoToStatus(errno, "socket(AF_UNIX)");
+  }
+  auto fail = [](const std::string& what) {
+    return common::ErrnoToStatus(errno, what);
   };
-  if (::bind(listen_fd, reinterpret_cast<const sockaddr*>(&*address),
+  if (::bind(listen_fd.get(), reinterpret_cast<const sockaddr*>(&*address),
              sizeof(*address)) != 0) {
     return fail(absl::StrCat("bind ", path));
   }
-  if (::listen(listen_fd, 16) != 0) return fail(absl::StrCat("listen ", path));
+  if (::listen(listen_fd.get(), 16) != 0) {
+    return fail(absl::StrCat("listen ", path));
+  }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return fail(absl::StrCat("stat ", path));
-  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd < 0) {
+  common::UniqueFd wake_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_fd.valid()) {
     absl::Status status = fail("eventfd");
     ::unlink(path.c_str());
     return status;
   }
   return std::make_unique<ControlServer>(Token{}, path, std::move(handler),
-                                         listen_fd, wake_fd, st.st_ino);
+                                         std::move(listen_fd),
+                                         std::move(wake_fd), st.st_ino);
 }
 
 ControlServer::ControlServer(Token, std::string path, Handler handler,
-                             int listen_fd, int wake_fd, ino_t inode)
+                             common::UniqueFd listen_fd,
+                             common::UniqueFd wake_fd, ino_t inode)
     : path_(std::move(path)),
       handler_(std::move(handler)),
-      listen_fd_(listen_fd),
-      wake_fd_(wake_fd),
+      listen_fd_(std::move(listen_fd)),
+      wake_fd_(std::move(wake_fd)),
       inode_(inode),
       thread_([this](std::stop_token stop) { Serve(stop); }) {}
 
 ControlServer::~ControlServer() {
   thread_.request_stop();
   if (thread_.joinable()) thread_.join();
-  ::close(listen_fd_);
-  ::close(wake_fd_);
   // Leave the file alone if another server has replaced it meanwhile.
   struct stat st;
   if (::lstat(path_.c_str(), &st) == 0 && st.st_ino == inode_) {
@@ -171,10 +172,11 @@ ControlServer::~ControlServer() {
 void ControlServer::Serve(std::stop_token stop) {
   std::stop_callback wake(stop, [this] {
     uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
   });
   while (!stop.stop_requested()) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{listen_fd_.get(), POLLIN, 0},
+                     {wake_fd_.get(), POLLIN, 0}};
     int ready = ::poll(fds, 2, -1);
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -185,11 +187,11 @@ void ControlServer::Serve(std::stop_token stop) {
     }
     if (fds[1].revents != 0) return;
     if ((fds[0].revents & POLLIN) == 0) continue;
-    int fd =
-        ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;  // the peer gave up already, or EMFILE: try later
-    HandleConnection(fd);
-    ::close(fd);
+    const common::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr,
+                                        SOCK_CLOEXEC | SOCK_NONBLOCK));
+    // The peer gave up already, or EMFILE: try later.
+    if (!fd.valid()) continue;
+    HandleConnection(fd.get());
   }
 }
 

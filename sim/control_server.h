@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "src/base/common/unique_fd.h"
 
 namespace gpulet::sim {
 
@@ -52,8 +53,9 @@ class ControlServer {
   struct Token {};  // keeps the constructor usable by Start() only
 
  public:
-  ControlServer(Token, std::string path, Handler handler, int listen_fd,
-                int wake_fd, ino_t inode);
+  ControlServer(Token, std::string path, Handler handler,
+                common::UniqueFd listen_fd, common::UniqueFd wake_fd,
+                ino_t inode);
 
  private:
   void Serve(std::stop_token stop);
@@ -61,8 +63,8 @@ class ControlServer {
 
   const std::string path_;
   const Handler handler_;
-  const int listen_fd_;
-  const int wake_fd_;
+  const common::UniqueFd listen_fd_;
+  const common::UniqueFd wake_fd_;
   const ino_t inode_;
   std::jthread thread_;  // declared last: started after, stopped before the fds
 };

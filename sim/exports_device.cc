@@ -4,10 +4,10 @@
 #include <cstring>
 #include <optional>
 
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/machine_queries.h"
 #include "sim/nvml_values.h"
 #include "sim/sim_runtime.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 using gpulet::sim::CopyString;
 using gpulet::sim::DeviceView;

@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/sim_runtime.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 using gpulet::sim::DeviceView;
 using gpulet::sim::State;

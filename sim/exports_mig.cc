@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/machine_queries.h"
 #include "sim/sim_runtime.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 using gpulet::sim::CiProfileInGi;
 using gpulet::sim::ComputeInstanceProfile;

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <optional>
 
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/nvml_values.h"
 #include "sim/sim_runtime.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 using gpulet::sim::CopyString;
 using gpulet::sim::DevicePosition;

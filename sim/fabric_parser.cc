@@ -7,8 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "src/base/common/status_macros.h"
 #include "sim/gpu_parser.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::sim::parser {
 namespace {
@@ -53,11 +53,11 @@ ReadClusterUuid(const Ctx& ctx, const Field& field) {
 }
 
 const std::vector<std::pair<std::string, nvmlGpuFabricState_t>>& States() {
-  static const std::vector<std::pair<std::string, nvmlGpuFabricState_t>>
-      names = {{"notSupported", NVML_GPU_FABRIC_STATE_NOT_SUPPORTED},
-               {"notStarted", NVML_GPU_FABRIC_STATE_NOT_STARTED},
-               {"inProgress", NVML_GPU_FABRIC_STATE_IN_PROGRESS},
-               {"completed", NVML_GPU_FABRIC_STATE_COMPLETED}};
+  static const std::vector<std::pair<std::string, nvmlGpuFabricState_t>> names =
+      {{"notSupported", NVML_GPU_FABRIC_STATE_NOT_SUPPORTED},
+       {"notStarted", NVML_GPU_FABRIC_STATE_NOT_STARTED},
+       {"inProgress", NVML_GPU_FABRIC_STATE_IN_PROGRESS},
+       {"completed", NVML_GPU_FABRIC_STATE_COMPLETED}};
   return names;
 }
 

@@ -58,8 +58,8 @@ absl::StatusOr<std::unique_ptr<FakeKernel>> FakeKernel::Start(
         "fake kernel: list ", tree.sys, "/bus/pci/drivers: ", ec.message()));
   }
   for (const std::string& dir : dirs) {
-    const int wd = inotify_add_watch(kernel->inotify_.get(), dir.c_str(),
-                                     IN_CLOSE_WRITE);
+    const int wd =
+        inotify_add_watch(kernel->inotify_.get(), dir.c_str(), IN_CLOSE_WRITE);
     if (wd < 0) {
       return common::ErrnoToStatus(errno, "fake kernel: watch " + dir);
     }
@@ -99,7 +99,8 @@ void FakeKernel::Run(std::stop_token stop) {
       const ssize_t len = ::read(inotify_.get(), buffer, sizeof(buffer));
       if (len <= 0) break;
       for (ssize_t off = 0; off < len;) {
-        const auto* event = reinterpret_cast<const inotify_event*>(buffer + off);
+        const auto* event =
+            reinterpret_cast<const inotify_event*>(buffer + off);
         off += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
         if (event->len == 0) continue;
         for (const auto& [wd, dir] : watches_) {

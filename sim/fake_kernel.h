@@ -9,11 +9,12 @@
 // the iommufd cdevs as the kernel does. Each bind and unbind is announced as
 // the kernel announces it on NETLINK_KOBJECT_UEVENT ("unbind@<devpath>",
 // ACTION, DEVPATH, SUBSYSTEM=pci, DRIVER, PCI_SLOT_NAME, SEQNUM), sent to
-// the tree's uevent_socket when it has one and someone listens there. So `gpulet vfio bind` runs
-// unchanged against the simulated node: its writes are plain file writes
-// that land in the tree, and what it reads back is what the kernel would
-// show. Unlike the kernel, the reaction follows the write (asynchronously);
-// readers wait for the links to move, as they may on a real host too.
+// the tree's uevent_socket when it has one and someone listens there. So
+// `gpulet vfio bind` runs unchanged against the simulated node: its writes are
+// plain file writes that land in the tree, and what it reads back is what the
+// kernel would show. Unlike the kernel, the reaction follows the write
+// (asynchronously); readers wait for the links to move, as they may on a real
+// host too.
 //
 // Writes the kernel would refuse (binding a bound function, an unknown
 // address) change nothing and are recorded in Errors().
@@ -30,8 +31,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "src/base/common/unique_fd.h"
 #include "sim/sysfs_tree.h"
+#include "src/base/common/unique_fd.h"
 
 namespace gpulet::sim {
 
@@ -67,7 +68,7 @@ class FakeKernel {
   common::UniqueFd inotify_;
   common::UniqueFd wake_;  // eventfd: the destructor's stop signal
   std::vector<std::pair<int, std::string>> watches_;  // wd -> directory
-  uint64_t seqnum_ = 0;  // the watcher thread's
+  uint64_t seqnum_ = 0;                               // the watcher thread's
   mutable absl::Mutex mu_;
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);
   std::jthread thread_;

@@ -292,8 +292,9 @@ GpuModel TeslaT4() {
 
 const std::vector<GpuModel>& GpuModels() {
   static const std::vector<GpuModel> all = {
-      A100Sxm4_40GB(), A100Sxm4_80GB(), H100Sxm5_80GB(), models::H200Sxm(),
-      models::B200(),  models::GB200(),  models::RtxPro6000Bse(), TeslaT4()};
+      A100Sxm4_40GB(),         A100Sxm4_80GB(), H100Sxm5_80GB(),
+      models::H200Sxm(),       models::B200(),  models::GB200(),
+      models::RtxPro6000Bse(), TeslaT4()};
   return all;
 }
 

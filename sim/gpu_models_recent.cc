@@ -35,6 +35,7 @@ struct SevenSlice {
 // Blackwell's guide table: one NVDEC and one JPEG in every profile; OFA in
 // +me and 7g only.
 std::vector<GpuInstanceProfile> BlackwellTable(const SevenSlice& t) {
+  // clang-format off
   return GiTable({
       {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, t.n1, 1, 7, t.sm1, t.ce1, 1, 0,
        1, 0, t.mib1, kOneSliceStarts, 1},
@@ -51,6 +52,7 @@ std::vector<GpuInstanceProfile> BlackwellTable(const SevenSlice& t) {
       {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, t.n7, 7, 1, t.sm7, t.ce7, 1, 0, 1,
        1, t.mib7, {0}, 8},
   });
+  // clang-format on
 }
 
 GpuModel Blackwell(const char* key, const char* name, uint32_t pci_device_id,
@@ -87,6 +89,7 @@ GpuModel H200Sxm() {
   m.mig_capable = true;
   m.max_mig_devices = 7;
   // The guide's H200 table: as H100, with 1g.18gb ... 7g.141gb.
+  // clang-format off
   m.gi_profiles = GiTable({
       {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.18gb", 1, 7, 16, 1, 1, 0, 1,
        0, 17664, kOneSliceStarts, 1},
@@ -103,25 +106,40 @@ GpuModel H200Sxm() {
       {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.141gb", 7, 1, 132, 8, 7, 0, 7,
        1, 143104, {0}, 8},
   });
+  // clang-format on
   m.ci_profiles = CiTable(16, 60, 132);
   return m;
 }
 
 GpuModel B200() {
   GpuModel m = Blackwell("B200", "NVIDIA B200", 0x290110DE, 183359);
-  m.gi_profiles = BlackwellTable({"1g.23gb", "1g.23gb+me", "1g.45gb",
-                                  "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb",
-                                  22272, 44800, 90112, 180480, 18, 18, 36, 54,
-                                  72, 148, 2, 3, 6, 8, 16});
+  m.gi_profiles = BlackwellTable({"1g.23gb",  "1g.23gb+me",
+                                  "1g.45gb",  "2g.45gb",
+                                  "3g.90gb",  "4g.90gb",
+                                  "7g.180gb", 22272,
+                                  44800,      90112,
+                                  180480,     18,
+                                  18,         36,
+                                  54,         72,
+                                  148,        2,
+                                  3,          6,
+                                  8,          16});
   return m;
 }
 
 GpuModel GB200() {
   GpuModel m = Blackwell("GB200", "NVIDIA GB200", 0x294110DE, 189471);
-  m.gi_profiles = BlackwellTable({"1g.23gb", "1g.23gb+me", "1g.47gb",
-                                  "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb",
-                                  23040, 46592, 93184, 186880, 18, 18, 36, 54,
-                                  72, 148, 2, 3, 6, 8, 16});
+  m.gi_profiles = BlackwellTable({"1g.23gb",  "1g.23gb+me",
+                                  "1g.47gb",  "2g.47gb",
+                                  "3g.93gb",  "4g.93gb",
+                                  "7g.186gb", 23040,
+                                  46592,      93184,
+                                  186880,     18,
+                                  18,         36,
+                                  54,         72,
+                                  148,        2,
+                                  3,          6,
+                                  8,          16});
   return m;
 }
 
@@ -144,6 +162,7 @@ GpuModel RtxPro6000Bse() {
   const std::vector<unsigned> two = {0, 2};
   // {id, nvidia-smi ID, name, slices, instances, SMs, CE, NVDEC, NVENC,
   //  JPEG, OFA, MiB, placements, placement size}
+  // clang-format off
   m.gi_profiles = GiTable({
       {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 14, "1g.24gb", 1, 4, 46, 1, 1, 1, 1,
        0, 24064, one, 1},
@@ -168,6 +187,7 @@ GpuModel RtxPro6000Bse() {
       {NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX, 32, "4g.96gb+gfx", 4, 1, 188, 4,
        4, 4, 4, 1, 97280, {0}, 4},
   });
+  // clang-format on
   m.ci_profiles = CiRows({
       {NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, 1, 4, 46},
       {NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE, 2, 2, 94},

@@ -126,8 +126,7 @@ absl::StatusOr<const GpuModel*> ResolveModel(const Ctx& ctx,
 
 absl::StatusOr<std::pair<int, int>> ReadComputeCapability(const Ctx& ctx,
                                                           const Field& field) {
-  GPULET_ASSIGN_OR_RETURN(std::string text,
-                              yaml::ReadString(ctx, field, 8));
+  GPULET_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(ctx, field, 8));
   std::vector<std::string> parts = absl::StrSplit(text, '.');
   int major = 0;
   int minor = 0;
@@ -152,7 +151,7 @@ absl::StatusOr<std::pair<int, int>> ReadComputeCapability(const Ctx& ctx,
 
 absl::StatusOr<uint32_t> ReadPciDeviceId(const Ctx& ctx, const Field& field) {
   GPULET_ASSIGN_OR_RETURN(uint64_t id,
-                              yaml::ReadUint(ctx, field, 1, 0xFFFFFFFFu));
+                          yaml::ReadUint(ctx, field, 1, 0xFFFFFFFFu));
   // A bare 16-bit device ID gets NVIDIA's vendor ID, as NVML reports it.
   if (id <= 0xFFFF) return static_cast<uint32_t>(id << 16 | 0x10DE);
   return static_cast<uint32_t>(id);
@@ -169,7 +168,7 @@ absl::Status ParseIdentity(const Ctx& ctx, const MapView& map, size_t index,
   out->minor = map.Find("minor");
   if (out->minor) {
     GPULET_ASSIGN_OR_RETURN(gpu.minor,
-                                yaml::ReadUint(ctx, *out->minor, 0, 254));
+                            yaml::ReadUint(ctx, *out->minor, 0, 254));
   }
   gpu.serial = SerialFromUuid(gpu.uuid);
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
@@ -252,11 +251,11 @@ absl::Status ParseEvents(const Ctx& ctx, const MapView& map, Gpu* gpu) {
   std::optional<Field> field = map.Find("events");
   if (!field) return absl::OkStatus();
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                              yaml::ReadList(ctx, *field, 32));
+                          yaml::ReadList(ctx, *field, 32));
   gpu->supported_events = 0;
   for (const Field& item : items) {
     GPULET_ASSIGN_OR_RETURN(uint64_t bit,
-                                yaml::ReadEnum(ctx, item, EventNames()));
+                            yaml::ReadEnum(ctx, item, EventNames()));
     gpu->supported_events |= bit;
   }
   return absl::OkStatus();
@@ -280,7 +279,7 @@ absl::Status ParseLink(const Ctx& ctx, const Field& item, size_t index,
     if (gpu_count == 0)
       return yaml::FieldError(ctx, *peer, "no GPUs to link to");
     GPULET_ASSIGN_OR_RETURN(uint64_t peer_index,
-                                yaml::ReadUint(ctx, *peer, 0, gpu_count - 1));
+                            yaml::ReadUint(ctx, *peer, 0, gpu_count - 1));
     if (peer_index == index) {
       return yaml::FieldError(ctx, *peer, "a GPU cannot link to itself");
     }
@@ -316,9 +315,8 @@ absl::Status ParseNvLinks(const Ctx& ctx, const MapView& map, size_t index,
                           size_t gpu_count, ParsedGpu* out) {
   std::optional<Field> field = map.Find("nvlinks");
   if (!field) return absl::OkStatus();
-  GPULET_ASSIGN_OR_RETURN(
-      std::vector<Field> items,
-      yaml::ReadList(ctx, *field, NVML_NVLINK_MAX_LINKS));
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
+                          yaml::ReadList(ctx, *field, NVML_NVLINK_MAX_LINKS));
   for (const Field& item : items) {
     GPULET_RETURN_IF_ERROR(ParseLink(ctx, item, index, gpu_count, out));
   }
@@ -361,8 +359,7 @@ const std::vector<std::string>& GpuDefaultKeys() {
 absl::StatusOr<ParsedGpu> ParseGpu(const Ctx& ctx, const Field& field,
                                    const MapView* defaults, size_t index,
                                    size_t gpu_count) {
-  GPULET_ASSIGN_OR_RETURN(MapView map,
-                              MapView::Read(ctx, field, GpuKeys()));
+  GPULET_ASSIGN_OR_RETURN(MapView map, MapView::Read(ctx, field, GpuKeys()));
   map.SetFallback(defaults);
   ParsedGpu out;
   out.self = field;

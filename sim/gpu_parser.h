@@ -32,7 +32,7 @@ struct ParsedGpu {
   std::vector<yaml::Field> mig_uuids;       // one per MIG device
   std::optional<yaml::Field> iommu_group;   // absent: defaulted to the index
   std::optional<yaml::Field> functions;
-  std::vector<yaml::Field> mdev_uuids;      // one per mdev
+  std::vector<yaml::Field> mdev_uuids;  // one per mdev
 };
 
 // Keys allowed in a GPU entry and in gpuDefaults.
@@ -52,8 +52,8 @@ absl::Status ParseMig(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,
 // The passthrough keys of one GPU (passthrough_parser.cc): boundDriver,
 // iommuGroup, functions, mdevTypes, mdevs.
 const std::vector<std::string>& PassthroughKeys();
-absl::Status ParsePassthrough(const yaml::Ctx& ctx, const yaml::MapView& gpu_map,
-                              ParsedGpu* out);
+absl::Status ParsePassthrough(const yaml::Ctx& ctx,
+                              const yaml::MapView& gpu_map, ParsedGpu* out);
 
 // Checks across GPUs: PCI addresses of GPUs and their functions and mdev
 // UUIDs unique; no NVLink between a GPU NVML enumerates and one bound to

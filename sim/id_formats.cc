@@ -17,8 +17,7 @@ using yaml::Ctx;
 using yaml::Field;
 
 absl::StatusOr<std::string> ParseBusId(const Ctx& ctx, const Field& field) {
-  GPULET_ASSIGN_OR_RETURN(std::string text,
-                              yaml::ReadString(ctx, field, 32));
+  GPULET_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(ctx, field, 32));
   // Fixed layout: domain (4 or 8 hex digits) ':' bus(2) ':' device(2) '.'
   // fn(1).
   const size_t domain_len = text.size() == 16 ? 8 : 4;
@@ -51,8 +50,7 @@ absl::StatusOr<std::string> ParseBusId(const Ctx& ctx, const Field& field) {
 
 absl::StatusOr<std::string> ParseUuid(const Ctx& ctx, const Field& field,
                                       absl::string_view prefix) {
-  GPULET_ASSIGN_OR_RETURN(std::string text,
-                              yaml::ReadString(ctx, field, 64));
+  GPULET_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(ctx, field, 64));
   static constexpr size_t kGroups[] = {8, 4, 4, 4, 12};
   bool ok = absl::StartsWith(text, absl::StrCat(prefix, "-"));
   if (ok) {

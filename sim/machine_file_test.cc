@@ -17,9 +17,9 @@
 namespace gpulet::sim {
 namespace {
 
+using test_machines::Load;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using test_machines::Load;
 
 class LoadMachineFileTest : public ::testing::Test {
  protected:

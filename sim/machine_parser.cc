@@ -30,8 +30,7 @@ constexpr unsigned kMaxImexChannels = 2048;
 
 // "550.54.15": two to four dot-separated numbers.
 absl::StatusOr<std::string> ReadVersion(const Ctx& ctx, const Field& field) {
-  GPULET_ASSIGN_OR_RETURN(std::string text,
-                              yaml::ReadString(ctx, field, 64));
+  GPULET_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(ctx, field, 64));
   std::vector<absl::string_view> parts = absl::StrSplit(text, '.');
   bool ok = parts.size() >= 2 && parts.size() <= 4;
   for (absl::string_view part : parts) {
@@ -66,7 +65,7 @@ absl::StatusOr<int> ReadCudaVersion(const Ctx& ctx, const Field& field) {
                             "expected a CUDA version such as 12.4 or 12040");
   }
   GPULET_ASSIGN_OR_RETURN(uint64_t version,
-                              yaml::ReadUint(ctx, field, 1000, 99990));
+                          yaml::ReadUint(ctx, field, 1000, 99990));
   return static_cast<int>(version);
 }
 
@@ -75,10 +74,10 @@ absl::Status ParseDriver(const Ctx& ctx, const std::optional<Field>& field,
   m->driver_version = kDefaultDriverVersion;
   m->cuda_driver_version = kDefaultCudaVersion;
   if (field) {
-    GPULET_ASSIGN_OR_RETURN(
-        MapView map, MapView::Read(ctx, *field,
-                                   {"loaded", "version", "nvmlVersion",
-                                    "cudaVersion", "initError"}));
+    GPULET_ASSIGN_OR_RETURN(MapView map,
+                            MapView::Read(ctx, *field,
+                                          {"loaded", "version", "nvmlVersion",
+                                           "cudaVersion", "initError"}));
     GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
         map, "loaded", &m->driver_loaded,
         [&](const Field& f) { return yaml::ReadBool(ctx, f); }));
@@ -132,9 +131,8 @@ absl::Status CheckUnique(const Ctx& ctx, const std::vector<ParsedGpu>& gpus) {
   std::map<std::string, std::string> minors;
   for (const ParsedGpu& p : gpus) {
     const Gpu& gpu = p.gpu;
-    GPULET_RETURN_IF_ERROR(Claim(ctx, &uuids,
-                                     absl::AsciiStrToLower(gpu.uuid), p.uuid,
-                                     "UUID " + gpu.uuid));
+    GPULET_RETURN_IF_ERROR(Claim(ctx, &uuids, absl::AsciiStrToLower(gpu.uuid),
+                                 p.uuid, "UUID " + gpu.uuid));
     GPULET_RETURN_IF_ERROR(
         Claim(ctx, &bus_ids, gpu.bus_id, p.bus_id, "PCI bus ID " + gpu.bus_id));
     // A GPU on another driver has no /dev/nvidia<minor>.
@@ -148,7 +146,7 @@ absl::Status CheckUnique(const Ctx& ctx, const std::vector<ParsedGpu>& gpus) {
     for (size_t i = 0; i < gpu.mig_devices.size(); ++i) {
       const std::string& uuid = gpu.mig_devices[i].uuid;
       GPULET_RETURN_IF_ERROR(Claim(ctx, &uuids, absl::AsciiStrToLower(uuid),
-                                       p.mig_uuids[i], "UUID " + uuid));
+                                   p.mig_uuids[i], "UUID " + uuid));
     }
   }
   return absl::OkStatus();
@@ -247,10 +245,10 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
                             "expected a map with driver, gpus and topology");
   }
   GPULET_ASSIGN_OR_RETURN(
-      MapView map, MapView::Read(ctx, root_field,
-                                 {"description", "productName", "driver",
-                                  "imexChannels", "gpuDefaults", "gpus",
-                                  "topology", "iommufd"}));
+      MapView map,
+      MapView::Read(ctx, root_field,
+                    {"description", "productName", "driver", "imexChannels",
+                     "gpuDefaults", "gpus", "topology", "iommufd"}));
   Machine m;
   m.source = ctx.source;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
@@ -273,9 +271,8 @@ absl::StatusOr<Machine> ParseRoot(const Ctx& ctx, const YAML::Node& root) {
         defaults, MapView::Read(ctx, *field, parser::GpuDefaultKeys()));
   }
   GPULET_ASSIGN_OR_RETURN(Field gpus_field, map.Require("gpus"));
-  GPULET_ASSIGN_OR_RETURN(
-      std::vector<Field> items,
-      yaml::ReadList(ctx, gpus_field, parser::kMaxGpus));
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
+                          yaml::ReadList(ctx, gpus_field, parser::kMaxGpus));
   std::vector<ParsedGpu> gpus;
   for (size_t i = 0; i < items.size(); ++i) {
     GPULET_ASSIGN_OR_RETURN(
@@ -311,7 +308,8 @@ absl::StatusOr<Machine> ParseMachine(const std::string& yaml,
         absl::StrCat(source, ": machine file is ", yaml.size(),
                      " bytes; the limit is ", kMaxMachineFileBytes));
   }
-  GPULET_RETURN_IF_ERROR(::gpulet::yaml::CheckNestingDepth(yaml, kMaxNesting, ctx.source));
+  GPULET_RETURN_IF_ERROR(
+      ::gpulet::yaml::CheckNestingDepth(yaml, kMaxNesting, ctx.source));
   try {
     YAML::Node root;
     try {

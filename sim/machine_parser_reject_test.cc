@@ -13,12 +13,12 @@
 namespace gpulet::sim {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using test_yaml::GpuEntry;
 using test_yaml::kUuid0;
 using test_yaml::kUuid1;
 using test_yaml::TwoGpus;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 struct RejectCase {
   const char* name;

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/machine.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 namespace gpulet::sim {
 

@@ -49,8 +49,7 @@ std::string SlotRange(unsigned start, unsigned size) {
 absl::StatusOr<const GpuInstanceProfile*> FindGiProfile(const Ctx& ctx,
                                                         const Field& field,
                                                         const Gpu& gpu) {
-  GPULET_ASSIGN_OR_RETURN(std::string name,
-                              yaml::ReadString(ctx, field, 40));
+  GPULET_ASSIGN_OR_RETURN(std::string name, yaml::ReadString(ctx, field, 40));
   std::vector<std::string> names;
   for (const GpuInstanceProfile& p : gpu.gi_profiles) {
     if (absl::EqualsIgnoreCase(p.name, name)) return &p;
@@ -114,7 +113,7 @@ absl::Status ClaimComputeInstance(const Ctx& ctx, const MapView& map,
                                   MigDevice* dev) {
   unsigned slices = gi->profile->slice_count;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "ciSlices", &slices,
-                                                UintReader(ctx, 1, kMaxSlots)));
+                                            UintReader(ctx, 1, kMaxSlots)));
   const ComputeInstanceProfile* ci = nullptr;
   for (const ComputeInstanceProfile& p : gpu.ci_profiles) {
     if (p.slice_count == slices) {
@@ -131,7 +130,7 @@ absl::Status ClaimComputeInstance(const Ctx& ctx, const MapView& map,
   }
   unsigned start = 0;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "ciPlacement", &start,
-                                                UintReader(ctx, 0, kMaxSlots)));
+                                            UintReader(ctx, 0, kMaxSlots)));
   if (start + slices > gi->profile->slice_count) {
     return yaml::FieldError(
         ctx, map.Find("ciPlacement").value_or(self),
@@ -165,17 +164,17 @@ absl::Status ClaimComputeInstance(const Ctx& ctx, const MapView& map,
 absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
                            std::map<unsigned, GpuInstanceUse>* uses,
                            ParsedGpu* out) {
-  GPULET_ASSIGN_OR_RETURN(
-      MapView map, MapView::Read(ctx, item,
-                                 {"profile", "placement", "gi", "ci",
-                                  "ciSlices", "ciPlacement", "uuid"}));
+  GPULET_ASSIGN_OR_RETURN(MapView map,
+                          MapView::Read(ctx, item,
+                                        {"profile", "placement", "gi", "ci",
+                                         "ciSlices", "ciPlacement", "uuid"}));
   MigDevice dev;
   GPULET_ASSIGN_OR_RETURN(Field profile_field, map.Require("profile"));
   GPULET_ASSIGN_OR_RETURN(const GpuInstanceProfile* profile,
-                              FindGiProfile(ctx, profile_field, out->gpu));
+                          FindGiProfile(ctx, profile_field, out->gpu));
   GPULET_ASSIGN_OR_RETURN(Field placement, map.Require("placement"));
   GPULET_ASSIGN_OR_RETURN(dev.gi_placement_start,
-                              yaml::ReadUint(ctx, placement, 0, kMaxSlots - 1));
+                          yaml::ReadUint(ctx, placement, 0, kMaxSlots - 1));
   const std::vector<unsigned>& starts = profile->placement_starts;
   if (std::find(starts.begin(), starts.end(), dev.gi_placement_start) ==
       starts.end()) {
@@ -188,8 +187,8 @@ absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
   dev.gi_placement_size = profile->placement_size;
   dev.gpu_instance_profile_id = profile->id;
   GPULET_ASSIGN_OR_RETURN(Field gi_field, map.Require("gi"));
-  GPULET_ASSIGN_OR_RETURN(
-      dev.gpu_instance_id, yaml::ReadUint(ctx, gi_field, 0, kMaxGpuInstanceId));
+  GPULET_ASSIGN_OR_RETURN(dev.gpu_instance_id,
+                          yaml::ReadUint(ctx, gi_field, 0, kMaxGpuInstanceId));
   GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "ci", &dev.compute_instance_id,
                          UintReader(ctx, 0, kMaxComputeInstanceId)));
@@ -199,8 +198,7 @@ absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
       GpuInstanceUse * gi,
       ClaimGpuInstance(ctx, item, gi_field, dev.gpu_instance_id, profile,
                        dev.gi_placement_start, uses));
-  GPULET_RETURN_IF_ERROR(
-      ClaimComputeInstance(ctx, map, out->gpu, gi, &dev));
+  GPULET_RETURN_IF_ERROR(ClaimComputeInstance(ctx, map, out->gpu, gi, &dev));
   out->gpu.mig_devices.push_back(std::move(dev));
   out->mig_uuids.push_back(uuid);
   return absl::OkStatus();
@@ -209,9 +207,8 @@ absl::Status ReadMigDevice(const Ctx& ctx, const Field& item,
 absl::Status ReadMigDevices(const Ctx& ctx, const Field& field,
                             ParsedGpu* out) {
   const Gpu& gpu = out->gpu;
-  GPULET_ASSIGN_OR_RETURN(
-      std::vector<Field> items,
-      yaml::ReadList(ctx, field, kMaxSlots * kMaxSlots));
+  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
+                          yaml::ReadList(ctx, field, kMaxSlots * kMaxSlots));
   if (items.empty()) return absl::OkStatus();
   if (!gpu.mig_capable || !gpu.mig_enabled) {
     return yaml::FieldError(

@@ -24,8 +24,8 @@ absl::Status ReadGiEngines(const Ctx& ctx, const MapView& map,
                            GpuInstanceProfile* out) {
   GpuInstanceProfile& p = *out;
   auto small = UintReader(ctx, 0, 1024);
-  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
-      map, "multiprocessors", &p.multiprocessor_count, small));
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "multiprocessors",
+                                            &p.multiprocessor_count, small));
   GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "copyEngines", &p.copy_engine_count, small));
   GPULET_RETURN_IF_ERROR(
@@ -34,8 +34,7 @@ absl::Status ReadGiEngines(const Ctx& ctx, const MapView& map,
       yaml::ReadOptional(map, "encoders", &p.encoder_count, small));
   GPULET_RETURN_IF_ERROR(
       yaml::ReadOptional(map, "jpegs", &p.jpeg_count, small));
-  GPULET_RETURN_IF_ERROR(
-      yaml::ReadOptional(map, "ofas", &p.ofa_count, small));
+  GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "ofas", &p.ofa_count, small));
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "p2p", &p.p2p_supported,
       [&](const Field& f) { return yaml::ReadBool(ctx, f); }));
@@ -49,8 +48,8 @@ absl::Status ReadGiPlacements(const Ctx& ctx, const MapView& map,
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(
       map, "placementSize", &p.placement_size, UintReader(ctx, 1, kMaxSlots)));
   GPULET_ASSIGN_OR_RETURN(Field placements, map.Require("placements"));
-  GPULET_ASSIGN_OR_RETURN(
-      p.placement_starts, yaml::ReadIndexList(ctx, placements, kMaxSlots - 1));
+  GPULET_ASSIGN_OR_RETURN(p.placement_starts,
+                          yaml::ReadIndexList(ctx, placements, kMaxSlots - 1));
   for (unsigned start : p.placement_starts) {
     if (start + p.placement_size > kMaxSlots) {
       return yaml::FieldError(
@@ -77,18 +76,18 @@ absl::StatusOr<GpuInstanceProfile> ReadGiProfile(const Ctx& ctx,
       p.id, yaml::ReadUint(ctx, id, 0, NVML_GPU_INSTANCE_PROFILE_COUNT - 1));
   p.profile_id = p.id;
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "profileId", &p.profile_id,
-                                                UintReader(ctx, 0, 255)));
+                                            UintReader(ctx, 0, 255)));
   GPULET_ASSIGN_OR_RETURN(Field name, map.Require("name"));
   GPULET_ASSIGN_OR_RETURN(p.name, yaml::ReadString(ctx, name, 40));
   GPULET_ASSIGN_OR_RETURN(Field slices, map.Require("slices"));
   GPULET_ASSIGN_OR_RETURN(p.slice_count,
-                              yaml::ReadUint(ctx, slices, 1, kMaxSlots));
+                          yaml::ReadUint(ctx, slices, 1, kMaxSlots));
   GPULET_ASSIGN_OR_RETURN(Field instances, map.Require("instances"));
   GPULET_ASSIGN_OR_RETURN(p.instance_count,
-                              yaml::ReadUint(ctx, instances, 1, kMaxSlots));
+                          yaml::ReadUint(ctx, instances, 1, kMaxSlots));
   GPULET_ASSIGN_OR_RETURN(Field memory, map.Require("memory"));
   GPULET_ASSIGN_OR_RETURN(uint64_t bytes,
-                              yaml::ReadBytes(ctx, memory, uint64_t{1} << 40));
+                          yaml::ReadBytes(ctx, memory, uint64_t{1} << 40));
   p.memory_size_mb = bytes >> 20;
   GPULET_RETURN_IF_ERROR(ReadGiEngines(ctx, map, &p));
   GPULET_RETURN_IF_ERROR(ReadGiPlacements(ctx, map, &p));
@@ -111,13 +110,13 @@ absl::StatusOr<ComputeInstanceProfile> ReadCiProfile(const Ctx& ctx,
       [&](const Field& f) { return yaml::ReadString(ctx, f, 40); }));
   GPULET_ASSIGN_OR_RETURN(Field slices, map.Require("slices"));
   GPULET_ASSIGN_OR_RETURN(p.slice_count,
-                              yaml::ReadUint(ctx, slices, 1, kMaxSlots));
+                          yaml::ReadUint(ctx, slices, 1, kMaxSlots));
   GPULET_ASSIGN_OR_RETURN(Field instances, map.Require("instances"));
   GPULET_ASSIGN_OR_RETURN(p.instance_count,
-                              yaml::ReadUint(ctx, instances, 1, kMaxSlots));
+                          yaml::ReadUint(ctx, instances, 1, kMaxSlots));
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "multiprocessors",
-                                                &p.multiprocessor_count,
-                                                UintReader(ctx, 0, 1024)));
+                                            &p.multiprocessor_count,
+                                            UintReader(ctx, 0, 1024)));
   return p;
 }
 
@@ -127,7 +126,7 @@ template <typename Profile, typename ReadFn>
 absl::Status ReadTable(const Ctx& ctx, const Field& field, ReadFn read,
                        std::vector<Profile>* out) {
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                              yaml::ReadList(ctx, field, 16));
+                          yaml::ReadList(ctx, field, 16));
   out->clear();
   for (const Field& item : items) {
     GPULET_ASSIGN_OR_RETURN(Profile p, read(ctx, item));

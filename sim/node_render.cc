@@ -3,17 +3,16 @@
 #include "sim/node_render.h"
 
 #include <filesystem>
-
 #include <set>
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "src/base/common/status_macros.h"
+#include "absl/strings/strip.h"
 #include "sim/render_fs.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::sim {
 
@@ -41,8 +40,9 @@ bool AllDigits(absl::string_view s) {
 }
 
 std::string CapAccessText(unsigned minor) {
-  return absl::StrCat("DeviceFileMinor: ", minor, "\nDeviceFileMode: ",
-                      kCapAccessMode, "\nDeviceFileModify: 1\n");
+  return absl::StrCat("DeviceFileMinor: ", minor,
+                      "\nDeviceFileMode: ", kCapAccessMode,
+                      "\nDeviceFileModify: 1\n");
 }
 
 // The driver creates only channel 0 (NVreg_CreateImexChannel0); further
@@ -71,8 +71,8 @@ absl::Status RenderDev(const Machine& machine, const std::string& root,
   std::set<std::string> gpu_nodes;
   for (const Gpu& gpu : machine.gpus) {
     gpu_nodes.insert(absl::StrCat("nvidia", gpu.minor));
-    GPULET_RETURN_IF_ERROR(render::CharDevice(absl::StrCat(dev, "/nvidia", gpu.minor),
-                                         kNvidiaMajor, gpu.minor, how));
+    GPULET_RETURN_IF_ERROR(render::CharDevice(
+        absl::StrCat(dev, "/nvidia", gpu.minor), kNvidiaMajor, gpu.minor, how));
   }
   GPULET_RETURN_IF_ERROR(render::RemoveStale(dev, [&](const std::string& name) {
     absl::string_view rest = name;
@@ -80,9 +80,9 @@ absl::Status RenderDev(const Machine& machine, const std::string& root,
            !gpu_nodes.contains(name);
   }));
   GPULET_RETURN_IF_ERROR(render::CharDevice(dev + "/nvidiactl", kNvidiaMajor,
-                                       kNvidiaCtlMinor, how));
-  GPULET_RETURN_IF_ERROR(render::CharDevice(dev + "/nvidia-modeset", kNvidiaMajor,
-                                       kNvidiaModesetMinor, how));
+                                            kNvidiaCtlMinor, how));
+  GPULET_RETURN_IF_ERROR(render::CharDevice(
+      dev + "/nvidia-modeset", kNvidiaMajor, kNvidiaModesetMinor, how));
   GPULET_RETURN_IF_ERROR(
       render::CharDevice(dev + "/nvidia-uvm", kNvidiaUvmMajor, 0, how));
   GPULET_RETURN_IF_ERROR(
@@ -101,14 +101,13 @@ absl::Status RenderDev(const Machine& machine, const std::string& root,
   std::set<std::string> cap_names;
   for (unsigned minor : caps) {
     cap_names.insert(absl::StrCat("nvidia-cap", minor));
-    GPULET_RETURN_IF_ERROR(render::CharDevice(
-        absl::StrCat(dev, "/nvidia-caps/nvidia-cap", minor), kNvidiaCapsMajor,
-        minor, how));
+    GPULET_RETURN_IF_ERROR(
+        render::CharDevice(absl::StrCat(dev, "/nvidia-caps/nvidia-cap", minor),
+                           kNvidiaCapsMajor, minor, how));
   }
-  GPULET_RETURN_IF_ERROR(
-      render::RemoveStale(dev + "/nvidia-caps", [&](const std::string& n) {
-        return !cap_names.contains(n);
-      }));
+  GPULET_RETURN_IF_ERROR(render::RemoveStale(
+      dev + "/nvidia-caps",
+      [&](const std::string& n) { return !cap_names.contains(n); }));
   return RenderImexChannels(machine, dev, how);
 }
 
@@ -116,17 +115,18 @@ absl::Status RenderMigCapabilities(const Machine& machine,
                                    const std::string& root) {
   const std::string caps = root + kCapsProc;
   GPULET_RETURN_IF_ERROR(render::EnsureDir(caps + "/mig"));
-  GPULET_RETURN_IF_ERROR(render::WriteFile(caps + "/mig/config", CapAccessText(1)));
-  GPULET_RETURN_IF_ERROR(render::WriteFile(caps + "/mig/monitor", CapAccessText(2)));
+  GPULET_RETURN_IF_ERROR(
+      render::WriteFile(caps + "/mig/config", CapAccessText(1)));
+  GPULET_RETURN_IF_ERROR(
+      render::WriteFile(caps + "/mig/monitor", CapAccessText(2)));
   std::set<std::string> gpus;
   for (const Gpu& gpu : machine.gpus) {
     if (!gpu.mig_enabled) continue;
     const std::string name = absl::StrCat("gpu", gpu.minor);
     gpus.insert(name);
     const std::string mig = absl::StrCat(caps, "/", name, "/mig");
-    GPULET_RETURN_IF_ERROR(render::RemoveStale(mig, [](const std::string&) {
-      return true;
-    }));
+    GPULET_RETURN_IF_ERROR(
+        render::RemoveStale(mig, [](const std::string&) { return true; }));
     for (const MigDevice& d : gpu.mig_devices) {
       const std::string gi = absl::StrCat(mig, "/gi", d.gpu_instance_id);
       const std::string ci = absl::StrCat(gi, "/ci", d.compute_instance_id);
@@ -154,16 +154,16 @@ absl::Status RenderProc(const Machine& machine, const std::string& root) {
                         ProcDevicesText(machine.imex_channels > 0), 0444));
   GPULET_RETURN_IF_ERROR(
       render::WriteFile(nvidia + "/version", ProcVersionText(machine), 0444));
-  GPULET_RETURN_IF_ERROR(render::WriteFile(root + "/proc/driver/nvidia-caps/mig-minors",
-                                      MigMinorsText(), 0444));
+  GPULET_RETURN_IF_ERROR(render::WriteFile(
+      root + "/proc/driver/nvidia-caps/mig-minors", MigMinorsText(), 0444));
   std::set<std::string> bdfs;
   for (const Gpu& gpu : machine.gpus) {
     const std::string bdf = SysfsBusId(gpu.bus_id);
     bdfs.insert(bdf);
     const std::string dir = absl::StrCat(nvidia, "/gpus/", bdf);
     GPULET_RETURN_IF_ERROR(render::EnsureDir(dir));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dir + "/information",
-                                        ProcGpuInformationText(gpu), 0444));
+    GPULET_RETURN_IF_ERROR(render::WriteFile(
+        dir + "/information", ProcGpuInformationText(gpu), 0444));
   }
   GPULET_RETURN_IF_ERROR(render::RemoveStale(
       nvidia + "/gpus",
@@ -186,9 +186,10 @@ absl::Status RenderNode(const Machine& machine, const RenderOptions& options) {
         "\": the root must not be / and the driver dir must stay inside it"));
   }
   if (!machine.driver_loaded) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        machine.source, ": the machine has no driver loaded; there is no "
-                        "driver to render"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(machine.source,
+                     ": the machine has no driver loaded; there is no "
+                     "driver to render"));
   }
   GPULET_RETURN_IF_ERROR(render::EnsureDir(options.root));
   GPULET_RETURN_IF_ERROR(RenderDev(machine, options.root, options.dev_nodes));

@@ -15,9 +15,10 @@
 //   <root>/proc/driver/nvidia-caps/mig-minors
 //   <root>/sys/bus/pci/devices/<bdf>/{vendor,device,subsystem_vendor,
 //       subsystem_device,class,numa_node,driver_override,
-//       driver -> drivers/<bound driver>, iommu_group -> kernel/iommu_groups/<n>}
-//       for every GPU (NVML's and those on other drivers) and the other
-//       functions of its IOMMU group; mdev types and instances; and
+//       driver -> drivers/<bound driver>, iommu_group ->
+//       kernel/iommu_groups/<n>} for every GPU (NVML's and those on other
+//       drivers) and the other functions of its IOMMU group; mdev types and
+//       instances; and
 //   <root>/dev/vfio/{vfio,<group>}, <root>/dev/iommu     (sysfs_tree.h)
 //   <root>/<driver dir>/usr/lib/<multiarch>/lib*.so.<driver version>,
 //       their SONAME and .so links, usr/bin/nvidia-smi & co., etc/ld.so.cache
@@ -59,8 +60,8 @@ enum class DevNodes {
 };
 
 struct RenderOptions {
-  std::string root;                     // required, made if missing
-  std::string driver_dir = "driver";    // driver root, relative to `root`
+  std::string root;                   // required, made if missing
+  std::string driver_dir = "driver";  // driver root, relative to `root`
   DevNodes dev_nodes = DevNodes::kMknod;
   // Optional: a file copied as the driver's libnvidia-ml.so.<version> (the
   // simulator library), so a tool loading NVML from the driver root gets

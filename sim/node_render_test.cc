@@ -99,19 +99,19 @@ void ExpectRendered(const Machine& m, const std::string& root, DevNodes how) {
       const unsigned gi = GpuInstanceCapMinor(gpu.minor, mig.gpu_instance_id);
       const unsigned ci = ComputeInstanceCapMinor(
           gpu.minor, mig.gpu_instance_id, mig.compute_instance_id);
-      ExpectNode(absl::StrCat(root, "/dev/nvidia-caps/nvidia-cap", gi), 235,
-                 gi, how);
-      ExpectNode(absl::StrCat(root, "/dev/nvidia-caps/nvidia-cap", ci), 235,
-                 ci, how);
-      const std::string access = absl::StrCat(
-          root, "/proc/driver/nvidia/capabilities/gpu", gpu.minor, "/mig/gi",
-          mig.gpu_instance_id);
+      ExpectNode(absl::StrCat(root, "/dev/nvidia-caps/nvidia-cap", gi), 235, gi,
+                 how);
+      ExpectNode(absl::StrCat(root, "/dev/nvidia-caps/nvidia-cap", ci), 235, ci,
+                 how);
+      const std::string access =
+          absl::StrCat(root, "/proc/driver/nvidia/capabilities/gpu", gpu.minor,
+                       "/mig/gi", mig.gpu_instance_id);
       EXPECT_EQ(Read(access + "/access"),
                 absl::StrCat("DeviceFileMinor: ", gi,
                              "\nDeviceFileMode: 292\nDeviceFileModify: 1\n"));
-      EXPECT_THAT(Read(absl::StrCat(access, "/ci", mig.compute_instance_id,
-                                    "/access")),
-                  HasSubstr(absl::StrCat("DeviceFileMinor: ", ci, "\n")));
+      EXPECT_THAT(
+          Read(absl::StrCat(access, "/ci", mig.compute_instance_id, "/access")),
+          HasSubstr(absl::StrCat("DeviceFileMinor: ", ci, "\n")));
     }
   }
   ExpectNode(root + "/dev/nvidiactl", 195, 255, how);
@@ -126,7 +126,10 @@ void ExpectRendered(const Machine& m, const std::string& root, DevNodes how) {
   const std::string lib =
       root + "/driver/usr/lib/x86_64-linux-gnu/libcuda.so." + m.driver_version;
   const std::string bytes = Read(lib);
-  EXPECT_TRUE(absl::StartsWith(bytes, "\x7f" "ELF")) << lib;
+  EXPECT_TRUE(absl::StartsWith(bytes,
+                               "\x7f"
+                               "ELF"))
+      << lib;
   EXPECT_THAT(bytes, HasSubstr(std::string("libcuda.so.1\0", 13)));
   EXPECT_EQ(LinkTarget(root + "/driver/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
             "libcuda.so." + m.driver_version);
@@ -169,7 +172,8 @@ TEST(RenderNodeTest, RenderingAgainReplacesAnotherMachine) {
   ASSERT_TRUE(RenderNode(other, o).ok());
   ExpectRendered(other, dir.path(), o.dev_nodes);
   EXPECT_FALSE(Exists(dir.path() + "/dev/nvidia15"));
-  EXPECT_FALSE(Exists(dir.path() + "/driver/usr/lib/x86_64-linux-gnu/libcuda.so." +
+  EXPECT_FALSE(Exists(dir.path() +
+                      "/driver/usr/lib/x86_64-linux-gnu/libcuda.so." +
                       big->driver_version));
   size_t bdfs = 0;
   for (const auto& e : std::filesystem::directory_iterator(
@@ -212,8 +216,7 @@ TEST(RenderNodeTest, ImexChannelZeroOnFabricNodesOnly) {
               HasSubstr("234 nvidia-caps-imex-channels\n"));
   ASSERT_TRUE(RenderNode(*dgx, o).ok());
   EXPECT_FALSE(Exists(channels));
-  EXPECT_THAT(Read(dir.path() + "/proc/devices"),
-              Not(HasSubstr("imex")));
+  EXPECT_THAT(Read(dir.path() + "/proc/devices"), Not(HasSubstr("imex")));
 }
 
 TEST(RenderNodeTest, SimulatorLibraryBecomesTheDriversNvml) {

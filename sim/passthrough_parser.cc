@@ -9,8 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "src/base/common/status_macros.h"
 #include "sim/gpu_parser.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::sim::parser {
 namespace {
@@ -51,12 +51,14 @@ absl::StatusOr<std::string> ReadSysfsAddress(const Ctx& ctx,
 absl::StatusOr<PciFunction> ParseFunction(const Ctx& ctx, const Field& item) {
   GPULET_ASSIGN_OR_RETURN(
       MapView map,
-      MapView::Read(ctx, item, {"address", "vendor", "device", "class",
-                                "driver"}));
+      MapView::Read(ctx, item,
+                    {"address", "vendor", "device", "class", "driver"}));
   PciFunction fn;
   GPULET_ASSIGN_OR_RETURN(Field address, map.Require("address"));
   GPULET_ASSIGN_OR_RETURN(fn.address, ReadSysfsAddress(ctx, address));
-  auto read16 = [&](const Field& f) { return yaml::ReadUint(ctx, f, 0, 0xFFFF); };
+  auto read16 = [&](const Field& f) {
+    return yaml::ReadUint(ctx, f, 0, 0xFFFF);
+  };
   GPULET_RETURN_IF_ERROR(yaml::ReadOptional(map, "vendor", &fn.vendor, read16));
   GPULET_ASSIGN_OR_RETURN(Field device, map.Require("device"));
   GPULET_ASSIGN_OR_RETURN(uint64_t device_id, read16(device));
@@ -113,8 +115,9 @@ absl::StatusOr<std::string> ReadMdevUuid(const Ctx& ctx, const Field& field) {
   if (!ok) {
     return yaml::FieldError(
         ctx, field,
-        absl::StrCat("malformed mdev UUID \"", absl::CHexEscape(text),
-                     "\" (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in hex)"));
+        absl::StrCat(
+            "malformed mdev UUID \"", absl::CHexEscape(text),
+            "\" (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in hex)"));
   }
   return absl::AsciiStrToLower(text);
 }
@@ -127,7 +130,8 @@ absl::Status ParseMdevTypes(const Ctx& ctx, const MapView& map, Gpu* gpu) {
   std::set<std::string> seen;
   for (const Field& item : items) {
     GPULET_ASSIGN_OR_RETURN(
-        MapView type_map, MapView::Read(ctx, item, {"id", "name", "available"}));
+        MapView type_map,
+        MapView::Read(ctx, item, {"id", "name", "available"}));
     MdevType type;
     GPULET_ASSIGN_OR_RETURN(Field id, type_map.Require("id"));
     GPULET_ASSIGN_OR_RETURN(type.id, ReadTypeId(ctx, id));
@@ -159,11 +163,12 @@ absl::Status ParseMdevs(const Ctx& ctx, const MapView& map, Gpu* gpu,
     GPULET_ASSIGN_OR_RETURN(Field type, mdev_map.Require("type"));
     GPULET_ASSIGN_OR_RETURN(mdev.type, ReadTypeId(ctx, type));
     bool known = false;
-    for (const MdevType& t : gpu->mdev_types) known = known || t.id == mdev.type;
+    for (const MdevType& t : gpu->mdev_types)
+      known = known || t.id == mdev.type;
     if (!known) {
-      return yaml::FieldError(
-          ctx, type,
-          absl::StrCat("mdev type ", mdev.type, " is not in the GPU's mdevTypes"));
+      return yaml::FieldError(ctx, type,
+                              absl::StrCat("mdev type ", mdev.type,
+                                           " is not in the GPU's mdevTypes"));
     }
     gpu->mdevs.push_back(std::move(mdev));
     uuid_fields->push_back(uuid);
@@ -188,7 +193,8 @@ absl::Status ParsePassthrough(const Ctx& ctx, const MapView& map,
   out->iommu_group = map.Find("iommuGroup");
   if (out->iommu_group) {
     GPULET_ASSIGN_OR_RETURN(
-        gpu.iommu_group, yaml::ReadInt(ctx, *out->iommu_group, 0, kMaxIommuGroup));
+        gpu.iommu_group,
+        yaml::ReadInt(ctx, *out->iommu_group, 0, kMaxIommuGroup));
   }
   if (std::optional<Field> field = map.Find("functions")) {
     out->functions = *field;
@@ -207,9 +213,9 @@ absl::Status CheckPassthrough(const Ctx& ctx,
                    absl::string_view what) -> absl::Status {
     auto [it, inserted] = seen->emplace(key, field.path);
     if (inserted) return absl::OkStatus();
-    return yaml::FieldError(
-        ctx, field, absl::StrCat("duplicate ", what, " ", key, " (also at ",
-                                 it->second, ")"));
+    return yaml::FieldError(ctx, field,
+                            absl::StrCat("duplicate ", what, " ", key,
+                                         " (also at ", it->second, ")"));
   };
   for (const ParsedGpu& p : gpus) {
     GPULET_RETURN_IF_ERROR(claim(&addresses,
@@ -219,8 +225,8 @@ absl::Status CheckPassthrough(const Ctx& ctx,
       const YAML::Node& list = p.functions->node;
       const Field item{list[i]["address"],
                        yaml::IndexPath(p.functions->path, i) + ".address"};
-      GPULET_RETURN_IF_ERROR(claim(&addresses, p.gpu.functions[i].address,
-                                   item, "PCI address"));
+      GPULET_RETURN_IF_ERROR(
+          claim(&addresses, p.gpu.functions[i].address, item, "PCI address"));
     }
     for (size_t i = 0; i < p.gpu.mdevs.size(); ++i) {
       GPULET_RETURN_IF_ERROR(
@@ -232,12 +238,14 @@ absl::Status CheckPassthrough(const Ctx& ctx,
       const int peer = p.gpu.nvlinks[k].peer_gpu;
       if (peer < 0) continue;
       const bool here = p.gpu.bound_driver == "nvidia";
-      const bool there = gpus[static_cast<size_t>(peer)].gpu.bound_driver == "nvidia";
+      const bool there =
+          gpus[static_cast<size_t>(peer)].gpu.bound_driver == "nvidia";
       if (here != there) {
         return yaml::FieldError(
             ctx, p.links[k],
             absl::StrCat("an NVLink between a GPU bound to nvidia and GPU ",
-                         peer, " bound to another driver; NVML sees only one "
+                         peer,
+                         " bound to another driver; NVML sees only one "
                          "end (drop the link or bind both alike)"));
       }
     }

@@ -14,7 +14,8 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::string Gpu(int n, const std::string& extra = "") {
-  return absl::StrCat("  - uuid: GPU-", n, "0000000-0000-4000-8000-000000000000\n",
+  return absl::StrCat("  - uuid: GPU-", n,
+                      "0000000-0000-4000-8000-000000000000\n",
                       "    busId: \"0000:", n, "7:00.0\"\n",
                       "    name: Test GPU\n    memory: 16GiB\n", extra);
 }
@@ -37,12 +38,13 @@ TEST(PassthroughParserTest, DefaultsLeaveGpuOnNvidiaInItsOwnGroup) {
 
 TEST(PassthroughParserTest, VfioGpuLeavesNvmlAndMinorsRenumber) {
   absl::StatusOr<Machine> m = Parse(
-      Gpu(1, "    boundDriver: vfio-pci\n    iommuGroup: 9\n"
-             "    functions:\n"
-             "      - {address: \"0000:17:00.1\", device: 0x22e8, class: 0x040300,"
-             " driver: snd_hda_intel}\n"
-             "      - {address: \"0000:18:00.0\", vendor: 0x144d, device: 0xa80a,"
-             " class: 0x010802}\n") +
+      Gpu(1,
+          "    boundDriver: vfio-pci\n    iommuGroup: 9\n"
+          "    functions:\n"
+          "      - {address: \"0000:17:00.1\", device: 0x22e8, class: 0x040300,"
+          " driver: snd_hda_intel}\n"
+          "      - {address: \"0000:18:00.0\", vendor: 0x144d, device: 0xa80a,"
+          " class: 0x010802}\n") +
           Gpu(2),
       "iommufd: true\n");
   ASSERT_TRUE(m.ok()) << m.status();
@@ -63,11 +65,13 @@ TEST(PassthroughParserTest, VfioGpuLeavesNvmlAndMinorsRenumber) {
 
 TEST(PassthroughParserTest, MdevTypesFromDefaultsAndInstances) {
   absl::StatusOr<Machine> m = ParseMachine(
-      "gpuDefaults:\n  mdevTypes:\n    - {id: nvidia-700, name: A, available: 3}\n"
+      "gpuDefaults:\n  mdevTypes:\n    - {id: nvidia-700, name: A, available: "
+      "3}\n"
       "gpus:\n" +
-          Gpu(1, "    mdevs:\n"
-                 "      - {uuid: 9F1C6D2A-4B3E-4E8F-A1D7-5C0B2E9F8A63, "
-                 "type: nvidia-700}\n"),
+          Gpu(1,
+              "    mdevs:\n"
+              "      - {uuid: 9F1C6D2A-4B3E-4E8F-A1D7-5C0B2E9F8A63, "
+              "type: nvidia-700}\n"),
       "m.yaml");
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->gpus[0].mdev_types.size(), 1u);
@@ -102,8 +106,9 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"GroupRange", Gpu(1, "    iommuGroup: -2\n"),
             "gpus[0].iommuGroup: -2 is out of range"},
         Bad{"FunctionAddress",
-            Gpu(1, "    functions:\n      - {address: \"17:00.1\", device: 1, "
-                   "class: 0x040300}\n"),
+            Gpu(1,
+                "    functions:\n      - {address: \"17:00.1\", device: 1, "
+                "class: 0x040300}\n"),
             "gpus[0].functions[0].address: malformed PCI bus ID"},
         Bad{"FunctionClass", Gpu(1, kFn + "device: 1, class: 0x1000000}\n"),
             "gpus[0].functions[0].class: 16777216 is out of range"},
@@ -113,22 +118,26 @@ INSTANTIATE_TEST_SUITE_P(
             Gpu(1, kFn + "device: 1, class: 3, drvier: x}\n"),
             "gpus[0].functions[0].drvier: unknown key"},
         Bad{"FunctionClashesWithGpu",
-            Gpu(1) + Gpu(2, "    functions:\n      - {address: \"0000:17:00.0\", "
-                            "device: 1, class: 0x040300}\n"),
+            Gpu(1) + Gpu(2,
+                         "    functions:\n      - {address: \"0000:17:00.0\", "
+                         "device: 1, class: 0x040300}\n"),
             "gpus[1].functions[0].address: duplicate PCI address 0000:17:00.0 "
             "(also at gpus[0].busId)"},
         Bad{"MdevUuid",
-            Gpu(1, "    mdevTypes: [{id: nvidia-1, name: A}]\n"
-                   "    mdevs: [{uuid: not-a-uuid, type: nvidia-1}]\n"),
+            Gpu(1,
+                "    mdevTypes: [{id: nvidia-1, name: A}]\n"
+                "    mdevs: [{uuid: not-a-uuid, type: nvidia-1}]\n"),
             "gpus[0].mdevs[0].uuid: malformed mdev UUID"},
         Bad{"MdevUnknownType",
-            Gpu(1, "    mdevTypes: [{id: nvidia-1, name: A}]\n"
-                   "    mdevs: [{uuid: 9f1c6d2a-4b3e-4e8f-a1d7-5c0b2e9f8a63, "
-                   "type: nvidia-2}]\n"),
+            Gpu(1,
+                "    mdevTypes: [{id: nvidia-1, name: A}]\n"
+                "    mdevs: [{uuid: 9f1c6d2a-4b3e-4e8f-a1d7-5c0b2e9f8a63, "
+                "type: nvidia-2}]\n"),
             "gpus[0].mdevs[0].type: mdev type nvidia-2 is not in the GPU's "
             "mdevTypes"},
         Bad{"MdevTypeAvailable",
-            Gpu(1, "    mdevTypes: [{id: nvidia-1, name: A, available: lots}]\n"),
+            Gpu(1,
+                "    mdevTypes: [{id: nvidia-1, name: A, available: lots}]\n"),
             "gpus[0].mdevTypes[0].available:"},
         Bad{"NvLinkAcrossDrivers",
             Gpu(1, "    nvlinks: [{gpu: 1}]\n") +

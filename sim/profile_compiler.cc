@@ -86,9 +86,8 @@ class SharedVectors {
 };
 
 void EmitGiProfile(std::ostream& o, const GpuInstanceProfile& p) {
-  o << "  v.push_back({.id = " << p.id
-    << ", .profile_id = " << p.profile_id << ", .name = " << Quote(p.name)
-    << ", .slice_count = " << p.slice_count
+  o << "  v.push_back({.id = " << p.id << ", .profile_id = " << p.profile_id
+    << ", .name = " << Quote(p.name) << ", .slice_count = " << p.slice_count
     << ", .instance_count = " << p.instance_count
     << ", .multiprocessor_count = " << p.multiprocessor_count
     << ", .copy_engine_count = " << p.copy_engine_count
@@ -128,8 +127,7 @@ void EmitMig(std::ostream& o, SharedVectors& shared, const Gpu& g) {
   }
 }
 
-void EmitLinksAndFabric(std::ostream& o, SharedVectors& shared,
-                        const Gpu& g) {
+void EmitLinksAndFabric(std::ostream& o, SharedVectors& shared, const Gpu& g) {
   std::ostringstream links;
   for (const NvLink& l : g.nvlinks) {
     links << "  v.push_back({.active = " << Bool(l.active)
@@ -161,8 +159,8 @@ void EmitPassthrough(std::ostream& o, const Gpu& g) {
   for (const PciFunction& f : g.functions) {
     o << "  g.functions.push_back({.address = " << Quote(f.address)
       << ", .vendor = " << f.vendor << ", .device = " << f.device
-      << ", .class_code = " << f.class_code
-      << ", .driver = " << Quote(f.driver) << "});\n";
+      << ", .class_code = " << f.class_code << ", .driver = " << Quote(f.driver)
+      << "});\n";
   }
   for (const MdevType& t : g.mdev_types) {
     o << "  g.mdev_types.push_back({.id = " << Quote(t.id)
@@ -242,8 +240,7 @@ void EmitMachine(std::ostream& o, SharedVectors& shared, const std::string& id,
   for (const std::vector<nvmlGpuTopologyLevel_t>& row : m.topology) {
     o << "  m.topology.push_back({";
     for (size_t i = 0; i < row.size(); ++i) {
-      o << (i > 0 ? ", " : "")
-        << EnumValue("nvmlGpuTopologyLevel_t", row[i]);
+      o << (i > 0 ? ", " : "") << EnumValue("nvmlGpuTopologyLevel_t", row[i]);
     }
     o << "});\n";
   }

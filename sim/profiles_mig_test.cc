@@ -12,12 +12,12 @@
 namespace gpulet::sim {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::StartsWith;
 using test_machines::DerivedName;
 using test_machines::LinksOfType;
 using test_machines::Load;
 using test_machines::MigProfileNames;
+using ::testing::ElementsAre;
+using ::testing::StartsWith;
 
 TEST(ProfilesTest, A100MigMixed) {
   Machine m = Load("a100-mig");

@@ -16,20 +16,19 @@
 namespace gpulet::sim {
 namespace {
 
-using ::testing::ElementsAre;
 using test_machines::DerivedName;
 using test_machines::LinksOfType;
 using test_machines::Load;
 using test_machines::SwitchBusIds;
+using ::testing::ElementsAre;
 
 TEST(ProfilesTest, NamesAreSortedAndComplete) {
   EXPECT_THAT(ProfileNames(),
-              ElementsAre("a100-mig", "a100-mig-single", "b200-mig",
-                          "dgx-a100", "dgx-b200", "dgx-h100", "gb200-nvl",
-                          "hgx-h200", "islands-16", "mixed-memory",
-                          "mixed-vfio", "no-driver", "none", "pcie-t4",
-                          "rtx-pro-6000-mig", "vfio-groups", "vfio-iommufd",
-                          "vgpu-host"));
+              ElementsAre("a100-mig", "a100-mig-single", "b200-mig", "dgx-a100",
+                          "dgx-b200", "dgx-h100", "gb200-nvl", "hgx-h200",
+                          "islands-16", "mixed-memory", "mixed-vfio",
+                          "no-driver", "none", "pcie-t4", "rtx-pro-6000-mig",
+                          "vfio-groups", "vfio-iommufd", "vgpu-host"));
   EXPECT_TRUE(ProfileYaml("dgx-h100").has_value());
   EXPECT_FALSE(ProfileYaml("dgx-h200").has_value());
 }

@@ -9,10 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "src/base/common/embedded_file.h"
-#include "src/base/common/file_util.h"
 #include "sim/node_render.h"
 #include "sim/render_fs.h"
+#include "src/base/common/embedded_file.h"
+#include "src/base/common/file_util.h"
 
 namespace gpulet::sim {
 namespace embedded_stub {
@@ -70,7 +70,8 @@ std::string MpsControlScript(const std::string& version) {
   // commands travel through a FIFO where the real one has a socket.
   return absl::StrCat(
       "#!/bin/sh\n"
-      "# nvidia-cuda-mps-control of the simulated NVIDIA driver ", version,
+      "# nvidia-cuda-mps-control of the simulated NVIDIA driver ",
+      version,
       " (gpulet sim render).\n"
       "# -f: the control daemon, in the foreground; -d: the same, in the\n"
       "# background; no argument: sends each line of standard input to the\n"
@@ -125,7 +126,8 @@ std::string MpsControlScript(const std::string& version) {
 std::string NvidiaSmiScript(const std::string& version) {
   return absl::StrCat(
       "#!/bin/sh\n"
-      "# nvidia-smi of the simulated NVIDIA driver ", version,
+      "# nvidia-smi of the simulated NVIDIA driver ",
+      version,
       " (gpulet sim render).\n"
       "# Records each call's arguments, one line per call, in nvidia-smi.log\n"
       "# beside it; prints nothing and succeeds, unless nvidia-smi.refuse\n"
@@ -184,8 +186,8 @@ absl::Status RenderDriverRoot(const Machine& machine,
   }
   const std::string etc = driver_root + "/etc";
   if (absl::Status s = render::EnsureDir(etc); !s.ok()) return s;
-  if (absl::Status s = render::WriteFile(etc + "/ld.so.conf",
-                                         absl::StrCat(kLibDir, "\n"));
+  if (absl::Status s =
+          render::WriteFile(etc + "/ld.so.conf", absl::StrCat(kLibDir, "\n"));
       !s.ok()) {
     return s;
   }

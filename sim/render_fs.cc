@@ -79,8 +79,8 @@ absl::Status Symlink(const std::string& target, const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status CharDevice(const std::string& path, unsigned major,
-                        unsigned minor, DevNodes how) {
+absl::Status CharDevice(const std::string& path, unsigned major, unsigned minor,
+                        DevNodes how) {
   const dev_t want = makedev(major, minor);
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {

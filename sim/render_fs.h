@@ -30,8 +30,8 @@ absl::Status Symlink(const std::string& target, const std::string& path);
 
 // A character device major:minor (or, for DevNodes::kFiles, an empty
 // regular file) at `path`, replacing anything else there.
-absl::Status CharDevice(const std::string& path, unsigned major,
-                        unsigned minor, DevNodes how);
+absl::Status CharDevice(const std::string& path, unsigned major, unsigned minor,
+                        DevNodes how);
 
 // Removes every entry of `dir` whose name `stale` accepts (recursively).
 // A missing dir is fine.

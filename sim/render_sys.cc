@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "src/base/common/status_macros.h"
 #include "sim/node_render.h"
 #include "sim/render_fs.h"
 #include "sim/sysfs_tree.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::sim {
 namespace {
@@ -62,8 +62,8 @@ absl::Status WriteAttributes(const std::string& dir, const Function& fn) {
       render::WriteFile(dir + "/subsystem_device", hex(fn.subsystem >> 16)));
   GPULET_RETURN_IF_ERROR(render::WriteFile(
       dir + "/class", absl::StrFormat("0x%06x\n", fn.class_code)));
-  GPULET_RETURN_IF_ERROR(render::WriteFile(
-      dir + "/numa_node", absl::StrCat(fn.numa_node, "\n")));
+  GPULET_RETURN_IF_ERROR(
+      render::WriteFile(dir + "/numa_node", absl::StrCat(fn.numa_node, "\n")));
   return render::WriteFile(dir + "/driver_override", "(null)\n");
 }
 
@@ -72,8 +72,8 @@ absl::Status DriverDir(const std::string& sys, const std::string& driver) {
   const std::string dir = sys + "/bus/pci/drivers/" + driver;
   GPULET_RETURN_IF_ERROR(render::EnsureDir(dir));
   for (const char* name : {"bind", "unbind", "new_id", "remove_id"}) {
-    GPULET_RETURN_IF_ERROR(render::WriteFile(absl::StrCat(dir, "/", name), "",
-                                             0600));
+    GPULET_RETURN_IF_ERROR(
+        render::WriteFile(absl::StrCat(dir, "/", name), "", 0600));
   }
   return absl::OkStatus();
 }
@@ -97,16 +97,16 @@ absl::Status RenderMdevs(const SysTree& tree, const Gpu& gpu, int* next_group,
     const std::string group = std::to_string((*next_group)++);
     const std::string m = dir + "/" + mdev.uuid;
     GPULET_RETURN_IF_ERROR(render::EnsureDir(m));
-    GPULET_RETURN_IF_ERROR(
-        render::Symlink("../mdev_supported_types/" + mdev.type, m + "/mdev_type"));
+    GPULET_RETURN_IF_ERROR(render::Symlink(
+        "../mdev_supported_types/" + mdev.type, m + "/mdev_type"));
     GPULET_RETURN_IF_ERROR(render::Symlink(
         "../../../../kernel/iommu_groups/" + group, m + "/iommu_group"));
-    const std::string rel = absl::StrCat("devices/pci", bdf.substr(0, 4), ":00/",
-                                         bdf, "/", mdev.uuid);
+    const std::string rel = absl::StrCat("devices/pci", bdf.substr(0, 4),
+                                         ":00/", bdf, "/", mdev.uuid);
     GPULET_RETURN_IF_ERROR(render::Symlink(
         "../../../" + rel, tree.sys + "/bus/mdev/devices/" + mdev.uuid));
-    const std::string members = tree.sys + "/kernel/iommu_groups/" + group +
-                                "/devices";
+    const std::string members =
+        tree.sys + "/kernel/iommu_groups/" + group + "/devices";
     GPULET_RETURN_IF_ERROR(render::EnsureDir(members));
     GPULET_RETURN_IF_ERROR(
         render::Symlink("../../../../" + rel, members + "/" + mdev.uuid));
@@ -122,14 +122,14 @@ absl::Status RenderMdevs(const SysTree& tree, const Gpu& gpu, int* next_group,
 absl::Status RenderVfioDev(const Machine& machine, const SysTree& tree) {
   GPULET_RETURN_IF_ERROR(render::EnsureDir(tree.dev + "/vfio/devices"));
   // Group nodes and cdevs are made again from the bindings below.
-  GPULET_RETURN_IF_ERROR(
-      render::RemoveStale(tree.dev + "/vfio", [](const std::string& n) {
-        return n != "vfio" && n != "devices";
-      }));
+  GPULET_RETURN_IF_ERROR(render::RemoveStale(
+      tree.dev + "/vfio",
+      [](const std::string& n) { return n != "vfio" && n != "devices"; }));
   GPULET_RETURN_IF_ERROR(render::RemoveStale(
       tree.dev + "/vfio/devices", [](const std::string&) { return true; }));
   GPULET_RETURN_IF_ERROR(render::CharDevice(tree.dev + "/vfio/vfio", kMiscMajor,
-                                            kVfioContainerMinor, tree.dev_nodes));
+                                            kVfioContainerMinor,
+                                            tree.dev_nodes));
   if (machine.iommufd) {
     return render::CharDevice(tree.dev + "/iommu", kMiscMajor, kIommuMinor,
                               tree.dev_nodes);
@@ -145,8 +145,8 @@ absl::Status LinkFunction(const SysTree& tree, const Function& fn) {
   GPULET_RETURN_IF_ERROR(WriteAttributes(dir, fn));
   GPULET_RETURN_IF_ERROR(render::Symlink(
       "../../../kernel/iommu_groups/" + fn.group, dir + "/iommu_group"));
-  GPULET_RETURN_IF_ERROR(
-      render::Symlink("../../../" + rel, tree.sys + "/bus/pci/devices/" + fn.bdf));
+  GPULET_RETURN_IF_ERROR(render::Symlink(
+      "../../../" + rel, tree.sys + "/bus/pci/devices/" + fn.bdf));
   const std::string members =
       absl::StrCat(tree.sys, "/kernel/iommu_groups/", fn.group, "/devices");
   GPULET_RETURN_IF_ERROR(render::EnsureDir(members));
@@ -172,13 +172,14 @@ absl::Status RenderSys(const Machine& machine, const std::string& root,
         dmi, [](const std::string& n) { return n == "product_name"; }));
   } else {
     GPULET_RETURN_IF_ERROR(render::EnsureDir(dmi));
-    GPULET_RETURN_IF_ERROR(render::WriteFile(dmi + "/product_name",
-                                             machine.product_name + "\n"));
+    GPULET_RETURN_IF_ERROR(
+        render::WriteFile(dmi + "/product_name", machine.product_name + "\n"));
   }
   GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/pci/devices"));
   GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/bus/mdev/devices"));
   GPULET_RETURN_IF_ERROR(render::EnsureDir(sys + "/kernel/iommu_groups"));
-  GPULET_RETURN_IF_ERROR(render::WriteFile(sys + "/bus/pci/drivers_probe", "", 0600));
+  GPULET_RETURN_IF_ERROR(
+      render::WriteFile(sys + "/bus/pci/drivers_probe", "", 0600));
   GPULET_RETURN_IF_ERROR(RenderVfioDev(machine, tree));
   const std::vector<Function> functions = Functions(machine);
   std::set<std::string> bdfs, groups, drivers = {"nvidia", "vfio-pci"}, uuids;
@@ -209,15 +210,17 @@ absl::Status RenderSys(const Machine& machine, const std::string& root,
   }
   for (const std::vector<Gpu>* list : {&machine.gpus, &machine.host_gpus}) {
     for (const Gpu& gpu : *list) {
-      GPULET_RETURN_IF_ERROR(RenderMdevs(tree, gpu, &next_group, &groups, &uuids));
+      GPULET_RETURN_IF_ERROR(
+          RenderMdevs(tree, gpu, &next_group, &groups, &uuids));
     }
   }
   GPULET_RETURN_IF_ERROR(render::RemoveStale(
       sys + "/bus/mdev/devices",
       [&](const std::string& n) { return !uuids.contains(n); }));
-  return render::RemoveStale(sys + "/bus/pci/devices", [&](const std::string& n) {
-    return n.find(':') != std::string::npos && !bdfs.contains(n);
-  });
+  return render::RemoveStale(
+      sys + "/bus/pci/devices", [&](const std::string& n) {
+        return n.find(':') != std::string::npos && !bdfs.contains(n);
+      });
 }
 
 }  // namespace gpulet::sim

@@ -59,7 +59,8 @@ class RenderSysTest : public ::testing::Test {
   // The fake kernel reacts after the write; wait for the effect, bounded
   // only so that a broken kernel fails instead of hanging.
   static bool Eventually(const std::function<bool()>& condition) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!condition()) {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -74,8 +75,10 @@ TEST_F(RenderSysTest, MixedVfioBindsHalfTheGpusToVfioPci) {
   Render("mixed-vfio");
   EXPECT_EQ(Driver("0000:1b:00.0"), "nvidia");
   EXPECT_EQ(Driver("0000:9d:00.0"), "vfio-pci");
-  EXPECT_TRUE(fs::is_symlink(root_ + "/sys/bus/pci/drivers/vfio-pci/0000:9d:00.0"));
-  EXPECT_EQ(fs::read_symlink(Pci("0000:9d:00.0") + "/iommu_group").filename(), "50");
+  EXPECT_TRUE(
+      fs::is_symlink(root_ + "/sys/bus/pci/drivers/vfio-pci/0000:9d:00.0"));
+  EXPECT_EQ(fs::read_symlink(Pci("0000:9d:00.0") + "/iommu_group").filename(),
+            "50");
   EXPECT_TRUE(Exists("/dev/vfio/vfio"));
   EXPECT_TRUE(Exists("/dev/vfio/50"));
   EXPECT_TRUE(Exists("/dev/vfio/53"));
@@ -93,8 +96,8 @@ TEST_F(RenderSysTest, GroupsWithCompanionsBridgeAndForeignDevice) {
   // function keeps the group from being viable.
   EXPECT_TRUE(Exists("/dev/vfio/20"));
   int members = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(
-           root_ + "/sys/kernel/iommu_groups/30/devices")) {
+  for ([[maybe_unused]] const auto& e :
+       fs::directory_iterator(root_ + "/sys/kernel/iommu_groups/30/devices")) {
     ++members;
   }
   EXPECT_EQ(members, 5);
@@ -117,7 +120,8 @@ TEST_F(RenderSysTest, IommufdHostHasCdevs) {
 
 TEST_F(RenderSysTest, VgpuHostHasMdevTypesAndInstances) {
   Render("vgpu-host");
-  const std::string type = Pci("0000:31:00.0") + "/mdev_supported_types/nvidia-701";
+  const std::string type =
+      Pci("0000:31:00.0") + "/mdev_supported_types/nvidia-701";
   std::ifstream name(type + "/name");
   std::string line;
   std::getline(name, line);
@@ -139,10 +143,9 @@ TEST_F(RenderSysTest, GroupNodeLivesWhileAnyFunctionIsOnVfioPci) {
   const std::string gpu = "0000:17:00.0", audio = "0000:17:00.1";
   for (const bool gpu_binds_first : {true, false}) {
     for (const bool gpu_unbinds_first : {true, false}) {
-      SCOPED_TRACE(absl::StrCat("GPU binds ",
-                                gpu_binds_first ? "first" : "last",
-                                ", unbinds ",
-                                gpu_unbinds_first ? "first" : "last"));
+      SCOPED_TRACE(
+          absl::StrCat("GPU binds ", gpu_binds_first ? "first" : "last",
+                       ", unbinds ", gpu_unbinds_first ? "first" : "last"));
       Render("vfio-groups");
       const SysTree tree{root_ + "/sys", root_ + "/dev", DevNodes::kFiles};
       // From the profile's GPU on vfio-pci, audio on snd_hda_intel to
@@ -189,7 +192,8 @@ TEST_F(RenderSysTest, FakeKernelMovesDriverLinksAndMakesTheGroupNode) {
   // Its audio function comes: the node is back.
   Write("/sys/bus/pci/drivers/snd_hda_intel/unbind", "0000:17:00.1");
   ASSERT_TRUE(Eventually([&] { return Driver("0000:17:00.1").empty(); }));
-  EXPECT_FALSE(fs::exists(root_ + "/sys/bus/pci/drivers/snd_hda_intel/0000:17:00.1"));
+  EXPECT_FALSE(
+      fs::exists(root_ + "/sys/bus/pci/drivers/snd_hda_intel/0000:17:00.1"));
   Write("/sys/bus/pci/devices/0000:17:00.1/driver_override", "vfio-pci");
   Write("/sys/bus/pci/drivers_probe", "0000:17:00.1");
   ASSERT_TRUE(Eventually([&] { return Driver("0000:17:00.1") == "vfio-pci"; }));

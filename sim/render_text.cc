@@ -29,10 +29,12 @@ int LibCompare(const std::string& a, const std::string& b) {
     const bool db = absl::ascii_isdigit(static_cast<unsigned char>(b[j]));
     if (da && db) {
       unsigned long long x = 0, y = 0;
-      while (i < a.size() && absl::ascii_isdigit(static_cast<unsigned char>(a[i]))) {
+      while (i < a.size() &&
+             absl::ascii_isdigit(static_cast<unsigned char>(a[i]))) {
         x = x * 10 + static_cast<unsigned>(a[i++] - '0');
       }
-      while (j < b.size() && absl::ascii_isdigit(static_cast<unsigned char>(b[j]))) {
+      while (j < b.size() &&
+             absl::ascii_isdigit(static_cast<unsigned char>(b[j]))) {
         y = y * 10 + static_cast<unsigned>(b[j++] - '0');
       }
       if (x != y) return x < y ? -1 : 1;
@@ -70,11 +72,10 @@ std::string SysfsBusId(const std::string& nvml_bus_id) {
 }
 
 std::string ProcVersionText(const Machine& machine) {
-  return absl::StrCat(
-      "NVRM version: NVIDIA UNIX x86_64 Kernel Module  ",
-      machine.driver_version,
-      "  (gpulet NVML simulator)\n"
-      "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n");
+  return absl::StrCat("NVRM version: NVIDIA UNIX x86_64 Kernel Module  ",
+                      machine.driver_version,
+                      "  (gpulet NVML simulator)\n"
+                      "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n");
 }
 
 std::string ProcGpuInformationText(const Gpu& gpu) {
@@ -111,11 +112,10 @@ std::string MigMinorsText() {
 }
 
 std::string ProcDevicesText(bool imex_channels) {
-  std::string imex =
-      imex_channels
-          ? absl::StrFormat("%3u nvidia-caps-imex-channels\n",
-                            kNvidiaCapsImexMajor)
-          : "";
+  std::string imex = imex_channels
+                         ? absl::StrFormat("%3u nvidia-caps-imex-channels\n",
+                                           kNvidiaCapsImexMajor)
+                         : "";
   return absl::StrFormat(
       "Character devices:\n  1 mem\n  4 /dev/vc/0\n  4 tty\n  5 /dev/tty\n"
       "  5 /dev/console\n%3u nvidia-frontend\n%s%3u nvidia-caps\n"

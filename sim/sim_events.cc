@@ -3,8 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -12,9 +12,9 @@
 #include <set>
 #include <utility>
 
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "sim/sim_state.h"
+#include "src/base/common/clock.h"
 
 namespace gpulet::sim {
 
@@ -99,7 +99,7 @@ std::optional<nvmlReturn_t> SimState::TakeEvent(
     ++counters_.events_delivered;
     return NVML_SUCCESS;
   }
-  if (absl::Now() >= deadline) return NVML_ERROR_TIMEOUT;
+  if (common::RealClock::Get().Now() >= deadline) return NVML_ERROR_TIMEOUT;
   return std::nullopt;
 }
 
@@ -107,7 +107,8 @@ nvmlReturn_t SimState::WaitEvent(nvmlEventSet_t set, unsigned int timeout_ms,
                                  nvmlEventData_t* data) {
   // Held across the waits: the set may be freed (and erased) meanwhile.
   std::shared_ptr<EventSetObject> object;
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time deadline = clock.Now() + absl::Milliseconds(timeout_ms);
   std::optional<std::multiset<unsigned int>::iterator> blocked;
   while (true) {
     {
@@ -123,7 +124,7 @@ nvmlReturn_t SimState::WaitEvent(nvmlEventSet_t set, unsigned int timeout_ms,
       object->Quiet();
     }
     const int64_t left_ms = absl::ToInt64Milliseconds(
-        absl::Ceil(deadline - absl::Now(), absl::Milliseconds(1)));
+        absl::Ceil(deadline - clock.Now(), absl::Milliseconds(1)));
     pollfd pfd{object->doorbell.get(), POLLIN, 0};
     const int polled = ::poll(
         &pfd, 1, static_cast<int>(std::clamp<int64_t>(left_ms, 0, INT_MAX)));

@@ -7,10 +7,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "src/base/common/logging.h"
 #include "sim/compiled_profiles.h"
 #include "sim/control_server.h"
 #include "sim/profiles.h"
+#include "src/base/common/logging.h"
 
 namespace gpulet::sim {
 namespace {
@@ -57,15 +57,14 @@ ControlChannel g_control_channel;
 SimState& State() {
   // Leaked on purpose, see the header.
   static SimState* const state =
-      std::make_unique<SimState>(
-          [](const std::string& spec) -> absl::StatusOr<Machine> {
-            // A built-in profile is compiled in: no YAML to parse at init.
-            std::optional<Machine> compiled =
-                CompiledProfile(spec.empty() ? kDefaultProfile : spec);
-            if (compiled) return *std::move(compiled);
-            return LoadMachine(spec);
-          })
-          .release();
+      std::make_unique<SimState>([](const std::string& spec)
+                                     -> absl::StatusOr<Machine> {
+        // A built-in profile is compiled in: no YAML to parse at init.
+        std::optional<Machine> compiled =
+            CompiledProfile(spec.empty() ? kDefaultProfile : spec);
+        if (compiled) return *std::move(compiled);
+        return LoadMachine(spec);
+      }).release();
   return *state;
 }
 

@@ -35,12 +35,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "src/base/common/unique_fd.h"
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/control_protocol.h"
 #include "sim/event_queue.h"
 #include "sim/handle_table.h"
 #include "sim/machine.h"
+#include "src/base/common/unique_fd.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 namespace gpulet::sim {
 

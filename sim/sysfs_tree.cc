@@ -5,8 +5,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "src/base/common/status_macros.h"
 #include "sim/render_fs.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::sim {
 namespace {
@@ -64,8 +64,8 @@ absl::Status BindFunction(const SysTree& tree, const std::string& bdf,
         absl::StrCat("bind ", bdf, ": no driver ", driver_dir));
   }
   if (const std::string bound = LinkName(dir + "/driver"); !bound.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("bind ", bdf, " to ", driver, ": already bound to ", bound));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bind ", bdf, " to ", driver, ": already bound to ", bound));
   }
   GPULET_RETURN_IF_ERROR(render::Symlink(
       absl::StrCat("../../../../devices/pci", bdf.substr(0, 4), ":00/", bdf),
@@ -91,8 +91,8 @@ absl::Status UnbindFunction(const SysTree& tree, const std::string& bdf,
   fs::remove(tree.sys + "/bus/pci/drivers/" + driver + "/" + bdf, ec);
   GPULET_RETURN_IF_ERROR(RemoveVfioCdev(tree, dir));
   if (!fs::remove(dir + "/driver", ec) || ec) {
-    return absl::InternalError(
-        absl::StrCat("unbind ", bdf, ": remove ", dir, "/driver: ", ec.message()));
+    return absl::InternalError(absl::StrCat("unbind ", bdf, ": remove ", dir,
+                                            "/driver: ", ec.message()));
   }
   const std::string group = LinkName(dir + "/iommu_group");
   return group.empty() ? absl::OkStatus() : RefreshGroupNode(tree, group);

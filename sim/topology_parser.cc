@@ -58,8 +58,7 @@ std::string TokenError(absl::string_view token) {
 // Reads a level that is not "X" (off-diagonal, default, group).
 absl::StatusOr<nvmlGpuTopologyLevel_t> ReadLevel(const Ctx& ctx,
                                                  const Field& field) {
-  GPULET_ASSIGN_OR_RETURN(std::string token,
-                              yaml::ReadString(ctx, field, 16));
+  GPULET_ASSIGN_OR_RETURN(std::string token, yaml::ReadString(ctx, field, 16));
   nvmlGpuTopologyLevel_t level;
   if (!LevelFromToken(token, &level)) {
     return yaml::FieldError(ctx, field, TokenError(token));
@@ -104,10 +103,9 @@ absl::StatusOr<std::vector<Token>> RowTokens(const Ctx& ctx, const Field& row) {
     return tokens;
   }
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                              yaml::ReadList(ctx, row, kMaxGpus));
+                          yaml::ReadList(ctx, row, kMaxGpus));
   for (const Field& item : items) {
-    GPULET_ASSIGN_OR_RETURN(std::string text,
-                                yaml::ReadString(ctx, item, 16));
+    GPULET_ASSIGN_OR_RETURN(std::string text, yaml::ReadString(ctx, item, 16));
     tokens.push_back(Token{text, item.node.Mark()});
   }
   return tokens;
@@ -116,7 +114,7 @@ absl::StatusOr<std::vector<Token>> RowTokens(const Ctx& ctx, const Field& row) {
 absl::StatusOr<Matrix> ReadMatrix(const Ctx& ctx, const Field& field,
                                   size_t n) {
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> rows,
-                              yaml::ReadList(ctx, field, kMaxGpus));
+                          yaml::ReadList(ctx, field, kMaxGpus));
   if (rows.size() != n) {
     return yaml::FieldError(
         ctx, field,
@@ -168,10 +166,10 @@ absl::StatusOr<Matrix> ReadMatrix(const Ctx& ctx, const Field& field,
 absl::Status ApplyGroups(const Ctx& ctx, const Field& field, Matrix* m) {
   const size_t n = m->size();
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> groups,
-                              yaml::ReadList(ctx, field, 4 * kMaxGpus));
+                          yaml::ReadList(ctx, field, 4 * kMaxGpus));
   for (const Field& group : groups) {
     GPULET_ASSIGN_OR_RETURN(MapView map,
-                                MapView::Read(ctx, group, {"gpus", "level"}));
+                            MapView::Read(ctx, group, {"gpus", "level"}));
     GPULET_ASSIGN_OR_RETURN(Field gpus_field, map.Require("gpus"));
     GPULET_ASSIGN_OR_RETURN(Field level_field, map.Require("level"));
     if (n == 0) return yaml::FieldError(ctx, gpus_field, "there are no GPUs");
@@ -183,7 +181,7 @@ absl::Status ApplyGroups(const Ctx& ctx, const Field& field, Matrix* m) {
                               "a group needs at least two GPUs");
     }
     GPULET_ASSIGN_OR_RETURN(nvmlGpuTopologyLevel_t level,
-                                ReadLevel(ctx, level_field));
+                            ReadLevel(ctx, level_field));
     for (unsigned a : gpus) {
       for (unsigned b : gpus) {
         if (a != b) (*m)[a][b] = level;
@@ -227,7 +225,7 @@ absl::StatusOr<Matrix> ParseTopology(const Ctx& ctx,
   }
   if (std::optional<Field> level_field = map.Find("default")) {
     GPULET_ASSIGN_OR_RETURN(nvmlGpuTopologyLevel_t level,
-                                ReadLevel(ctx, *level_field));
+                            ReadLevel(ctx, *level_field));
     for (size_t i = 0; i < m.size(); ++i) {
       for (size_t j = 0; j < m.size(); ++j) {
         if (i != j) m[i][j] = level;

@@ -297,7 +297,7 @@ absl::StatusOr<std::vector<unsigned>> ReadIndexList(const Ctx& ctx,
     }
   } else {
     GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                ReadList(ctx, field, max_value + size_t{1}));
+                            ReadList(ctx, field, max_value + size_t{1}));
     for (const Field& item : items) {
       GPULET_RETURN_IF_ERROR(ExpectScalar(ctx, item, "a number or range"));
       if (!AddRange(item.node.Scalar(), max_value, &seen, &why)) {

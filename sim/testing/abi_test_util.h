@@ -13,8 +13,8 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "src/gpu/nvml/nvml_api.h"
 #include "sim/machine.h"
+#include "src/gpu/nvml/nvml_api.h"
 
 namespace gpulet::sim::testing {
 

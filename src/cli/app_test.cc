@@ -59,9 +59,9 @@ TEST_F(AppTest, HelpListsEverySubcommand) {
   for (const char* help : {"--help", "-h"}) {
     Result r = RunArgs({help});
     EXPECT_EQ(r.code, kExitOk) << help;
-    for (const char* name : {"devices", "topo", "sim", "cdi", "plugin",
-                             "runtime", "extender", "dra", "labels", "vfio",
-                             "version"}) {
+    for (const char* name :
+         {"devices", "topo", "sim", "cdi", "plugin", "runtime", "extender",
+          "dra", "labels", "vfio", "version"}) {
       EXPECT_THAT(r.out, HasSubstr(name)) << help;
     }
   }

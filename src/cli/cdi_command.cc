@@ -1,11 +1,11 @@
 #include "src/cli/cdi_command.h"
 
+#include "src/base/common/file_util.h"
+#include "src/base/common/status_macros.h"
+#include "src/gpu/device/discovery.h"
 #include "src/model/cdi/passthrough_spec.h"
 #include "src/model/cdi/spec_codec.h"
 #include "src/model/cdi/spec_file.h"
-#include "src/base/common/file_util.h"
-#include "src/gpu/device/discovery.h"
-#include "src/base/common/status_macros.h"
 
 namespace gpulet::cli {
 
@@ -39,9 +39,10 @@ CLI::App* AddCdiCommand(CLI::App& app, CdiOptions& options) {
   generate->add_option("--passthrough-output", options.passthrough_output,
                        "Also write the CDI spec of the GPUs bound to vfio-pci "
                        "(kind <vendor>/pgpu) to this file");
-  generate->add_option("--vfio-dev-root", options.vfio_dev_root,
-                       "Where the host's /dev (vfio/, iommu) is seen, for "
-                       "the passthrough spec")
+  generate
+      ->add_option("--vfio-dev-root", options.vfio_dev_root,
+                   "Where the host's /dev (vfio/, iommu) is seen, for "
+                   "the passthrough spec")
       ->capture_default_str();
   return cdi;
 }
@@ -54,9 +55,9 @@ absl::Status WritePassthroughSpec(const GlobalOptions& global,
   GPULET_ASSIGN_OR_RETURN(
       vfio::Inventory inventory,
       vfio::Discover(vfio::Roots{global.sysfs_root, options.vfio_dev_root}));
-  GPULET_ASSIGN_OR_RETURN(
-      cdi::Spec spec, cdi::BuildPassthroughSpec(inventory, options.vendor,
-                                                options.vfio_dev_root));
+  GPULET_ASSIGN_OR_RETURN(cdi::Spec spec,
+                          cdi::BuildPassthroughSpec(inventory, options.vendor,
+                                                    options.vfio_dev_root));
   return common::WriteFileAtomic(options.passthrough_output,
                                  cdi::FormatSpec(spec, format));
 }

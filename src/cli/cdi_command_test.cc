@@ -9,11 +9,11 @@
 #include "CLI/CLI.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/gpu/testing/test_tree.h"
 #include "src/model/cdi/spec_codec.h"
 #include "src/model/cdi/spec_file.h"
 #include "src/model/testing/test_hooks.h"
 #include "src/model/testing/test_root.h"
-#include "src/gpu/testing/test_tree.h"
 
 namespace gpulet::cli {
 namespace {

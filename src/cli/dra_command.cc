@@ -40,8 +40,8 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
                   "minors)")
       ->capture_default_str();
   cmd->add_flag("--memory-shares", options.memory_shares,
-               "publish whole GPUs shareable by memory "
-               "(DRAConsumableCapacity): claims ask for a memory amount");
+                "publish whole GPUs shareable by memory "
+                "(DRAConsumableCapacity): claims ask for a memory amount");
   cmd->add_option("--memory-share-unit", options.memory_share_unit,
                   "the step of a memory share: MiB, GiB or a size such as "
                   "512MiB or 2GiB")

@@ -16,7 +16,8 @@ namespace {
 std::string CheckVerbosity(std::string& value) {
   int level = 0;
   if (!absl::SimpleAtoi(value, &level) || level < 0) {
-    return "'" + value + "' is not a verbosity level (a whole number, 0 or more)";
+    return "'" + value +
+           "' is not a verbosity level (a whole number, 0 or more)";
   }
   return "";
 }

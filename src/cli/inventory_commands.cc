@@ -1,9 +1,9 @@
 #include "src/cli/inventory_commands.h"
 
+#include "src/base/common/status_macros.h"
 #include "src/cli/devices_format.h"
 #include "src/cli/topo_format.h"
 #include "src/gpu/device/discovery.h"
-#include "src/base/common/status_macros.h"
 #include "src/gpu/device/topology.h"
 
 namespace gpulet::cli {

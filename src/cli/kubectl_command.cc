@@ -10,11 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "src/cli/memory_status.h"
-#include "src/base/common/clock.h"
-#include "src/net/kube/kubeconfig.h"
+#include "src/net/kube/api_client.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/tls_transport.h"
 
 namespace gpulet::cli {
 namespace {
@@ -49,8 +47,8 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
     std::string* target = nullptr;
     std::string flag = arg, value;
     bool has_value = false;
-    if (const size_t eq = arg.find('='); absl::StartsWith(arg, "--") &&
-                                         eq != std::string::npos) {
+    if (const size_t eq = arg.find('=');
+        absl::StartsWith(arg, "--") && eq != std::string::npos) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
       has_value = true;
@@ -84,8 +82,9 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   return opts;
 }
 
-absl::StatusOr<config::ApiServerConfig> LoadConfig(const Options& opts,
-                                                   const GetenvFn& getenv) {
+// The kubeconfig kubectl would read: --kubeconfig, else the first path of
+// $KUBECONFIG, else ~/.kube/config when readable; empty: in-cluster.
+std::string KubeconfigPath(const Options& opts, const GetenvFn& getenv) {
   std::string path = opts.kubeconfig;
   if (path.empty()) {
     if (std::optional<std::string> env = getenv("KUBECONFIG");
@@ -99,12 +98,7 @@ absl::StatusOr<config::ApiServerConfig> LoadConfig(const Options& opts,
       if (::access(candidate.c_str(), R_OK) == 0) path = candidate;
     }
   }
-  if (path.empty()) {
-    config::InClusterOptions in_cluster;
-    in_cluster.getenv = getenv;
-    return config::LoadInClusterConfig(in_cluster);
-  }
-  return config::LoadKubeconfig(path, opts.context);
+  return path;
 }
 
 // The Nodes to show: the one named (an error when it is missing) or all.
@@ -142,23 +136,19 @@ int RunKubectlGpulet(const std::vector<std::string>& args, std::ostream& out,
   }
   const std::vector<std::string> names(pos.begin() + 1, pos.end());
 
-  absl::StatusOr<config::ApiServerConfig> config = LoadConfig(*opts, getenv);
-  if (!config.ok()) {
-    err << "kubectl-gpulet: " << config.status().message() << "\n";
+  kube::ApiClientOptions api_options;
+  api_options.kubeconfig = KubeconfigPath(*opts, getenv);
+  api_options.context = opts->context;
+  api_options.in_cluster.getenv = getenv;
+  api_options.client.max_attempts = 3;
+  absl::StatusOr<std::unique_ptr<kube::ApiClient>> api =
+      kube::MakeApiClient(api_options);
+  if (!api.ok()) {
+    err << "kubectl-gpulet: " << api.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
-      kube::TlsTransport::Create(*config);
-  if (!transport.ok()) {
-    err << "kubectl-gpulet: " << transport.status().message() << "\n";
-    return 1;
-  }
-  kube::ClientOptions client_options;
-  client_options.max_attempts = 3;
-  kube::Client client(**transport, common::RealClock::Get(),
-                      kube::RealSleeper::Get(), client_options);
   absl::StatusOr<std::vector<nlohmann::json>> nodes =
-      FetchNodes(client, names);
+      FetchNodes((*api)->client(), names);
   if (!nodes.ok()) {
     err << "kubectl-gpulet: " << nodes.status().message() << "\n";
     return 1;

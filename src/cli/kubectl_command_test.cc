@@ -21,8 +21,7 @@ struct Result {
 Result RunPlugin(const std::vector<std::string>& args) {
   std::ostringstream out, err;
   const int rc = RunKubectlGpulet(
-      args, out, err,
-      [](const std::string&) -> std::optional<std::string> {
+      args, out, err, [](const std::string&) -> std::optional<std::string> {
         return std::nullopt;
       });
   return {rc, out.str(), err.str()};

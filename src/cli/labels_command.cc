@@ -4,20 +4,21 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "src/cli/app.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/resolve.h"
-#include "src/plugin/daemon/label_publisher.h"
+#include "src/cli/app.h"
 #include "src/gpu/device/discovery.h"
 #include "src/model/labels/node_patch.h"
+#include "src/plugin/daemon/label_publisher.h"
 
 namespace gpulet::cli {
 namespace {
 
 // One round: discover, compute, write or print, patch.
-absl::Status LabelOnce(const GlobalOptions& global, const config::Config& config,
+absl::Status LabelOnce(const GlobalOptions& global,
+                       const config::Config& config,
                        daemon::LabelPublisher& publisher, bool to_stdout,
                        bool patch, std::ostream& out) {
   GPULET_ASSIGN_OR_RETURN(NvmlSession nvml, OpenNvml(global));
@@ -138,7 +139,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& options,
                                !options.patch_node.empty(), out);
     if (!s.ok()) return Fail(err, kExitRuntimeError, s.message());
     if (options.oneshot) return kExitOk;
-    absl::SleepFor(interval);
+    common::RealClock::Get().Sleep(interval);
   }
 }
 

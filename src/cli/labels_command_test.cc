@@ -19,10 +19,10 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/cli/app.h"
-#include "src/base/common/file_util.h"
 #include "sim/node_render.h"
 #include "sim/profiles.h"
+#include "src/base/common/file_util.h"
+#include "src/cli/app.h"
 
 namespace gpulet::cli {
 namespace {
@@ -73,17 +73,22 @@ class LabelsCommandTest : public ::testing::Test {
   int Run(std::vector<std::string> extra, std::string* out_text,
           std::string* err_text) {
     std::vector<std::string> args = {
-        "gpulet",      "--nvml-lib",         kSimLib,
-        "--sysfs-root", root_ + "/node/sys", "labels",
-        "--oneshot",   "--no-timestamp",     "--machine-type-file",
+        "gpulet",
+        "--nvml-lib",
+        kSimLib,
+        "--sysfs-root",
+        root_ + "/node/sys",
+        "labels",
+        "--oneshot",
+        "--no-timestamp",
+        "--machine-type-file",
         root_ + "/node/sys/class/dmi/id/product_name"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
     std::ostringstream out;
     std::ostringstream err;
-    int code =
-        cli::Run(static_cast<int>(argv.size()), argv.data(), out, err);
+    int code = cli::Run(static_cast<int>(argv.size()), argv.data(), out, err);
     *out_text = out.str();
     *err_text = err.str();
     return code;
@@ -95,8 +100,10 @@ class LabelsCommandTest : public ::testing::Test {
     std::string out, err;
     EXPECT_EQ(Run(extra, &out, &err), kExitOk) << err;
     Labels labels;
-    for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
-      std::vector<std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    for (absl::string_view line :
+         absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+      std::vector<std::string> kv =
+          absl::StrSplit(line, absl::MaxSplits('=', 1));
       EXPECT_EQ(kv.size(), 2u) << line;
       if (kv.size() == 2) labels[kv[0]] = kv[1];
     }
@@ -127,21 +134,21 @@ void ExpectLabels(const Labels& got, const Labels& want,
 Labels Common(const std::string& driver, const std::string& major,
               const std::string& minor, const std::string& rev,
               const std::string& cuda_major, const std::string& cuda_minor) {
-  return {{"nvidia.com/gpu.mode", "compute"},
-          {"nvidia.com/cuda.driver.major", major},
-          {"nvidia.com/cuda.driver.minor", minor},
-          {"nvidia.com/cuda.driver.rev", rev},
-          {"nvidia.com/cuda.driver-version.full", driver},
-          {"nvidia.com/cuda.driver-version.major", major},
-          {"nvidia.com/cuda.driver-version.minor", minor},
-          {"nvidia.com/cuda.driver-version.revision", rev},
-          {"nvidia.com/cuda.runtime.major", cuda_major},
-          {"nvidia.com/cuda.runtime.minor", cuda_minor},
-          {"nvidia.com/cuda.runtime-version.major", cuda_major},
-          {"nvidia.com/cuda.runtime-version.minor", cuda_minor},
-          {"nvidia.com/cuda.runtime-version.full",
-           cuda_major + "." + cuda_minor},
-          {"nvidia.com/mps.capable", "false"}};
+  return {
+      {"nvidia.com/gpu.mode", "compute"},
+      {"nvidia.com/cuda.driver.major", major},
+      {"nvidia.com/cuda.driver.minor", minor},
+      {"nvidia.com/cuda.driver.rev", rev},
+      {"nvidia.com/cuda.driver-version.full", driver},
+      {"nvidia.com/cuda.driver-version.major", major},
+      {"nvidia.com/cuda.driver-version.minor", minor},
+      {"nvidia.com/cuda.driver-version.revision", rev},
+      {"nvidia.com/cuda.runtime.major", cuda_major},
+      {"nvidia.com/cuda.runtime.minor", cuda_minor},
+      {"nvidia.com/cuda.runtime-version.major", cuda_major},
+      {"nvidia.com/cuda.runtime-version.minor", cuda_minor},
+      {"nvidia.com/cuda.runtime-version.full", cuda_major + "." + cuda_minor},
+      {"nvidia.com/mps.capable", "false"}};
 }
 
 Labels Driver550() { return Common("550.54.15", "550", "54", "15", "12", "4"); }
@@ -176,10 +183,11 @@ Labels MigLabels(const std::string& prefix, const std::string& product,
                  const std::string& count, const std::string& memory,
                  const std::string& sms, const std::string& gi,
                  const std::string& ci) {
-  return {{prefix + ".product", product},      {prefix + ".count", count},
-          {prefix + ".memory", memory},        {prefix + ".multiprocessors", sms},
-          {prefix + ".slices.gi", gi},         {prefix + ".slices.ci", ci},
-          {prefix + ".replicas", "1"},         {prefix + ".sharing-strategy", "none"}};
+  return {
+      {prefix + ".product", product}, {prefix + ".count", count},
+      {prefix + ".memory", memory},   {prefix + ".multiprocessors", sms},
+      {prefix + ".slices.gi", gi},    {prefix + ".slices.ci", ci},
+      {prefix + ".replicas", "1"},    {prefix + ".sharing-strategy", "none"}};
 }
 
 const std::vector<std::string> kNoMig = {"nvidia.com/mig.strategy",
@@ -188,22 +196,22 @@ const std::vector<std::string> kNoMig = {"nvidia.com/mig.strategy",
 
 TEST_F(LabelsCommandTest, DgxH100) {
   Machine("dgx-h100");
-  ExpectLabels(Label(),
-               Merge(Merge(Driver550(), Gpus("NVIDIA-H100-80GB-HBM3", "8",
-                                             "81559", "hopper", "9", "0",
-                                             "true")),
-                     MachineType("DGX-H100")),
-               kNoMig);
+  ExpectLabels(
+      Label(),
+      Merge(Merge(Driver550(), Gpus("NVIDIA-H100-80GB-HBM3", "8", "81559",
+                                    "hopper", "9", "0", "true")),
+            MachineType("DGX-H100")),
+      kNoMig);
 }
 
 TEST_F(LabelsCommandTest, DgxA100) {
   Machine("dgx-a100");
-  ExpectLabels(Label(),
-               Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-40GB", "8",
-                                             "40960", "ampere", "8", "0",
-                                             "true")),
-                     MachineType("DGX-A100")),
-               kNoMig);
+  ExpectLabels(
+      Label(),
+      Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-40GB", "8", "40960",
+                                    "ampere", "8", "0", "true")),
+            MachineType("DGX-A100")),
+      kNoMig);
 }
 
 TEST_F(LabelsCommandTest, HgxH200) {
@@ -227,19 +235,19 @@ TEST_F(LabelsCommandTest, DgxB200) {
 
 TEST_F(LabelsCommandTest, Islands16) {
   Machine("islands-16");
-  ExpectLabels(Label(),
-               Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-80GB", "16",
-                                             "81920", "ampere", "8", "0",
-                                             "true")),
-                     MachineType("unknown")),
-               kNoMig);
+  ExpectLabels(
+      Label(),
+      Merge(Merge(Driver550(), Gpus("NVIDIA-A100-SXM4-80GB", "16", "81920",
+                                    "ampere", "8", "0", "true")),
+            MachineType("unknown")),
+      kNoMig);
 }
 
 TEST_F(LabelsCommandTest, PcieT4) {
   Machine("pcie-t4");
-  Labels want = Merge(Common("535.161.08", "535", "161", "08", "12", "2"),
-                      Gpus("Tesla-T4", "4", "15360", "turing", "7", "5",
-                           "false"));
+  Labels want =
+      Merge(Common("535.161.08", "535", "161", "08", "12", "2"),
+            Gpus("Tesla-T4", "4", "15360", "turing", "7", "5", "false"));
   want["nvidia.com/gpu.machine"] = "PowerEdge-R740";
   ExpectLabels(Label(), want, kNoMig);
 }
@@ -265,13 +273,13 @@ TEST_F(LabelsCommandTest, A100MigUnderEachStrategy) {
   Labels mixed = Label({"--mig-strategy", "mixed"});
   ExpectLabels(mixed, gpus);
   const std::string p = "NVIDIA-A100-SXM4-40GB-MIG-";
-  ExpectLabels(mixed,
-               Merge(Merge(MigLabels("nvidia.com/mig-1g.5gb", p + "1g.5gb",
-                                     "8", "4864", "14", "1", "1"),
-                           MigLabels("nvidia.com/mig-2g.10gb", p + "2g.10gb",
-                                     "1", "9984", "28", "2", "2")),
-                     MigLabels("nvidia.com/mig-3g.20gb", p + "3g.20gb", "3",
-                               "20096", "42", "3", "3")));
+  ExpectLabels(
+      mixed, Merge(Merge(MigLabels("nvidia.com/mig-1g.5gb", p + "1g.5gb", "8",
+                                   "4864", "14", "1", "1"),
+                         MigLabels("nvidia.com/mig-2g.10gb", p + "2g.10gb", "1",
+                                   "9984", "28", "2", "2")),
+                   MigLabels("nvidia.com/mig-3g.20gb", p + "3g.20gb", "3",
+                             "20096", "42", "3", "3")));
   EXPECT_EQ(mixed["nvidia.com/mig.strategy"], "mixed");
   EXPECT_EQ(mixed["nvidia.com/mig-1g.5gb.engines.copy"], "1");
 
@@ -289,25 +297,25 @@ TEST_F(LabelsCommandTest, A100MigSingle) {
   Machine("a100-mig-single");
   Labels got = Label({"--mig-strategy", "single"});
   ExpectLabels(got, Driver550());
-  ExpectLabels(got, {{"nvidia.com/mig.strategy", "single"},
-                     {"nvidia.com/gpu.product",
-                      "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
-                     {"nvidia.com/gpu.count", "14"},
-                     {"nvidia.com/gpu.memory", "4864"},
-                     {"nvidia.com/gpu.multiprocessors", "14"},
-                     {"nvidia.com/gpu.slices.gi", "1"},
-                     {"nvidia.com/gpu.slices.ci", "1"},
-                     {"nvidia.com/gpu.replicas", "1"},
-                     {"nvidia.com/gpu.family", "ampere"}});
+  ExpectLabels(got,
+               {{"nvidia.com/mig.strategy", "single"},
+                {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
+                {"nvidia.com/gpu.count", "14"},
+                {"nvidia.com/gpu.memory", "4864"},
+                {"nvidia.com/gpu.multiprocessors", "14"},
+                {"nvidia.com/gpu.slices.gi", "1"},
+                {"nvidia.com/gpu.slices.ci", "1"},
+                {"nvidia.com/gpu.replicas", "1"},
+                {"nvidia.com/gpu.family", "ampere"}});
 }
 
 TEST_F(LabelsCommandTest, B200MigMixed) {
   Machine("b200-mig");
   Labels got = Label({"--mig-strategy", "mixed"});
-  ExpectLabels(got, Merge(Merge(Driver580(),
-                                Gpus("NVIDIA-B200", "8", "183359",
-                                     "blackwell", "10", "0", "true")),
-                          MachineType("DGX-B200")));
+  ExpectLabels(got,
+               Merge(Merge(Driver580(), Gpus("NVIDIA-B200", "8", "183359",
+                                             "blackwell", "10", "0", "true")),
+                     MachineType("DGX-B200")));
   EXPECT_EQ(got["nvidia.com/mig-1g.23gb.count"], "8");
   EXPECT_EQ(got["nvidia.com/mig-1g.45gb.count"], "3");
   EXPECT_EQ(got["nvidia.com/mig-2g.45gb.count"], "1");
@@ -432,8 +440,7 @@ TEST_F(LabelsCommandTest, WritesTheFeatureFileAtomically) {
 TEST_F(LabelsCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
   Machine("pcie-t4");
   std::string out, err;
-  EXPECT_EQ(Run({"-o", root_ + "/missing/gfd"}, &out, &err),
-            kExitRuntimeError);
+  EXPECT_EQ(Run({"-o", root_ + "/missing/gfd"}, &out, &err), kExitRuntimeError);
   EXPECT_THAT(err, HasSubstr(root_ + "/missing/gfd"));
   EXPECT_EQ(Run({"--mig-strategy", "half"}, &out, &err), kExitUsage);
   EXPECT_THAT(err, HasSubstr("--mig-strategy"));
@@ -441,9 +448,9 @@ TEST_F(LabelsCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
   EXPECT_THAT(err, HasSubstr("--sleep-interval"));
   EXPECT_EQ(Run({"--patch-node", "Bad_Name"}, &out, &err), kExitUsage);
   EXPECT_THAT(err, HasSubstr("Bad_Name"));
-  EXPECT_EQ(Run({"--patch-node", "n1", "--kubeconfig", root_ + "/nope"}, &out,
-                &err),
-            kExitRuntimeError);
+  EXPECT_EQ(
+      Run({"--patch-node", "n1", "--kubeconfig", root_ + "/nope"}, &out, &err),
+      kExitRuntimeError);
   EXPECT_THAT(err, HasSubstr(root_ + "/nope"));
   EXPECT_EQ(Run({"--config-file", root_ + "/nope.yaml"}, &out, &err),
             kExitUsage);

@@ -59,8 +59,8 @@ std::string ShortUuid(const std::string& uuid) {
 std::string PodList(const std::vector<PodShare>& pods, int64_t unit_mib) {
   std::vector<std::string> cells;
   for (const PodShare& p : pods) {
-    cells.push_back(absl::StrCat(p.ns, "/", p.name, ":",
-                                 FormatMiB(p.units * unit_mib)));
+    cells.push_back(
+        absl::StrCat(p.ns, "/", p.name, ":", FormatMiB(p.units * unit_mib)));
   }
   return cells.empty() ? "-" : absl::StrJoin(cells, ",");
 }
@@ -103,8 +103,9 @@ NodeStatus BuildNodeStatus(const NodeAnnotations& annotations) {
   absl::StatusOr<sharing::NodeMemory> memory =
       sharing::ParseNodeMemory(*annotations.memory);
   if (!memory.ok()) {
-    out.error = absl::StrCat("annotation ", std::string(sharing::kNodeAnnotation), ": ",
-                             memory.status().message());
+    out.error =
+        absl::StrCat("annotation ", std::string(sharing::kNodeAnnotation), ": ",
+                     memory.status().message());
     return out;
   }
   sharing::Pending pending;
@@ -112,9 +113,9 @@ NodeStatus BuildNodeStatus(const NodeAnnotations& annotations) {
     absl::StatusOr<sharing::Pending> parsed =
         sharing::ParsePending(*annotations.pending);
     if (!parsed.ok()) {
-      out.error = absl::StrCat("annotation ",
-                               std::string(sharing::kPendingAnnotation),
-                               ": ", parsed.status().message());
+      out.error =
+          absl::StrCat("annotation ", std::string(sharing::kPendingAnnotation),
+                       ": ", parsed.status().message());
       return out;
     }
     pending = *std::move(parsed);
@@ -137,10 +138,9 @@ NodeStatus BuildNodeStatus(const NodeAnnotations& annotations) {
     for (const sharing::UsedContainer& c : pod.containers) {
       auto it = by_uuid.find(c.gpu);
       if (it == by_uuid.end()) {
-        out.notes.push_back(absl::StrCat("pod ", pod.ns, "/", pod.name,
-                                         " container ", c.name,
-                                         " is on GPU ", c.gpu,
-                                         ", which the node does not list"));
+        out.notes.push_back(absl::StrCat(
+            "pod ", pod.ns, "/", pod.name, " container ", c.name, " is on GPU ",
+            c.gpu, ", which the node does not list"));
         continue;
       }
       AddShare(out.gpus[it->second].pods, pod.ns, pod.name, c.units);

@@ -43,12 +43,12 @@ struct GpuStatus {
 
 struct NodeStatus {
   std::string node;
-  std::string error;          // set: an annotation did not parse
-  bool has_shares = false;    // false: no gpulet.dev/gpu-memory
+  std::string error;        // set: an annotation did not parse
+  bool has_shares = false;  // false: no gpulet.dev/gpu-memory
   std::string resource;
   int64_t unit_mib = 1024;
   std::vector<GpuStatus> gpus;
-  std::vector<PodShare> pending;  // pods not yet admitted, with their units
+  std::vector<PodShare> pending;   // pods not yet admitted, with their units
   std::vector<std::string> notes;  // e.g. a pod on a GPU the node lacks
 };
 

@@ -22,25 +22,36 @@ NodeAnnotations MixedNode() {
   memory.resource = "gpulet.dev/gpu-memory";
   memory.unit_mib = 1024;
   memory.observed = absl::FromUnixSeconds(1790000000);
-  memory.gpus = {
-      {.uuid = "GPU-aaaaaaaa-1111-2222-3333-444444444444", .index = 0,
-       .units = 80, .used = 30, .healthy = true},
-      {.uuid = "GPU-bbbbbbbb-1111-2222-3333-444444444444", .index = 1,
-       .units = 24, .used = 4, .healthy = true}};
+  memory.gpus = {{.uuid = "GPU-aaaaaaaa-1111-2222-3333-444444444444",
+                  .index = 0,
+                  .units = 80,
+                  .used = 30,
+                  .healthy = true},
+                 {.uuid = "GPU-bbbbbbbb-1111-2222-3333-444444444444",
+                  .index = 1,
+                  .units = 24,
+                  .used = 4,
+                  .healthy = true}};
   memory.pods = {
-      {.uid = "u1", .ns = "ml", .name = "train",
-       .containers = {{.name = "c", .gpu = memory.gpus[0].uuid,
-                       .units = 20}}},
-      {.uid = "u2", .ns = "web", .name = "infer",
+      {.uid = "u1",
+       .ns = "ml",
+       .name = "train",
+       .containers = {{.name = "c", .gpu = memory.gpus[0].uuid, .units = 20}}},
+      {.uid = "u2",
+       .ns = "web",
+       .name = "infer",
        .containers = {{.name = "a", .gpu = memory.gpus[0].uuid, .units = 10},
-                      {.name = "b", .gpu = memory.gpus[1].uuid,
-                       .units = 4}}}};
+                      {.name = "b", .gpu = memory.gpus[1].uuid, .units = 4}}}};
   sharing::Pending pending;
   pending.pods = {
-      {.uid = "u3", .ns = "ml", .name = "eval",
+      {.uid = "u3",
+       .ns = "ml",
+       .name = "eval",
        .time = absl::FromUnixSeconds(1790000000),
        .containers = {{.name = "c", .units = 6}, {.name = "d", .units = 2}}},
-      {.uid = "u1", .ns = "ml", .name = "train",
+      {.uid = "u1",
+       .ns = "ml",
+       .name = "train",
        .time = absl::FromUnixSeconds(1790000000),
        .containers = {{.name = "c", .units = 20}}}};
   return {.node = "gpu-a",
@@ -54,11 +65,16 @@ NodeAnnotations SmallUnitNode() {
   memory.resource = "gpulet.dev/gpu-memory";
   memory.unit_mib = 512;
   memory.observed = absl::FromUnixSeconds(1790000000);
-  memory.gpus = {{.uuid = "GPU-cccccccc-1111", .index = 0, .units = 3,
-                  .used = 1, .healthy = false}};
-  memory.pods = {{.uid = "", .ns = "default", .name = "tiny",
-                  .containers = {{.name = "c", .gpu = "GPU-cccccccc-1111",
-                                  .units = 1}}}};
+  memory.gpus = {{.uuid = "GPU-cccccccc-1111",
+                  .index = 0,
+                  .units = 3,
+                  .used = 1,
+                  .healthy = false}};
+  memory.pods = {
+      {.uid = "",
+       .ns = "default",
+       .name = "tiny",
+       .containers = {{.name = "c", .gpu = "GPU-cccccccc-1111", .units = 1}}}};
   return {.node = "gpu-b", .memory = sharing::EncodeNodeMemory(memory)};
 }
 
@@ -144,8 +160,7 @@ TEST(MemoryStatusTest, AnnotationsOfNodeObject) {
   const nlohmann::json node = {
       {"metadata",
        {{"name", "n1"},
-        {"annotations",
-         {{"gpulet.dev/gpu-memory", "m"}, {"other", "x"}}}}}};
+        {"annotations", {{"gpulet.dev/gpu-memory", "m"}, {"other", "x"}}}}}};
   NodeAnnotations a = AnnotationsOfNode(node);
   EXPECT_EQ(a.node, "n1");
   EXPECT_EQ(a.memory, "m");

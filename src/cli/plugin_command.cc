@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "src/cli/app.h"
 #include "src/base/common/logging.h"
 #include "src/base/config/flag_table.h"
+#include "src/cli/app.h"
 #include "src/gpu/health/health_config.h"
 #include "src/model/resources/resource_handlers.h"
 

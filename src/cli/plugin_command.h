@@ -1,6 +1,7 @@
-// `gpulet plugin`: the kubelet device plugin daemon (src/plugin/daemon), configured
-// as NVIDIA k8s-device-plugin is: every flag of config::FlagTable() (same
-// names, aliases and environment variables), a `version: v1` file named by
+// `gpulet plugin`: the kubelet device plugin daemon (src/plugin/daemon),
+// configured as NVIDIA k8s-device-plugin is: every flag of config::FlagTable()
+// (same names, aliases and environment variables), a `version: v1` file named
+// by
 // --config-file / CONFIG_FILE, with flag > environment > file > default
 // precedence (config::Resolve). Besides those:
 //   DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS (health::ParseHealthEnv)
@@ -20,9 +21,9 @@
 
 #include "CLI/App.hpp"
 #include "absl/status/statusor.h"
-#include "src/cli/global_options.h"
 #include "src/base/config/config.h"
 #include "src/base/config/resolve.h"
+#include "src/cli/global_options.h"
 #include "src/plugin/daemon/daemon.h"
 
 namespace gpulet::cli {

@@ -38,10 +38,9 @@ class PluginCommandTest : public ::testing::Test {
   void SetUp() override {
     for (const char* name :
          {"KUBELET_SOCKET", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS",
-          "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD",
-          "CONFIG_FILE", "MIG_STRATEGY", "NVIDIA_DRIVER_ROOT",
-          "GPULET_LABELS_OUTPUT_FILE", "GPULET_LABELS_PATCH_NODE",
-          "KUBECONFIG"}) {
+          "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD", "CONFIG_FILE",
+          "MIG_STRATEGY", "NVIDIA_DRIVER_ROOT", "GPULET_LABELS_OUTPUT_FILE",
+          "GPULET_LABELS_PATCH_NODE", "KUBECONFIG"}) {
       unsetenv(name);
     }
   }
@@ -174,12 +173,11 @@ TEST_F(PluginCommandTest, GivenFlagsRecordsOnlyWhatTheCommandLineSaid) {
                         "--fail-on-init-error=false"};
   app.parse(static_cast<int>(std::size(args)), args);
   config::FlagValues given = GivenFlags(options, global, Env({}));
-  EXPECT_EQ(given,
-            (config::FlagValues{
-                {"pass-device-specs", {""}},
-                {"device-list-strategy", {"envvar,cdi-cri", "volume-mounts"}},
-                {"driver-root", {"/run/nvidia/driver"}},
-                {"fail-on-init-error", {"false"}}}));
+  EXPECT_EQ(given, (config::FlagValues{{"pass-device-specs", {""}},
+                                       {"device-list-strategy",
+                                        {"envvar,cdi-cri", "volume-mounts"}},
+                                       {"driver-root", {"/run/nvidia/driver"}},
+                                       {"fail-on-init-error", {"false"}}}));
 }
 
 TEST_F(PluginCommandTest, DriverRootFromTheEnvironmentIsNotAFlag) {

@@ -51,11 +51,13 @@ CLI::App* AddRuntimeCommand(CLI::App& app, RuntimeConfigureOptions& options) {
       "--config", options.config,
       "The engine's configuration file (default: /etc/containerd/config.toml, "
       "/etc/crio/crio.conf.d/99-gpulet.conf, /etc/docker/daemon.json)");
-  configure->add_option("--runtime-name", options.runtime_name,
-                        "Name of the runtime to add")
+  configure
+      ->add_option("--runtime-name", options.runtime_name,
+                   "Name of the runtime to add")
       ->capture_default_str();
-  configure->add_option("--runtime-path", options.runtime_path,
-                        "gpulet-runtime's absolute path")
+  configure
+      ->add_option("--runtime-path", options.runtime_path,
+                   "gpulet-runtime's absolute path")
       ->capture_default_str();
   configure->add_flag("--set-as-default", options.set_as_default,
                       "Make it the engine's default runtime");
@@ -132,8 +134,7 @@ absl::Status RunRuntimeConfigure(const RuntimeConfigureOptions& options,
       common::WriteFileAtomic(path, after, common::WriteOptions{mode}));
   out << path << ": added runtime " << runtime.name;
   if (!saved.empty()) out << " (previous file saved as " << saved << ")";
-  out << "; restart " << engineconfig::EngineName(engine)
-      << " to use it\n";
+  out << "; restart " << engineconfig::EngineName(engine) << " to use it\n";
   return absl::OkStatus();
 }
 

@@ -112,7 +112,8 @@ TEST_F(RuntimeConfigureTest, UnparsableFileIsAnErrorAndStaysAsItWas) {
   EXPECT_FALSE(std::filesystem::exists(config + ".bak"));
 }
 
-TEST_F(RuntimeConfigureTest, MissingDropInIsCreatedAndBackupsStayOutOfDropInDirs) {
+TEST_F(RuntimeConfigureTest,
+       MissingDropInIsCreatedAndBackupsStayOutOfDropInDirs) {
   std::string dropin = dir_ + "/crio.conf.d/99-gpulet.conf";
   Result r = Gpulet({"--runtime", "crio", "--config", dropin.c_str()});
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -122,9 +123,10 @@ TEST_F(RuntimeConfigureTest, MissingDropInIsCreatedAndBackupsStayOutOfDropInDirs
       {"--runtime", "crio", "--config", dropin.c_str(), "--set-as-default"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/99-gpulet.conf.bak"));
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ + "/crio.conf.d"),
-                          std::filesystem::directory_iterator()),
-            1);
+  EXPECT_EQ(
+      std::distance(std::filesystem::directory_iterator(dir_ + "/crio.conf.d"),
+                    std::filesystem::directory_iterator()),
+      1);
 }
 
 TEST_F(RuntimeConfigureTest, UnknownEngineIsAUsageError) {

@@ -1,8 +1,8 @@
 // gpulet-runtime: an OCI runtime wrapper. Configure it as a container
 // runtime (containerd, CRI-O) in place of runc; it is invoked with runc's
 // command line. On `create` and `run` it injects the requested GPUs into
-// <bundle>/config.json (src/runtime/wrapper/create.h), then execs the real runtime
-// with the same arguments; every other subcommand is exec'd straight
+// <bundle>/config.json (src/runtime/wrapper/create.h), then execs the real
+// runtime with the same arguments; every other subcommand is exec'd straight
 // through. `gpulet-runtime hook update-ldcache --folder DIR...` is the
 // createContainer hook that gpulet's CDI specs name.
 //
@@ -22,11 +22,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "src/base/common/logging.h"
-#include "src/runtime/wrapper/runtime_config.h"
 #include "src/runtime/wrapper/create.h"
 #include "src/runtime/wrapper/exec_runtime.h"
 #include "src/runtime/wrapper/ldcache_hook.h"
 #include "src/runtime/wrapper/runc_args.h"
+#include "src/runtime/wrapper/runtime_config.h"
 
 namespace {
 

@@ -10,12 +10,12 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "src/base/common/errors.h"
-#include "src/base/common/unique_fd.h"
 #include "sim/control_client.h"
 #include "sim/fake_kernel.h"
 #include "sim/node_render.h"
 #include "sim/profiles.h"
+#include "src/base/common/errors.h"
+#include "src/base/common/unique_fd.h"
 
 namespace gpulet::cli {
 namespace {

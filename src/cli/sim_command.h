@@ -36,7 +36,7 @@ struct SimOptions {
   std::string machine;  // --machine, GPULET_SIM_MACHINE; empty: dgx-h100
   std::string driver_dir = "driver";
   std::string dev_nodes = "mknod";  // mknod | files
-  std::string sim_lib;  // installed as the driver's libnvidia-ml
+  std::string sim_lib;              // installed as the driver's libnvidia-ml
   // kernel: where its uevents go (a unix datagram socket); empty: nowhere
   std::string uevent_socket;
 };

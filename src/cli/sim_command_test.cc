@@ -68,8 +68,8 @@ TEST(SimCommandTest, RenderNeedsNoSocket) {
   CLI::App app("test");
   SimOptions options;
   CLI::App* sim = AddSimCommand(app, options);
-  std::vector<const char*> argv = {"gpulet",  "sim",        "render",
-                                   "/tmp/r",  "--dev-nodes", "files",
+  std::vector<const char*> argv = {"gpulet",    "sim",         "render",
+                                   "/tmp/r",    "--dev-nodes", "files",
                                    "--machine", "pcie-t4"};
   app.parse(static_cast<int>(argv.size()), argv.data());
   ResolveSimVerb(*sim, options);

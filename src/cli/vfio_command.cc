@@ -26,19 +26,19 @@ void AddVerbOptions(CLI::App& verb, VfioOptions& options) {
   verb.add_flag("--dry-run", options.dry_run,
                 "Print each sysfs write instead of doing it");
   verb.add_option_function<std::string>(
-          "--sys-root",
-          [&options](const std::string& v) {
-            options.sys_root = v;
-            options.sys_root_given = true;
-          },
-          "sysfs root (default /sys)");
+      "--sys-root",
+      [&options](const std::string& v) {
+        options.sys_root = v;
+        options.sys_root_given = true;
+      },
+      "sysfs root (default /sys)");
   verb.add_option_function<std::string>(
-          "--dev-root",
-          [&options](const std::string& v) {
-            options.dev_root = v;
-            options.dev_root_given = true;
-          },
-          "/dev root (default /dev)");
+      "--dev-root",
+      [&options](const std::string& v) {
+        options.dev_root = v;
+        options.dev_root_given = true;
+      },
+      "/dev root (default /dev)");
   verb.add_option("--state-dir", options.state_dir,
                   "Where the drivers before bind are kept")
       ->capture_default_str();
@@ -60,9 +60,9 @@ absl::StatusOr<std::map<std::string, std::string>> UuidAddresses(
   if (!wanted) return out;
   absl::StatusOr<NvmlSession> session = OpenNvml(global);
   if (!session.ok()) {
-    return absl::Status(session.status().code(),
-                        absl::StrCat("looking up GPU UUIDs: ",
-                                     session.status().message()));
+    return absl::Status(
+        session.status().code(),
+        absl::StrCat("looking up GPU UUIDs: ", session.status().message()));
   }
   if (session->lib == nullptr) return out;
   nvml::Library& lib = *session->lib;
@@ -83,9 +83,10 @@ absl::StatusOr<std::map<std::string, std::string>> UuidAddresses(
 absl::StatusOr<config::Passthrough> PassthroughOf(const std::string& path) {
   GPULET_ASSIGN_OR_RETURN(config::Config config, config::LoadConfigFile(path));
   if (!config.passthrough) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": no passthrough section, so no GPU is selected for "
-              "passthrough (docs/passthrough.md#configuration)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     ": no passthrough section, so no GPU is selected for "
+                     "passthrough (docs/passthrough.md#configuration)"));
   }
   return *config.passthrough;
 }
@@ -94,10 +95,11 @@ absl::StatusOr<config::Passthrough> PassthroughOf(const std::string& path) {
 
 CLI::App* AddVfioCommand(CLI::App& app, VfioOptions& options) {
   CLI::App* vfio = app.add_subcommand(
-      "vfio", "Bind GPUs (with their IOMMU groups) to vfio-pci for VMs, or back");
+      "vfio",
+      "Bind GPUs (with their IOMMU groups) to vfio-pci for VMs, or back");
   vfio->require_subcommand(1);
-  options.bind = vfio->add_subcommand(
-      "bind", "Bind each GPU's IOMMU group to vfio-pci");
+  options.bind =
+      vfio->add_subcommand("bind", "Bind each GPU's IOMMU group to vfio-pci");
   options.unbind = vfio->add_subcommand(
       "unbind", "Give each GPU's IOMMU group back to its previous drivers");
   AddVerbOptions(*options.bind, options);
@@ -161,7 +163,8 @@ absl::Status RunVfio(const GlobalOptions& global, const VfioOptions& options,
     GPULET_ASSIGN_OR_RETURN(vfio::Inventory now, vfio::Discover(roots));
     GPULET_ASSIGN_OR_RETURN(const vfio::Gpu* current,
                             vfio::SelectGpu(now, gpu->function.address, {}));
-    GPULET_RETURN_IF_ERROR(bind ? binder.Bind(*current) : binder.Unbind(*current));
+    GPULET_RETURN_IF_ERROR(bind ? binder.Bind(*current)
+                                : binder.Unbind(*current));
   }
   return absl::OkStatus();
 }

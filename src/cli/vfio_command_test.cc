@@ -11,10 +11,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/cli/app.h"
 #include "sim/fake_kernel.h"
 #include "sim/node_render.h"
 #include "sim/profiles.h"
+#include "src/cli/app.h"
 
 namespace gpulet::cli {
 namespace {
@@ -67,12 +67,14 @@ class VfioCommandTest : public ::testing::Test {
     std::vector<const char*> argv;
     for (const std::string& a : all) argv.push_back(a.c_str());
     std::ostringstream out, err;
-    const int code = cli::Run(static_cast<int>(argv.size()), argv.data(), out, err);
+    const int code =
+        cli::Run(static_cast<int>(argv.size()), argv.data(), out, err);
     return {code, out.str(), err.str()};
   }
   std::string Driver(const std::string& bdf) {
     std::error_code ec;
-    return fs::read_symlink(root_ + "/sys/bus/pci/devices/" + bdf + "/driver", ec)
+    return fs::read_symlink(root_ + "/sys/bus/pci/devices/" + bdf + "/driver",
+                            ec)
         .filename()
         .string();
   }
@@ -84,7 +86,8 @@ class VfioCommandTest : public ::testing::Test {
 TEST_F(VfioCommandTest, BindByIndexThenUnbindByAddress) {
   Result r = Gpulet({"vfio", "bind", "0"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("GPU 0000:17:00.0: IOMMU group 20 bound to vfio-pci"));
+  EXPECT_THAT(r.out,
+              HasSubstr("GPU 0000:17:00.0: IOMMU group 20 bound to vfio-pci"));
   EXPECT_EQ(Driver("0000:17:00.1"), "vfio-pci");
   EXPECT_TRUE(fs::exists(root_ + "/dev/vfio/20"));
   r = Gpulet({"vfio", "unbind", "17:00.0"});
@@ -100,8 +103,9 @@ TEST_F(VfioCommandTest, BindByUuidWhileNvmlSeesTheGpu) {
   EXPECT_EQ(Driver("0000:32:00.0"), "vfio-pci");
   EXPECT_EQ(Driver("0000:33:00.0"), "vfio-pci");
   // The second GPU moved with the first: its turn is a no-op.
-  EXPECT_THAT(r.out, HasSubstr("GPU 0000:33:00.0: IOMMU group 30 is on vfio-pci "
-                               "already; nothing to do"));
+  EXPECT_THAT(r.out,
+              HasSubstr("GPU 0000:33:00.0: IOMMU group 30 is on vfio-pci "
+                        "already; nothing to do"));
 }
 
 TEST_F(VfioCommandTest, DryRunAndRefusal) {
@@ -127,7 +131,7 @@ TEST_F(VfioCommandTest, BindWhatTheConfigSelects) {
   Result r = Gpulet({"vfio", "bind", "--config", config});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr(config + ": passthrough.devices[2]: selects "
-                               "nothing: 10de:9999"));
+                                        "nothing: 10de:9999"));
   // GPU 0 was on vfio-pci already (its audio function now is too); GPU 1's
   // shared group moved with it.
   EXPECT_EQ(Driver("0000:17:00.1"), "vfio-pci");
@@ -155,8 +159,9 @@ TEST_F(VfioCommandTest, BindWhatTheConfigSelects) {
 TEST_F(VfioCommandTest, BadArguments) {
   Result r = Gpulet({"vfio", "bind", "7"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_THAT(r.err, HasSubstr("GPU \"7\": no GPU with that index (NVIDIA GPUs: "
-                               "0 0000:17:00.0, 1 0000:32:00.0"));
+  EXPECT_THAT(r.err,
+              HasSubstr("GPU \"7\": no GPU with that index (NVIDIA GPUs: "
+                        "0 0000:17:00.0, 1 0000:32:00.0"));
   r = Gpulet({"vfio", "unbind", "GPU-00000000-0000-4000-8000-000000000000"});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("NVML knows no GPU with that UUID"));

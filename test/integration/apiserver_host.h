@@ -118,12 +118,11 @@ class ApiServerHost {
     const std::string sa = Write("sa.key", sa_key);
     const std::string sa_pub =
         Write("sa.pub", kube::tls_test::PublicKeyPem(sa_key));
-    const std::string tokens = Write(
-        "tokens.csv",
-        absl::StrCat(kAdminToken, ",test-admin,1,\"system:masters\"\n"));
+    const std::string tokens =
+        Write("tokens.csv",
+              absl::StrCat(kAdminToken, ",test-admin,1,\"system:masters\"\n"));
     etcd_port_ = FreeLoopbackPort();
-    const std::string etcd_url =
-        absl::StrCat("http://127.0.0.1:", etcd_port_);
+    const std::string etcd_url = absl::StrCat("http://127.0.0.1:", etcd_port_);
     const std::string peer_url =
         absl::StrCat("http://127.0.0.1:", FreeLoopbackPort());
     port_ = FreeLoopbackPort();
@@ -136,16 +135,36 @@ class ApiServerHost {
             "t=" + peer_url, "--listen-metrics-urls", "", "--unsafe-no-fsync"},
         dir_ + "/etcd.log");
     std::vector<std::string> apiserver_argv{
-            bin + "/kube-apiserver", "--etcd-servers", etcd_url,
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-            "--secure-port", absl::StrCat(port_),
-            "--service-cluster-ip-range", "10.96.0.0/24",
-            "--authorization-mode", "RBAC", "--client-ca-file", ca_file,
-            "--tls-cert-file", crt, "--tls-private-key-file", key,
-            "--token-auth-file", tokens, "--service-account-issuer",
-            "https://kubernetes.default.svc", "--service-account-key-file",
-            sa_pub, "--service-account-signing-key-file", sa, "--cert-dir",
-            dir_ + "/generated", "--profiling=false"};
+        bin + "/kube-apiserver",
+        "--etcd-servers",
+        etcd_url,
+        "--bind-address",
+        "127.0.0.1",
+        "--advertise-address",
+        "127.0.0.1",
+        "--secure-port",
+        absl::StrCat(port_),
+        "--service-cluster-ip-range",
+        "10.96.0.0/24",
+        "--authorization-mode",
+        "RBAC",
+        "--client-ca-file",
+        ca_file,
+        "--tls-cert-file",
+        crt,
+        "--tls-private-key-file",
+        key,
+        "--token-auth-file",
+        tokens,
+        "--service-account-issuer",
+        "https://kubernetes.default.svc",
+        "--service-account-key-file",
+        sa_pub,
+        "--service-account-signing-key-file",
+        sa,
+        "--cert-dir",
+        dir_ + "/generated",
+        "--profiling=false"};
     apiserver_argv.insert(apiserver_argv.end(), extra_args.begin(),
                           extra_args.end());
     apiserver_ =

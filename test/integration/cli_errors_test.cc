@@ -109,9 +109,9 @@ TEST(UsageErrorTest, ExitTwo) {
 }
 
 TEST(UsageErrorTest, DraMemoryShareUnitIsNamed) {
-  ProcessResult r = RunGpulet(
-      "dgx-h100", {"dra", "--node-name", "n1", "--memory-shares",
-                   "--memory-share-unit", "3GB"});
+  ProcessResult r =
+      RunGpulet("dgx-h100", {"dra", "--node-name", "n1", "--memory-shares",
+                             "--memory-share-unit", "3GB"});
   EXPECT_EQ(r.exit_code, 2) << Describe(r);
   EXPECT_THAT(r.err, StartsWith("gpulet: --memory-share-unit: \"3GB\""));
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;

@@ -27,9 +27,9 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
-#include "src/net/testing/test_tls.h"
-#include "src/net/testing/fake_kubelet.h"
 #include "src/model/sharing/annotations.h"
+#include "src/net/testing/fake_kubelet.h"
+#include "src/net/testing/test_tls.h"
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
 #include "test/integration/gpulet_runner.h"
@@ -83,8 +83,8 @@ class FakeApiServer {
     return absl::StrCat(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
         "    server: https://127.0.0.1:",
-        port_, "\n    certificate-authority-data: ",
-        absl::Base64Escape(ca_.cert_pem),
+        port_,
+        "\n    certificate-authority-data: ", absl::Base64Escape(ca_.cert_pem),
         "\nusers:\n- name: u\n  user:\n    token: test-token\ncontexts:\n"
         "- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n");
   }
@@ -135,11 +135,11 @@ class FakeApiServer {
 
  private:
   Json NodeObject() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Json node = {{"kind", "Node"},
-                 {"apiVersion", "v1"},
-                 {"metadata",
-                  {{"name", "n1"},
-                   {"resourceVersion", std::to_string(version_)}}}};
+    Json node = {
+        {"kind", "Node"},
+        {"apiVersion", "v1"},
+        {"metadata",
+         {{"name", "n1"}, {"resourceVersion", std::to_string(version_)}}}};
     for (const auto& [k, v] : annotations_) {
       node["metadata"]["annotations"][k] = v;
     }
@@ -147,11 +147,11 @@ class FakeApiServer {
   }
 
   void Routes() {
-    server_->Get("/api/v1/nodes/n1", [this](const httplib::Request&,
-                                            httplib::Response& res) {
-      absl::MutexLock lock(&mu_);
-      res.set_content(NodeObject().dump(), "application/json");
-    });
+    server_->Get("/api/v1/nodes/n1",
+                 [this](const httplib::Request&, httplib::Response& res) {
+                   absl::MutexLock lock(&mu_);
+                   res.set_content(NodeObject().dump(), "application/json");
+                 });
     server_->Patch("/api/v1/nodes/n1", [this](const httplib::Request& req,
                                               httplib::Response& res) {
       Json patch = Json::parse(req.body, nullptr, false);
@@ -185,12 +185,11 @@ class FakeApiServer {
                          "application/json");
                      return;
                    }
-                   res.set_content(
-                       Json{{"metadata", {{"uid", it->second}}},
-                            {"spec", {{"nodeName", "n1"}}},
-                            {"status", {{"phase", "Pending"}}}}
-                           .dump(),
-                       "application/json");
+                   res.set_content(Json{{"metadata", {{"uid", it->second}}},
+                                        {"spec", {{"nodeName", "n1"}}},
+                                        {"status", {{"phase", "Pending"}}}}
+                                       .dump(),
+                                   "application/json");
                  });
     server_->Get("/api/v1/pods", [this](const httplib::Request& req,
                                         httplib::Response& res) {
@@ -244,8 +243,8 @@ class DaemonMemoryTest : public ::testing::Test {
   std::unique_ptr<DaemonProcess> Start(const std::string& config,
                                        bool with_api = true) {
     std::ofstream(config_) << config;
-    std::vector<std::string> env = {
-        "GPULET_POD_RESOURCES_SOCKET=" + pod_resources_.socket_path()};
+    std::vector<std::string> env = {"GPULET_POD_RESOURCES_SOCKET=" +
+                                    pod_resources_.socket_path()};
     if (with_api) {
       env.push_back("NODE_NAME=n1");
       env.push_back("KUBECONFIG=" + kubeconfig_);
@@ -307,18 +306,19 @@ TEST_F(DaemonMemoryTest, AdvertisesUnitsPublishesAndKeepsPendingPodsFitting) {
     names.push_back(r.resource_name());
   }
   EXPECT_THAT(names, ::testing::UnorderedElementsAre("nvidia.com/gpu",
-                                                      "nvidia.com/gpu-memory"));
+                                                     "nvidia.com/gpu-memory"));
 
   // The node annotation: 7 units per GPU, the kubelet's holdings as used,
   // the pod's uid from the watch of the node's pods.
-  std::optional<sharing::NodeMemory> node = api_.WaitForNode(
-      [](const sharing::NodeMemory& n) {
+  std::optional<sharing::NodeMemory> node =
+      api_.WaitForNode([](const sharing::NodeMemory& n) {
         return n.gpus.size() == 2 && n.gpus[0].used == 3 &&
                n.gpus[1].used == 1 && n.pods.size() == 1 &&
                n.pods[0].uid == "u-x";
       });
-  ASSERT_TRUE(node.has_value()) << api_.Annotation(sharing::kNodeAnnotation)
-                                << "\n--- plugin log\n" << plugin->Log();
+  ASSERT_TRUE(node.has_value())
+      << api_.Annotation(sharing::kNodeAnnotation) << "\n--- plugin log\n"
+      << plugin->Log();
   EXPECT_EQ(node->resource, "nvidia.com/gpu-memory");
   EXPECT_EQ(node->unit_mib, 2048);
   EXPECT_EQ(node->gpus[0].uuid, kGpu0);
@@ -332,16 +332,16 @@ TEST_F(DaemonMemoryTest, AdvertisesUnitsPublishesAndKeepsPendingPodsFitting) {
   // and picks GPU 1.
   api_.AddPod("b", "u-b");
   api_.AddPod("c", "u-c");
-  const std::string now = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(),
-                                           absl::UTCTimeZone());
-  api_.SetPending(absl::StrCat(
-      R"({"v":1,"pods":[)",
-      R"({"uid":"u-a","namespace":"ns","name":"a","time":")", now,
-      R"(","containers":[{"name":"c","units":2}]},)",
-      R"({"uid":"u-b","namespace":"ns","name":"b","time":")", now,
-      R"(","containers":[{"name":"c","units":4}]},)",
-      R"({"uid":"u-c","namespace":"ns","name":"c","time":")", now,
-      R"(","containers":[{"name":"c","units":4}]}]})"));
+  const std::string now =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+  api_.SetPending(
+      absl::StrCat(R"({"v":1,"pods":[)",
+                   R"({"uid":"u-a","namespace":"ns","name":"a","time":")", now,
+                   R"(","containers":[{"name":"c","units":2}]},)",
+                   R"({"uid":"u-b","namespace":"ns","name":"b","time":")", now,
+                   R"(","containers":[{"name":"c","units":4}]},)",
+                   R"({"uid":"u-c","namespace":"ns","name":"c","time":")", now,
+                   R"(","containers":[{"name":"c","units":4}]}]})"));
   v1beta1::PreferredAllocationRequest preferred;
   auto* req = preferred.add_container_requests();
   for (int k = 3; k < 7; ++k) req->add_available_deviceids(Unit(kGpu0, k));
@@ -371,20 +371,23 @@ TEST_F(DaemonMemoryTest, AdvertisesUnitsPublishesAndKeepsPendingPodsFitting) {
     ASSERT_TRUE(
         Dial(MemorySocket())->Allocate(&context, allocate, &allocated).ok());
   }
-  EXPECT_EQ(allocated.container_responses(0).envs().at("GPULET_GPU_MEMORY_LIMIT"),
-            "4096");
-  EXPECT_EQ(allocated.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"),
-            kGpu1);
+  EXPECT_EQ(
+      allocated.container_responses(0).envs().at("GPULET_GPU_MEMORY_LIMIT"),
+      "4096");
+  EXPECT_EQ(
+      allocated.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"),
+      kGpu1);
   node = api_.WaitForNode([](const sharing::NodeMemory& n) {
     return n.gpus.size() == 2 && n.gpus[1].used == 3;
   });
   ASSERT_TRUE(node.has_value()) << api_.Annotation(sharing::kNodeAnnotation);
   // a is gone from the API server (never added): the next sync prunes it
   // (the placement may be written before); b and c wait.
-  EXPECT_TRUE(api_.WaitForAnnotation(
-      sharing::kPendingAnnotation, [](const std::string& text) {
-        return !absl::StrContains(text, "\"name\":\"a\"");
-      }))
+  EXPECT_TRUE(api_.WaitForAnnotation(sharing::kPendingAnnotation,
+                                     [](const std::string& text) {
+                                       return !absl::StrContains(
+                                           text, "\"name\":\"a\"");
+                                     }))
       << api_.Annotation(sharing::kPendingAnnotation);
   EXPECT_THAT(api_.Annotation(sharing::kPendingAnnotation),
               ::testing::AllOf(HasSubstr("\"name\":\"b\""),
@@ -411,8 +414,8 @@ TEST_F(DaemonMemoryTest, WithoutApiAccessServesUnitsAndSaysSo) {
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start(kConfig, /*with_api=*/false);
   ASSERT_TRUE(kubelet_.WaitForRegistrations(2, kTimeout)) << plugin->Log();
-  EXPECT_TRUE(plugin->WaitForLog("memory shares: NODE_NAME is not set",
-                                 kTimeout))
+  EXPECT_TRUE(
+      plugin->WaitForLog("memory shares: NODE_NAME is not set", kTimeout))
       << plugin->Log();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();

@@ -3,8 +3,8 @@
 // an injected Xid, and a MIG-scoped Xid changing only that MIG device under
 // migStrategy mixed.
 #include <arpa/inet.h>
-#include <signal.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,8 +110,8 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
       << plugin->Log();
   std::smatch m;
   std::string log = plugin->Log();
-  ASSERT_TRUE(std::regex_search(log, m,
-                                std::regex("serving /metrics on 127.0.0.1:(\\d+)")));
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("serving /metrics on 127.0.0.1:(\\d+)")));
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(m[1].str(), &port));
   ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
@@ -122,9 +122,12 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
 
   std::string text = Scrape(port);
   EXPECT_THAT(text, ::testing::HasSubstr("text/plain"));
-  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 1\n"), 8) << text;
-  EXPECT_EQ(CountLines(text, "gpulet_registrations_total\\{[^}]*result=\"ok\"[^}]*\\} 1\n"),
-            1)
+  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 1\n"), 8)
+      << text;
+  EXPECT_EQ(
+      CountLines(text,
+                 "gpulet_registrations_total\\{[^}]*result=\"ok\"[^}]*\\} 1\n"),
+      1)
       << text;
 
   ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 79").ok());
@@ -132,18 +135,27 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
   // after the other: wait until every one has moved.
   const auto all_moved = [](const std::string& t) {
     return CountLines(t, "gpulet_device_healthy\\{[^}]*\\} 0\n") > 0 &&
-           CountLines(t, "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n") > 0 &&
-           CountLines(t, "gpulet_health_transitions_total\\{[^}]*direction=\"unhealthy\"[^}]*\\} 1\n") > 0;
+           CountLines(t,
+                      "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n") >
+               0 &&
+           CountLines(t,
+                      "gpulet_health_transitions_total\\{[^}]*direction="
+                      "\"unhealthy\"[^}]*\\} 1\n") > 0;
   };
   absl::Time deadline = absl::Now() + kTimeout;
   while (absl::Now() < deadline && !all_moved(text)) {
     absl::SleepFor(absl::Milliseconds(20));
     text = Scrape(port);
   }
-  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 0\n"), 1) << text;
-  EXPECT_EQ(CountLines(text, "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n"), 1)
+  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 0\n"), 1)
       << text;
-  EXPECT_EQ(CountLines(text, "gpulet_health_transitions_total\\{[^}]*direction=\"unhealthy\"[^}]*\\} 1\n"),
+  EXPECT_EQ(
+      CountLines(text, "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n"),
+      1)
+      << text;
+  EXPECT_EQ(CountLines(text,
+                       "gpulet_health_transitions_total\\{[^}]*direction="
+                       "\"unhealthy\"[^}]*\\} 1\n"),
             1)
       << text;
 }
@@ -154,8 +166,8 @@ TEST_F(DaemonConfiguredTest, CountersStartAtZeroAndReloadsAreCounted) {
   const std::string config = tmp_.path() + "/config.yaml";
   std::ofstream(config) << "version: v1\n";
   ASSERT_TRUE(kubelet_.Start());
-  auto plugin = Start("dgx-h100", {"--metrics-address=127.0.0.1:0",
-                                   "--config-file", config});
+  auto plugin = Start(
+      "dgx-h100", {"--metrics-address=127.0.0.1:0", "--config-file", config});
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   ASSERT_TRUE(plugin->WaitForLog("serving /metrics on 127.0.0.1:", kTimeout));
   std::smatch m;
@@ -175,8 +187,8 @@ TEST_F(DaemonConfiguredTest, CountersStartAtZeroAndReloadsAreCounted) {
   }
   for (int reload = 1; reload <= 6; ++reload) {
     plugin->Signal(SIGHUP);
-    ASSERT_TRUE(plugin->WaitForLog(
-        "configuration reloaded", kTimeout)) << plugin->Log();
+    ASSERT_TRUE(plugin->WaitForLog("configuration reloaded", kTimeout))
+        << plugin->Log();
     absl::Time deadline = absl::Now() + kTimeout;
     const std::string want = absl::StrCat(
         "gpulet_config_reloads_total\\{result=\"ok\"\\} ", reload, "\n");
@@ -186,19 +198,26 @@ TEST_F(DaemonConfiguredTest, CountersStartAtZeroAndReloadsAreCounted) {
     }
     ASSERT_EQ(CountLines(text, want), 1) << text;
   }
-  EXPECT_EQ(CountLines(text, "gpulet_plugin_restarts_total\\{resource=\"nvidia.com/gpu\"\\} 0\n"),
-            1)
+  EXPECT_EQ(
+      CountLines(
+          text,
+          "gpulet_plugin_restarts_total\\{resource=\"nvidia.com/gpu\"\\} 0\n"),
+      1)
       << text;
   std::ofstream(config) << "version: v2\n";
   plugin->Signal(SIGHUP);
   ASSERT_TRUE(plugin->WaitForLog("configuration not reloaded", kTimeout));
   absl::Time deadline = absl::Now() + kTimeout;
   while (absl::Now() < deadline &&
-         CountLines(text, "gpulet_config_reloads_total\\{result=\"error\"\\} 1\n") == 0) {
+         CountLines(text,
+                    "gpulet_config_reloads_total\\{result=\"error\"\\} 1\n") ==
+             0) {
     absl::SleepFor(absl::Milliseconds(10));
     text = Scrape(port);
   }
-  EXPECT_EQ(CountLines(text, "gpulet_config_reloads_total\\{result=\"error\"\\} 1\n"), 1)
+  EXPECT_EQ(
+      CountLines(text, "gpulet_config_reloads_total\\{result=\"error\"\\} 1\n"),
+      1)
       << text;
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
 }
@@ -222,8 +241,8 @@ TEST_F(DaemonConfiguredTest, MigScopedXidMarksOnlyThatMigDevice) {
     absl::SleepFor(absl::Milliseconds(20));
     unhealthy = UnhealthyIds(small);
   }
-  EXPECT_THAT(unhealthy,
-              ::testing::ElementsAre("MIG-18c9dd1a-ba9e-5a60-9a3c-798e6dc65d58"))
+  EXPECT_THAT(unhealthy, ::testing::ElementsAre(
+                             "MIG-18c9dd1a-ba9e-5a60-9a3c-798e6dc65d58"))
       << plugin->Log();
   EXPECT_TRUE(UnhealthyIds(dir_ + "/gpulet-gpu.sock").empty());
 
@@ -247,21 +266,23 @@ TEST_F(DaemonConfiguredTest, CdiStrategyWritesTheSpecItsAnswersName) {
   const std::string toolkit = "kind: nvidia.com/gpu\n";
   std::ofstream(cdi_dir + "/nvidia.com-gpu.yaml") << toolkit;
   ASSERT_TRUE(kubelet_.Start());
-  auto plugin = Start("pcie-t4", {"--device-list-strategy=cdi-cri",
-                                  "--cdi-spec-dir", cdi_dir});
+  auto plugin = Start(
+      "pcie-t4", {"--device-list-strategy=cdi-cri", "--cdi-spec-dir", cdi_dir});
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   std::ifstream in(cdi_dir + "/k8s.device-plugin.nvidia.com-gpu.json");
   ASSERT_TRUE(in.good()) << plugin->Log();
   const std::string spec((std::istreambuf_iterator<char>(in)),
                          std::istreambuf_iterator<char>());
-  EXPECT_THAT(spec, ::testing::HasSubstr("\"k8s.device-plugin.nvidia.com/gpu\""));
+  EXPECT_THAT(spec,
+              ::testing::HasSubstr("\"k8s.device-plugin.nvidia.com/gpu\""));
   std::ifstream kept(cdi_dir + "/nvidia.com-gpu.yaml");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept),
                         std::istreambuf_iterator<char>()),
             toolkit);
 
-  auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
-      "unix://" + dir_ + "/gpulet-gpu.sock", grpc::InsecureChannelCredentials()));
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix://" + dir_ + "/gpulet-gpu.sock",
+                          grpc::InsecureChannelCredentials()));
   grpc::ClientContext list_context;
   list_context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
   auto reader = stub->ListAndWatch(&list_context, v1beta1::Empty());
@@ -277,7 +298,8 @@ TEST_F(DaemonConfiguredTest, CdiStrategyWritesTheSpecItsAnswersName) {
   grpc::ClientContext context;
   ASSERT_TRUE(stub->Allocate(&context, request, &response).ok());
   ASSERT_EQ(response.container_responses(0).cdi_devices_size(), 1);
-  const std::string name = response.container_responses(0).cdi_devices(0).name();
+  const std::string name =
+      response.container_responses(0).cdi_devices(0).name();
   EXPECT_EQ(name, "k8s.device-plugin.nvidia.com/gpu=" + list.devices(2).id());
   EXPECT_THAT(spec, ::testing::HasSubstr("\"" + list.devices(2).id() + "\""));
   EXPECT_TRUE(response.container_responses(0).envs().empty());

@@ -159,13 +159,14 @@ TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {
   // Healthy once each GPU's daemon is up, each with its own environment.
   ASSERT_TRUE(WaitForHealth([](const Health& h) {
     return GpuHealth(h, kGpu0, true) && GpuHealth(h, kGpu1, true);
-  })) << Describe() << plugin.Log();
+  })) << Describe()
+      << plugin.Log();
   for (const std::string gpu : {kGpu0, kGpu1}) {
-    EXPECT_THAT(Log(gpu),
-                HasSubstr(absl::StrCat(
-                    " CUDA_VISIBLE_DEVICES=", gpu, " CUDA_MPS_PIPE_DIRECTORY=",
-                    mps_, "/", gpu, "/pipe CUDA_MPS_LOG_DIRECTORY=", mps_, "/",
-                    gpu, "/log\n")));
+    EXPECT_THAT(Log(gpu), HasSubstr(absl::StrCat(
+                              " CUDA_VISIBLE_DEVICES=", gpu,
+                              " CUDA_MPS_PIPE_DIRECTORY=", mps_, "/", gpu,
+                              "/pipe CUDA_MPS_LOG_DIRECTORY=", mps_, "/", gpu,
+                              "/log\n")));
   }
 
   // Allocate: the share as the pinned memory limit, the GPU's pipe
@@ -204,15 +205,17 @@ TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   ASSERT_TRUE(WaitForHealth([](const Health& h) {
     return GpuHealth(h, kGpu0, false) && GpuHealth(h, kGpu1, true);
-  })) << Describe() << plugin.Log();
-  ASSERT_TRUE(Eventually(
-      [&] { return absl::StrContains(Log(kGpu0), "refused -f"); }));
+  })) << Describe()
+      << plugin.Log();
+  ASSERT_TRUE(
+      Eventually([&] { return absl::StrContains(Log(kGpu0), "refused -f"); }));
   EXPECT_TRUE(plugin.WaitForLog(
       absl::StrCat("GPU ", kGpu0, ": MPS control daemon down"), kTimeout));
   std::filesystem::remove(refuse);
   ASSERT_TRUE(WaitForHealth([](const Health& h) {
     return GpuHealth(h, kGpu0, true) && GpuHealth(h, kGpu1, true);
-  })) << Describe() << plugin.Log();
+  })) << Describe()
+      << plugin.Log();
   const pid_t second = LastPid(kGpu0);
   EXPECT_NE(second, first);
   const pid_t other = LastPid(kGpu1);
@@ -255,8 +258,8 @@ TEST_F(DaemonMpsTest, ReloadStopsTheDaemonOfAGpuThatNoLongerShares) {
   ASSERT_TRUE(Eventually([&] {
     return absl::StrContains(Log(kGpu1), "command quit\n");
   })) << plugin.Log();
-  EXPECT_TRUE(Eventually(
-      [&] { return ::kill(gpu1, 0) != 0 && errno == ESRCH; }));
+  EXPECT_TRUE(
+      Eventually([&] { return ::kill(gpu1, 0) != 0 && errno == ESRCH; }));
   EXPECT_THAT(Log(kGpu0), ::testing::Not(HasSubstr("command quit")));
 
   plugin.Signal(SIGTERM);

@@ -80,8 +80,7 @@ class DaemonPassthroughTest : public ::testing::Test {
     std::ofstream(dir_.path() + "/config.yaml")
         << "version: v1\npassthrough:\n  sysRoot: " << tree_.root()
         << "/sys\n  devRoot: " << tree_.root()
-        << "/dev\n  pciIds: \"\"\n  ueventSocket: "
-        << UeventSocket() << "\n";
+        << "/dev\n  pciIds: \"\"\n  ueventSocket: " << UeventSocket() << "\n";
   }
   std::string UeventSocket() const { return dir_.path() + "/uevent.sock"; }
 
@@ -96,7 +95,8 @@ class DaemonPassthroughTest : public ::testing::Test {
   // The socket of `resource`.
   std::string SocketOf(const std::string& resource) const {
     for (const v1beta1::RegisterRequest& r : kubelet_.registrations()) {
-      if (r.resource_name() == resource) return dir_.path() + "/" + r.endpoint();
+      if (r.resource_name() == resource)
+        return dir_.path() + "/" + r.endpoint();
     }
     return "";
   }
@@ -179,7 +179,8 @@ TEST_F(DaemonPassthroughTest, NonViableGroupBecomesHealthyWhenCompanionBound) {
   std::filesystem::remove(tree_.root() + "/dev/vfio/20");
   grpc::Status gone = stub->Allocate(RpcContext().get(), request, &response);
   EXPECT_FALSE(gone.ok());
-  EXPECT_THAT(gone.error_message(), HasSubstr("IOMMU group 20 of 0000:17:00.0"));
+  EXPECT_THAT(gone.error_message(),
+              HasSubstr("IOMMU group 20 of 0000:17:00.0"));
   EXPECT_TRUE(WaitForHealth(reader, kGpu0, "Unhealthy")) << plugin->Log();
 }
 

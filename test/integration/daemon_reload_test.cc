@@ -203,7 +203,8 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
       << watch.Describe();
   Sim("lose 2");
   ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 7; }))
-      << watch.Describe() << "\n" << plugin->Log();
+      << watch.Describe() << "\n"
+      << plugin->Log();
 
   Reload(*plugin, "configuration reloaded");
   EXPECT_TRUE(plugin->Running()) << plugin->Log();
@@ -217,7 +218,8 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
 
   Sim("restore 2");
   EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
-      << watch.Describe() << "\n" << plugin->Log();
+      << watch.Describe() << "\n"
+      << plugin->Log();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }
@@ -229,9 +231,9 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
 // reload (found by the chaos soak, seed 21 on islands-16).
 TEST_F(DaemonReloadTest, AGpuThatFailedDiscoveryRecoversWithoutAnEvent) {
   ASSERT_TRUE(kubelet_.Start());
-  auto plugin = Start("dgx-h100", kPlain,
-                      {"GPULET_HEALTH_QUIET_PERIOD=0s",
-                       "DP_DISABLE_HEALTHCHECKS=79"});
+  auto plugin =
+      Start("dgx-h100", kPlain,
+            {"GPULET_HEALTH_QUIET_PERIOD=0s", "DP_DISABLE_HEALTHCHECKS=79"});
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
   ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
@@ -239,11 +241,13 @@ TEST_F(DaemonReloadTest, AGpuThatFailedDiscoveryRecoversWithoutAnEvent) {
   Sim("lose 2");
   Reload(*plugin, "configuration reloaded");
   ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 7; }))
-      << watch.Describe() << "\n" << plugin->Log();
+      << watch.Describe() << "\n"
+      << plugin->Log();
 
   Sim("restore 2");
   EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
-      << watch.Describe() << "\n" << plugin->Log();
+      << watch.Describe() << "\n"
+      << plugin->Log();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }
@@ -256,18 +260,23 @@ TEST_F(DaemonReloadTest, ARejectedFileChangesNothing) {
   auto plugin = Start("dgx-h100", TimeSlicing(4));
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 32; }))
-      << watch.Describe();
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return Healthy(l) == 32;
+  })) << watch.Describe();
   Sim("xid 1 79");
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 28; }))
-      << watch.Describe();
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return Healthy(l) == 28;
+  })) << watch.Describe();
 
   WriteConfig(TimeSlicing(1));
   Reload(*plugin, "configuration not reloaded, keeping the previous one");
   EXPECT_THAT(plugin->Log(), HasSubstr("replicas"));
   Sim("xid 3 79");
-  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 24; }))
-      << watch.Describe() << "\n" << plugin->Log();
+  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return Healthy(l) == 24;
+  })) << watch.Describe()
+      << "\n"
+      << plugin->Log();
   EXPECT_FALSE(watch.ended());
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
   EXPECT_THAT(plugin->Log(), Not(HasSubstr("stopped serving")));
@@ -323,7 +332,9 @@ TEST_F(DaemonReloadTest, MigHealthSurvivesAnUnchangedReload) {
   Sim("xid 1 79");
   ASSERT_TRUE(watch.WaitUntil([&](const Devices& l) {
     return Healthy(l) < total;
-  })) << watch.Describe() << "\n" << plugin->Log();
+  })) << watch.Describe()
+      << "\n"
+      << plugin->Log();
   const int healthy = Healthy(watch.latest());
   const int registrations = kubelet_.registration_count();
 
@@ -342,8 +353,9 @@ TEST_F(DaemonReloadTest, AnXidDuringAReloadIsNotLost) {
   auto plugin = Start("dgx-h100", TimeSlicing(2));
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 16; }))
-      << watch.Describe();
+  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
+    return Healthy(l) == 16;
+  })) << watch.Describe();
   for (int round = 1; round <= 3; ++round) {
     WriteConfig(TimeSlicing(round % 2 == 0 ? 2 : 3));
     plugin->Signal(SIGHUP);
@@ -354,7 +366,9 @@ TEST_F(DaemonReloadTest, AnXidDuringAReloadIsNotLost) {
   // Back at 3 replicas per GPU after round 3, with GPUs 4, 5 and 6 down.
   EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
     return l.devices_size() == 24 && Healthy(l) == 15;
-  })) << watch.Describe() << "\n" << plugin->Log();
+  })) << watch.Describe()
+      << "\n"
+      << plugin->Log();
   EXPECT_EQ(Unrouted(), 0);
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();

@@ -7,9 +7,8 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +26,6 @@
 #include "src/dra/slices/publisher.h"
 #include "src/dra/testing/sim_devices.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet::draslice {
@@ -51,7 +50,7 @@ class DraApiServerTest : public ::testing::Test {
         kube::TlsTransport::Create(host_->AdminConfig());
     ASSERT_TRUE(t.ok()) << t.status();
     transport_ = *std::move(t);
-    client_ = std::make_unique<kube::Client>(*transport_, clock_, sleeper_,
+    client_ = std::make_unique<kube::Client>(*transport_, clock_,
                                              kube::ClientOptions{.qps = 0});
     const std::string died = host_->WaitReady(*transport_);
     ASSERT_EQ(died, "");
@@ -92,7 +91,6 @@ class DraApiServerTest : public ::testing::Test {
   static inline gpulet::testing::ApiServerHost* host_ = nullptr;
   static inline std::string skip_;
   common::RealClock& clock_ = common::RealClock::Get();
-  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
   std::unique_ptr<kube::TlsTransport> transport_;
   std::unique_ptr<kube::Client> client_;
 };
@@ -134,8 +132,8 @@ TEST_F(DraApiServerTest, GenerationMovesOnlyWhenTheDevicesChange) {
   EXPECT_EQ(after[0]["spec"]["devices"].size(), 7u);
 
   // Tainted instead (DRADeviceTaints, on by default in 1.36).
-  Publisher tainting(*client_, {.node_name = "gen-node",
-                                .taint_unhealthy = true});
+  Publisher tainting(*client_,
+                     {.node_name = "gen-node", .taint_unhealthy = true});
   ASSERT_TRUE(tainting.Publish(sick).ok());
   after = SlicesOf("gen-node");
   EXPECT_EQ(after[0]["spec"]["pool"]["generation"], g0 + 2);
@@ -162,8 +160,8 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
     big.node.gpus.push_back(gpu);
   }
   big.unhealthy = {"gpu-5"};
-  Publisher publisher(*client_, {.node_name = "big-node",
-                                 .taint_unhealthy = true});
+  Publisher publisher(*client_,
+                      {.node_name = "big-node", .taint_unhealthy = true});
   const absl::Status published = publisher.Publish(big);
   ASSERT_TRUE(published.ok()) << published;
   EXPECT_EQ(SlicesOf("big-node").size(), 5u);  // 64 per slice with a taint
@@ -176,8 +174,8 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
 TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
   const std::string node = "dra-node";
   absl::StatusOr<Json> made = client_->Create(
-      "/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"},
-                        {"metadata", {{"name", node}}}});
+      "/api/v1/nodes",
+      {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}});
   ASSERT_TRUE(made.ok()) << made.status();
   const std::string node_uid = (*made)["metadata"]["uid"];
   char tmpl[] = "/tmp/dra-pub-XXXXXX";
@@ -190,17 +188,17 @@ TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
   ASSERT_TRUE(common::WriteFileAtomic(dir + "/ca.crt", admin.ca_pem,
                                       {.mode = 0600, .durable = false})
                   .ok());
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  dir + "/kubeconfig",
-                  absl::StrCat(
-                      "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                      "clusters:\n- name: c\n  cluster:\n    server: ",
-                      admin.server, "\n    certificate-authority: ca.crt\n",
-                      "users:\n- name: u\n  user:\n    token: ", admin.token,
-                      "\ncontexts:\n- name: t\n  context: {cluster: c, "
-                      "user: u}\n"),
-                  {.mode = 0600, .durable = false})
-                  .ok());
+  ASSERT_TRUE(
+      common::WriteFileAtomic(
+          dir + "/kubeconfig",
+          absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                       "clusters:\n- name: c\n  cluster:\n    server: ",
+                       admin.server, "\n    certificate-authority: ca.crt\n",
+                       "users:\n- name: u\n  user:\n    token: ", admin.token,
+                       "\ncontexts:\n- name: t\n  context: {cluster: c, "
+                       "user: u}\n"),
+          {.mode = 0600, .durable = false})
+          .ok());
   const std::string sim_socket = dir + "/sim.sock";
   auto gpulet = std::make_unique<gpulet::testing::ChildProcess>(
       std::vector<std::string>{
@@ -232,8 +230,8 @@ TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
     for (const Json& d : slice["spec"]["devices"]) out.insert(d["name"]);
     return out;
   };
-  const Json first = await(
-      [&](const Json& slice) { return names(slice).size() == 8; });
+  const Json first =
+      await([&](const Json& slice) { return names(slice).size() == 8; });
   ASSERT_FALSE(first.is_null());
   EXPECT_EQ(first["metadata"]["ownerReferences"][0]["uid"], node_uid);
   EXPECT_TRUE(names(first).contains("gpu-1"));
@@ -244,9 +242,8 @@ TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
                                      sim_socket, " xid --gpu 1 --xid 79")
                             .c_str()),
             0);
-  const Json after = await([&](const Json& slice) {
-    return !names(slice).contains("gpu-1");
-  });
+  const Json after =
+      await([&](const Json& slice) { return !names(slice).contains("gpu-1"); });
   ASSERT_FALSE(after.is_null());
   EXPECT_GT(after["spec"]["pool"]["generation"].get<int64_t>(), g0);
   EXPECT_EQ(names(after).size(), 7u);
@@ -288,13 +285,13 @@ TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
   claim["status"] = {
       {"allocation",
        {{"devices",
-         {{"results", Json::array({{{"request", "share"},
-                                    {"driver", "gpu.nvidia.com"},
-                                    {"pool", "share-node"},
-                                    {"device", "gpu-0"},
-                                    {"shareID", share},
-                                    {"consumedCapacity",
-                                     {{"memory", "4Gi"}}}}})}}},
+         {{"results",
+           Json::array({{{"request", "share"},
+                         {"driver", "gpu.nvidia.com"},
+                         {"pool", "share-node"},
+                         {"device", "gpu-0"},
+                         {"shareID", share},
+                         {"consumedCapacity", {{"memory", "4Gi"}}}}})}}},
         {"nodeSelector",
          {{"nodeSelectorTerms",
            Json::array({{{"matchFields",

@@ -41,8 +41,8 @@ class HttpTlsTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   void Write(const std::string& name, const std::string& text) {
-    ASSERT_TRUE(common::WriteFileAtomic(Path(name), text, {.durable = false})
-                    .ok());
+    ASSERT_TRUE(
+        common::WriteFileAtomic(Path(name), text, {.durable = false}).ok());
   }
   void Install(const tls::KeyPair& leaf) {
     Write("tls.crt", leaf.cert_pem);

@@ -29,17 +29,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
-#include "src/cli/kubectl_command.h"
 #include "src/base/common/file_util.h"
-#include "src/net/kube/kubeconfig.h"
-#include "src/plugin/daemon/label_publisher.h"
+#include "src/cli/kubectl_command.h"
+#include "src/model/labels/node_patch.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/api_status.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/tls_transport.h"
+#include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/list_watcher.h"
+#include "src/net/kube/tls_transport.h"
 #include "src/net/testing/test_tls.h"
-#include "src/model/labels/node_patch.h"
+#include "src/plugin/daemon/label_publisher.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet::kube {
@@ -70,14 +70,12 @@ class KubeApiServerTest : public ::testing::Test {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
     transport_ = Connect(AdminConfig());
     ASSERT_NE(transport_, nullptr);
-    client_ = std::make_unique<Client>(*transport_, clock_, sleeper_,
-                                       ClientOptions{.qps = 0});
+    client_ =
+        std::make_unique<Client>(*transport_, clock_, ClientOptions{.qps = 0});
     WaitReady();
   }
 
-  static config::ApiServerConfig AdminConfig() {
-    return host_->AdminConfig();
-  }
+  static config::ApiServerConfig AdminConfig() { return host_->AdminConfig(); }
 
   static std::unique_ptr<TlsTransport> Connect(
       const config::ApiServerConfig& config) {
@@ -94,9 +92,9 @@ class KubeApiServerTest : public ::testing::Test {
     ASSERT_EQ(died, "");
     // The default service account is made by the controller manager, which
     // does not run here; pods need it to pass admission.
-    absl::StatusOr<Json> sa = client_->Create(
-        "/api/v1/namespaces/default/serviceaccounts",
-        {{"metadata", {{"name", "default"}}}});
+    absl::StatusOr<Json> sa =
+        client_->Create("/api/v1/namespaces/default/serviceaccounts",
+                        {{"metadata", {{"name", "default"}}}});
     ASSERT_TRUE(sa.ok() ||
                 sa.status().code() == absl::StatusCode::kAlreadyExists)
         << sa.status();
@@ -105,8 +103,8 @@ class KubeApiServerTest : public ::testing::Test {
 
   absl::StatusOr<Json> CreatePod(const std::string& name,
                                  const std::string& node) {
-    Json spec = {{"containers",
-                  {{{"name", "c"}, {"image", "registry.invalid/pause"}}}}};
+    Json spec = {
+        {"containers", {{{"name", "c"}, {"image", "registry.invalid/pause"}}}}};
     if (!node.empty()) spec["nodeName"] = node;
     return client_->Create(*PodsPath("default"),
                            {{"apiVersion", "v1"},
@@ -121,19 +119,18 @@ class KubeApiServerTest : public ::testing::Test {
   static inline bool ready_ = false;
 
   common::RealClock& clock_ = common::RealClock::Get();
-  RealSleeper& sleeper_ = RealSleeper::Get();
   std::unique_ptr<TlsTransport> transport_;
   std::unique_ptr<Client> client_;
 };
 
 TEST_F(KubeApiServerTest, NodeCreatePatchAndErrors) {
   const std::string path = *NodePath("gpu-node-1");
-  ASSERT_TRUE(client_
-                  ->Create("/api/v1/nodes",
-                           {{"apiVersion", "v1"},
-                            {"kind", "Node"},
-                            {"metadata", {{"name", "gpu-node-1"}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_
+          ->Create("/api/v1/nodes", {{"apiVersion", "v1"},
+                                     {"kind", "Node"},
+                                     {"metadata", {{"name", "gpu-node-1"}}}})
+          .ok());
   absl::StatusOr<Json> again = client_->Create(
       "/api/v1/nodes", {{"metadata", {{"name", "gpu-node-1"}}}});
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
@@ -148,14 +145,14 @@ TEST_F(KubeApiServerTest, NodeCreatePatchAndErrors) {
             "0:80Gi");
   // null deletes a key in a merge patch.
   node = client_->MergePatch(
-      path, {{"metadata", {{"annotations", {{"gpulet.dev/free-memory",
-                                             nullptr}}}}}});
+      path,
+      {{"metadata", {{"annotations", {{"gpulet.dev/free-memory", nullptr}}}}}});
   ASSERT_TRUE(node.ok()) << node.status();
   node = client_->Get(path);
   ASSERT_TRUE(node.ok()) << node.status();
-  EXPECT_FALSE((*node)["metadata"].contains("annotations") &&
-               (*node)["metadata"]["annotations"].contains(
-                   "gpulet.dev/free-memory"));
+  EXPECT_FALSE(
+      (*node)["metadata"].contains("annotations") &&
+      (*node)["metadata"]["annotations"].contains("gpulet.dev/free-memory"));
   EXPECT_EQ((*node)["metadata"]["labels"]["nvidia.com/gpu.present"], "true");
 
   absl::StatusOr<Json> missing = client_->Get(*NodePath("no-such-node"));
@@ -174,16 +171,16 @@ TEST_F(KubeApiServerTest, NodeCreatePatchAndErrors) {
 // labels gpulet does not own (nvidia.com/ or not) untouched.
 TEST_F(KubeApiServerTest, NodeLabelsReplaceOnlyTheirOwn) {
   const std::string path = *NodePath("gpu-node-labels");
-  ASSERT_TRUE(client_
-                  ->Create("/api/v1/nodes",
-                           {{"apiVersion", "v1"},
-                            {"kind", "Node"},
-                            {"metadata",
-                             {{"name", "gpu-node-labels"},
-                              {"labels",
-                               {{"team", "a"},
-                                {"nvidia.com/gpu.present", "true"}}}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_
+          ->Create("/api/v1/nodes",
+                   {{"apiVersion", "v1"},
+                    {"kind", "Node"},
+                    {"metadata",
+                     {{"name", "gpu-node-labels"},
+                      {"labels",
+                       {{"team", "a"}, {"nvidia.com/gpu.present", "true"}}}}}})
+          .ok());
   daemon::LabelOptions options;
   options.node_name = "gpu-node-labels";
   options.background_patch = false;
@@ -228,8 +225,7 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
   config.client_key_pem = node_cert_->key_pem;
   std::unique_ptr<TlsTransport> transport = Connect(config);
   common::FakeClock clock;
-  FakeSleeper sleeper(clock);
-  Client client(*transport, clock, sleeper, {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
   absl::StatusOr<Json> node = client.Get(*NodePath("gpu-node-1"));
   EXPECT_EQ(node.status().code(), absl::StatusCode::kPermissionDenied);
   // The server knows who asked: the certificate's common name.
@@ -239,7 +235,7 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
   config.client_key_pem.clear();
   config.token = "not-a-valid-token";
   transport = Connect(config);
-  Client anonymous(*transport, clock, sleeper, {.qps = 0});
+  Client anonymous(*transport, clock, {.qps = 0});
   node = anonymous.Get(*NodePath("gpu-node-1"));
   EXPECT_EQ(node.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(node.status().message(),
@@ -248,24 +244,23 @@ TEST_F(KubeApiServerTest, ClientCertificateAuthenticatesWithoutRights) {
 
 TEST_F(KubeApiServerTest, KubeconfigLoadedByConfigConnects) {
   const std::string path = host_->dir() + "/kubeconfig";
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  path,
-                  absl::StrCat(
-                      "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                      "clusters:\n- name: c\n  cluster:\n    server: https://"
-                      "127.0.0.1:",
-                      host_->port(), "\n    certificate-authority: ca.crt\n",
-                      "users:\n- name: u\n  user:\n    token: ",
-                      testing::ApiServerHost::kAdminToken,
-                      "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
-                      "u}\n"),
-                  {.mode = 0600, .durable = false})
-                  .ok());
-  absl::StatusOr<config::ApiServerConfig> config =
-      config::LoadKubeconfig(path);
+  ASSERT_TRUE(
+      common::WriteFileAtomic(
+          path,
+          absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                       "clusters:\n- name: c\n  cluster:\n    server: https://"
+                       "127.0.0.1:",
+                       host_->port(), "\n    certificate-authority: ca.crt\n",
+                       "users:\n- name: u\n  user:\n    token: ",
+                       testing::ApiServerHost::kAdminToken,
+                       "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
+                       "u}\n"),
+          {.mode = 0600, .durable = false})
+          .ok());
+  absl::StatusOr<config::ApiServerConfig> config = config::LoadKubeconfig(path);
   ASSERT_TRUE(config.ok()) << config.status();
   std::unique_ptr<TlsTransport> transport = Connect(*config);
-  Client client(*transport, clock_, sleeper_, {.qps = 0});
+  Client client(*transport, clock_, {.qps = 0});
   absl::StatusOr<Json> ns = client.Get("/api/v1/namespaces/default");
   ASSERT_TRUE(ns.ok()) << ns.status();
   EXPECT_EQ((*ns)["metadata"]["name"], "default");
@@ -278,17 +273,17 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
       {{"apiVersion", "v1"},
        {"kind", "Binding"},
        {"metadata", {{"name", "unbound"}}},
-       {"target", {{"apiVersion", "v1"}, {"kind", "Node"},
-                   {"name", "gpu-node-2"}}}});
+       {"target",
+        {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "gpu-node-2"}}}});
   ASSERT_TRUE(bound.ok()) << bound.status();
   absl::StatusOr<Json> pod = client_->Get(*PodPath("default", "unbound"));
   ASSERT_TRUE(pod.ok());
   EXPECT_EQ((*pod)["spec"]["nodeName"], "gpu-node-2");
   // A pod is bound once.
-  absl::StatusOr<Json> twice = client_->Create(
-      *PodBindingPath("default", "unbound"),
-      {{"metadata", {{"name", "unbound"}}},
-       {"target", {{"kind", "Node"}, {"name", "gpu-node-3"}}}});
+  absl::StatusOr<Json> twice =
+      client_->Create(*PodBindingPath("default", "unbound"),
+                      {{"metadata", {{"name", "unbound"}}},
+                       {"target", {{"kind", "Node"}, {"name", "gpu-node-3"}}}});
   EXPECT_FALSE(twice.ok());
 
   for (const char* name : {"p1", "p2"}) {
@@ -297,10 +292,9 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
   ASSERT_TRUE(CreatePod("elsewhere", "other-node").ok());
 
   // Pages of one pod each, selected by node.
-  Client paged(*transport_, clock_, sleeper_, {.qps = 0, .page_size = 1});
-  absl::StatusOr<ListResult> list =
-      paged.List(*PodsPath(),
-                 {.field_selector = PodsOnNodeSelector("gpu-node-2")});
+  Client paged(*transport_, clock_, {.qps = 0, .page_size = 1});
+  absl::StatusOr<ListResult> list = paged.List(
+      *PodsPath(), {.field_selector = PodsOnNodeSelector("gpu-node-2")});
   ASSERT_TRUE(list.ok()) << list.status();
   std::set<std::string> names;
   for (const Json& item : list->items) {
@@ -315,7 +309,7 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
   std::set<std::string> known;
   bool replaced = false;
   ListWatcher watcher(
-      *client_, sleeper_, *PodsPath(),
+      *client_, clock_, *PodsPath(),
       {.field_selector = PodsOnNodeSelector("gpu-node-2")},
       {.on_replace =
            [&](std::vector<Json> items, const std::string&) {
@@ -347,8 +341,9 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
   }
   ASSERT_TRUE(CreatePod("p3", "gpu-node-2").ok());
   ASSERT_TRUE(CreatePod("not-mine", "other-node").ok());
-  ASSERT_TRUE(client_->MergePatch(*PodPath("default", "p1"),
-                                  {{"metadata", {{"labels", {{"a", "b"}}}}}})
+  ASSERT_TRUE(client_
+                  ->MergePatch(*PodPath("default", "p1"),
+                               {{"metadata", {{"labels", {{"a", "b"}}}}}})
                   .ok());
   {
     std::unique_lock lock(mu);
@@ -362,15 +357,15 @@ TEST_F(KubeApiServerTest, BindingPagedListAndNodeWatch) {
 // JSON gateway.
 void CompactEtcd(int etcd_port) {
   httplib::Client etcd("127.0.0.1", etcd_port);
-  auto range = etcd.Post("/v3/kv/range", R"({"key":"AA=="})",
-                         "application/json");
+  auto range =
+      etcd.Post("/v3/kv/range", R"({"key":"AA=="})", "application/json");
   ASSERT_TRUE(range && range->status == 200);
   Json header = Json::parse(range->body)["header"];
   const std::string revision = header["revision"].get<std::string>();
-  auto compact = etcd.Post(
-      "/v3/kv/compaction",
-      Json{{"revision", revision}, {"physical", true}}.dump(),
-      "application/json");
+  auto compact =
+      etcd.Post("/v3/kv/compaction",
+                Json{{"revision", revision}, {"physical", true}}.dump(),
+                "application/json");
   ASSERT_TRUE(compact && compact->status == 200)
       << (compact ? compact->body : "");
 }
@@ -413,19 +408,19 @@ TEST_F(KubeApiServerTest, KubectlPluginShowsMemoryShares) {
   create("share-bad", {{"gpulet.dev/gpu-memory", "{garbage"}});
 
   const std::string path = host_->dir() + "/plugin-kubeconfig";
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  path,
-                  absl::StrCat(
-                      "apiVersion: v1\nkind: Config\ncurrent-context: none\n"
-                      "clusters:\n- name: c\n  cluster:\n    server: https://"
-                      "127.0.0.1:",
-                      host_->port(), "\n    certificate-authority: ca.crt\n",
-                      "users:\n- name: u\n  user:\n    token: ",
-                      testing::ApiServerHost::kAdminToken,
-                      "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
-                      "u}\n"),
-                  {.mode = 0600, .durable = false})
-                  .ok());
+  ASSERT_TRUE(
+      common::WriteFileAtomic(
+          path,
+          absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: none\n"
+                       "clusters:\n- name: c\n  cluster:\n    server: https://"
+                       "127.0.0.1:",
+                       host_->port(), "\n    certificate-authority: ca.crt\n",
+                       "users:\n- name: u\n  user:\n    token: ",
+                       testing::ApiServerHost::kAdminToken,
+                       "\ncontexts:\n- name: t\n  context: {cluster: c, user: "
+                       "u}\n"),
+          {.mode = 0600, .durable = false})
+          .ok());
   auto run = [&](std::vector<std::string> args, std::string& out,
                  std::string& err) {
     args.insert(args.end(), {"--context", "t"});
@@ -454,7 +449,8 @@ TEST_F(KubeApiServerTest, KubectlPluginShowsMemoryShares) {
   ASSERT_EQ(run({"status"}, out, err), 0) << err;
   EXPECT_THAT(out, HasSubstr("share-1  0 GPU-0aaaaaaa"));
   EXPECT_THAT(out, HasSubstr("node share-none: no memory shares\n"));
-  EXPECT_THAT(err, HasSubstr("node share-bad: annotation gpulet.dev/gpu-memory"));
+  EXPECT_THAT(err,
+              HasSubstr("node share-bad: annotation gpulet.dev/gpu-memory"));
 
   ASSERT_EQ(run({"status", "-o", "json"}, out, err), 0) << err;
   const Json json = Json::parse(out);

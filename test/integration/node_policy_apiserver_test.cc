@@ -27,7 +27,6 @@
 #include "src/base/common/file_util.h"
 #include "src/base/config/yaml_json.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "test/integration/apiserver_host.h"
 
 namespace gpulet {
@@ -74,8 +73,7 @@ class NodePolicyApiServerTest : public ::testing::Test {
     if (!t.ok()) return {};
     ApiClient c{.transport = *std::move(t)};
     c.client = std::make_unique<kube::Client>(
-        *c.transport, clock_, sleeper_,
-        kube::ClientOptions{.qps = 0, .max_attempts = 1});
+        *c.transport, clock_, kube::ClientOptions{.qps = 0, .max_attempts = 1});
     return c;
   }
 
@@ -203,7 +201,6 @@ class NodePolicyApiServerTest : public ::testing::Test {
   static inline testing::ApiServerHost* host_ = nullptr;
   static inline std::string skip_;
   common::RealClock& clock_ = common::RealClock::Get();
-  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
   ApiClient admin_;
 };
 
@@ -285,8 +282,7 @@ TEST_F(NodePolicyApiServerTest, ExtenderWritesOnlyThePendingAnnotation) {
   ApiClient extender = Connect(token);
   ASSERT_NE(extender.client, nullptr);
   AwaitEnforced(extender, "gpu-c",
-                Annotation("gpulet.dev/gpu-memory", "forged"),
-                kExtenderDenied);
+                Annotation("gpulet.dev/gpu-memory", "forged"), kExtenderDenied);
 
   absl::Status s =
       Patch(extender, "gpu-c", Annotation("gpulet.dev/gpu-memory", "x"));
@@ -332,10 +328,9 @@ TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
                   {.mode = 0600, .durable = false})
                   .ok());
   // (The paths hold no characters the shell would interpret.)
-  const std::string cmd = absl::StrCat(GPULET_HELM_BINARY,
-                                       " template -n gpu-system -f ", values,
-                                       " gpu ", GPULET_SOURCE_DIR,
-                                       "/deploy/chart");
+  const std::string cmd =
+      absl::StrCat(GPULET_HELM_BINARY, " template -n gpu-system -f ", values,
+                   " gpu ", GPULET_SOURCE_DIR, "/deploy/chart");
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string rendered;

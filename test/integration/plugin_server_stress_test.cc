@@ -7,26 +7,26 @@
 
 #include <atomic>
 #include <random>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "src/base/common/logging.h"
 #include "src/model/allocation/allocate_response.h"
 #include "src/model/allocation/simple_preferred.h"
-#include "src/base/common/logging.h"
 #include "src/plugin/server/plugin_server.h"
 #include "test/integration/plugin_test_client.h"
 
 namespace gpulet::plugin {
 namespace {
 
+using allocation::EnvvarResponse;
+using allocation::SimplePreferred;
 using ::gpulet::testing::DialPlugin;
 using ::gpulet::testing::ListAndWatchReader;
 using ::gpulet::testing::OpenFdCount;
 using ::gpulet::testing::RpcContext;
-using allocation::EnvvarResponse;
-using allocation::SimplePreferred;
 using pluginapi::Device;
 
 std::vector<Device> Devices() {

@@ -21,11 +21,11 @@
 namespace gpulet::plugin {
 namespace {
 
+using allocation::EnvvarResponse;
+using allocation::SimplePreferred;
 using ::gpulet::testing::DialPlugin;
 using ::gpulet::testing::ListAndWatchReader;
 using ::gpulet::testing::RpcContext;
-using allocation::EnvvarResponse;
-using allocation::SimplePreferred;
 using pluginapi::Device;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -207,7 +207,8 @@ TEST_F(PluginServerTest, AllocateUnknownIdIsInvalidArgumentNamingIt) {
     grpc::Status s = Allocate(ids, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_EQ(s.error_message(),
-              "invalid allocation request for \"nvidia.com/gpu\": invalid request: unknown "
+              "invalid allocation request for \"nvidia.com/gpu\": invalid "
+              "request: unknown "
               "device: GPU-nope");
   }
   v1beta1::AllocateResponse response;

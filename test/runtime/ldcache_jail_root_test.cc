@@ -1,5 +1,5 @@
-// EnterContainerRoot and DropPrivileges (src/runtime/wrapper/ldcache_jail.h) in a
-// real process, as root: after them no procfs or sysfs is reachable, the
+// EnterContainerRoot and DropPrivileges (src/runtime/wrapper/ldcache_jail.h) in
+// a real process, as root: after them no procfs or sysfs is reachable, the
 // runtime side's root is gone, and the process can no longer mount or gain
 // a capability. Run in a forked child with its own mount namespace (the
 // procfs and sysfs it mounts into the test rootfs go with it); nothing is
@@ -49,9 +49,11 @@ std::string ConfineAndLook(const std::string& root) {
   }
   std::string out;
   absl::Status entered = runtime::EnterContainerRoot(root);
-  if (!entered.ok()) return absl::StrCat("EnterContainerRoot: ", entered.ToString(), "\n");
+  if (!entered.ok())
+    return absl::StrCat("EnterContainerRoot: ", entered.ToString(), "\n");
   for (const char* path : {"/", "/proc", "/sys", "/deep/er/proc"}) {
-    if (IsKernelFs(path)) absl::StrAppend(&out, path, " is still procfs/sysfs\n");
+    if (IsKernelFs(path))
+      absl::StrAppend(&out, path, " is still procfs/sysfs\n");
   }
   if (::access("/proc/self", F_OK) == 0) out += "/proc/self is reachable\n";
   if (::access("/marker-in-root", F_OK) != 0) out += "/ is not the rootfs\n";
@@ -60,7 +62,8 @@ std::string ConfineAndLook(const std::string& root) {
     out += "working directory is not /\n";
   }
   absl::Status dropped = runtime::DropPrivileges();
-  if (!dropped.ok()) return out + absl::StrCat("DropPrivileges: ", dropped.ToString(), "\n");
+  if (!dropped.ok())
+    return out + absl::StrCat("DropPrivileges: ", dropped.ToString(), "\n");
   __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   ::syscall(SYS_capget, &header, data);
@@ -71,7 +74,8 @@ std::string ConfineAndLook(const std::string& root) {
   if (::prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0) {
     out += "CAP_SYS_ADMIN is still in the bounding set\n";
   }
-  if (::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) out += "no_new_privs unset\n";
+  if (::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+    out += "no_new_privs unset\n";
   if (::mount("proc", "/proc", "proc", 0, nullptr) == 0) {
     out += "could mount a procfs again\n";
   }

@@ -17,10 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/dra/runner/dra_sharing.h"
-#include "src/dra/kubelet/claim_preparer.h"
-#include "src/dra/testing/test_claims.h"
 #include "sim/node_render.h"
+#include "src/dra/kubelet/claim_preparer.h"
+#include "src/dra/runner/dra_sharing.h"
+#include "src/dra/testing/test_claims.h"
 #include "test/integration/subprocess.h"
 #include "test/runtime/runc_fixture.h"
 #include "test/runtime/runc_test.h"
@@ -119,8 +119,8 @@ TEST_F(MpsShmRuncTest, TwoMpsClaimsSeeDifferentDevShm) {
       "echo secret > /dev/shm/from-a && echo $CUDA_MPS_PIPE_DIRECTORY");
   // The claim's MPS edits were applied: its pipe directory is named.
   EXPECT_THAT(a_out, HasSubstr("/mps/claim-uid-tenant-a/pipe"));
-  EXPECT_TRUE(std::filesystem::exists(mps_root_ +
-                                      "/claim-uid-tenant-a/shm/from-a"));
+  EXPECT_TRUE(
+      std::filesystem::exists(mps_root_ + "/claim-uid-tenant-a/shm/from-a"));
   const std::string b_out =
       RunInClaim("tenant-b", "ls -a /dev/shm; cat /dev/shm/from-a; true");
   EXPECT_THAT(b_out, Not(HasSubstr("from-a")));
@@ -130,8 +130,8 @@ TEST_F(MpsShmRuncTest, TwoMpsClaimsSeeDifferentDevShm) {
   auto gone = preparer_->Unprepare({claims::Ref("tenant-a")});
   EXPECT_TRUE(gone["uid-tenant-a"].ok()) << gone["uid-tenant-a"];
   EXPECT_FALSE(std::filesystem::exists(mps_root_ + "/claim-uid-tenant-a"));
-  EXPECT_TRUE(std::filesystem::is_directory(mps_root_ +
-                                            "/claim-uid-tenant-b/shm"));
+  EXPECT_TRUE(
+      std::filesystem::is_directory(mps_root_ + "/claim-uid-tenant-b/shm"));
 }
 
 }  // namespace

@@ -85,8 +85,8 @@ std::string SetUp(const std::string& scratch,
                      "/upper,workdir=", layer, "/work");
     if (::mount("overlay", dirs[i].c_str(), "overlay", 0, options.c_str()) !=
         0) {
-      return absl::StrCat("overlay on ", dirs[i], " failed: ",
-                          std::strerror(errno));
+      return absl::StrCat("overlay on ", dirs[i],
+                          " failed: ", std::strerror(errno));
     }
     uppers.push_back(layer + "/upper");
   }

@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "src/model/cdi/spec_codec.h"
-#include "src/model/cdi/validate.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/validate.h"
 #include "test/integration/subprocess.h"
 
 namespace gpulet::testing {

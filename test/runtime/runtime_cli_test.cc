@@ -13,9 +13,9 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/base/common/file_util.h"
 #include "src/model/cdi/spec_codec.h"
 #include "src/model/cdi/validate.h"
-#include "src/base/common/file_util.h"
 #include "test/integration/subprocess.h"
 
 namespace gpulet::testing {

@@ -4,9 +4,8 @@
 // Thread safety: pure functions.
 #pragma once
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace gpulet::common {
 

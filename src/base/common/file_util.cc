@@ -92,7 +92,8 @@ absl::Status SyncDir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", dir));
   absl::Status status;
-  if (::fsync(fd) != 0) status = ErrnoToStatus(errno, absl::StrCat("sync ", dir));
+  if (::fsync(fd) != 0)
+    status = ErrnoToStatus(errno, absl::StrCat("sync ", dir));
   ::close(fd);
   return status;
 }
@@ -111,7 +112,8 @@ absl::Status WriteAll(int fd, absl::string_view contents,
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents,
+absl::Status WriteFileAtomic(const std::string& path,
+                             absl::string_view contents,
                              const WriteOptions& options) {
   std::string tmp;
   int fd = -1;

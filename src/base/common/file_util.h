@@ -45,7 +45,8 @@ struct WriteOptions {
 // synced (durable), renamed over `path`, and the directory synced
 // (durable). On any failure the temporary file is removed, no descriptor is
 // left open and `path` is unchanged. Errors name the step and the path.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents,
+absl::Status WriteFileAtomic(const std::string& path,
+                             absl::string_view contents,
                              const WriteOptions& options = {});
 
 }  // namespace gpulet::common

@@ -54,8 +54,7 @@ TEST(FileUtil, ReadIsCapped) {
   EXPECT_EQ(ReadFile(path, 100)->size(), 100u);
   auto got = ReadFile(path, 99);
   EXPECT_TRUE(absl::IsResourceExhausted(got.status())) << got.status();
-  EXPECT_EQ(got.status().message(),
-            "read " + path + ": larger than 99 bytes");
+  EXPECT_EQ(got.status().message(), "read " + path + ": larger than 99 bytes");
   std::filesystem::remove_all(tmpl);
 }
 
@@ -65,8 +64,8 @@ TEST(FileUtil, ReadsProcAndSysfsFiles) {
   auto status = ReadFile("/proc/self/status");
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_NE(status->find("Pid:"), std::string::npos);
-  EXPECT_TRUE(absl::IsResourceExhausted(
-      ReadFile("/proc/self/status", 8).status()));
+  EXPECT_TRUE(
+      absl::IsResourceExhausted(ReadFile("/proc/self/status", 8).status()));
   auto online = ReadFile("/sys/devices/system/cpu/online");
   ASSERT_TRUE(online.ok()) << online.status();
   EXPECT_FALSE(online->empty());
@@ -105,8 +104,8 @@ TEST_F(WriteAtomicTest, APlantedSymlinkIsNeverFollowed) {
   const std::string path = dir_ + "/spec.yaml";
   const std::string victim = dir_ + "/victim";
   std::ofstream(victim) << "precious";
-  std::filesystem::create_symlink(
-      victim, path + ".tmp." + std::to_string(::getpid()));
+  std::filesystem::create_symlink(victim,
+                                  path + ".tmp." + std::to_string(::getpid()));
   ASSERT_TRUE(WriteFileAtomic(path, "new").ok());
   EXPECT_EQ(*ReadFile(victim), "precious");
   EXPECT_EQ(*ReadFile(path), "new");

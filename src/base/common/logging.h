@@ -58,9 +58,9 @@ std::string FormatLogLine(LogFormat format, LogSeverity severity,
                                __LINE__)                                 \
       .stream()
 
-#define GPULET_VLOG(level)                               \
-  if ((level) > ::gpulet::common::Verbosity()) {         \
-  } else                                                 \
-    ::gpulet::common::LogMessage(                        \
-        ::gpulet::common::LogSeverity::kInfo, __FILE__, __LINE__) \
+#define GPULET_VLOG(level)                                             \
+  if ((level) > ::gpulet::common::Verbosity()) {                       \
+  } else                                                               \
+    ::gpulet::common::LogMessage(::gpulet::common::LogSeverity::kInfo, \
+                                 __FILE__, __LINE__)                   \
         .stream()

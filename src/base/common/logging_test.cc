@@ -12,7 +12,9 @@ TEST(Logging, TextLineIsKlogFormat) {
   std::string line = FormatLogLine(LogFormat::kText, LogSeverity::kWarning,
                                    "/a/b/plugin.cc", 12, "hello");
   EXPECT_TRUE(std::regex_match(
-      line, std::regex(R"(W\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ plugin\.cc:12\] hello\n)")))
+      line,
+      std::regex(
+          R"(W\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ plugin\.cc:12\] hello\n)")))
       << line;
 }
 

@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "src/base/common/status_macros.h"
 #include "absl/strings/string_view.h"
+#include "src/base/common/status_macros.h"
 #include "src/base/config/config.h"
 #include "src/base/yaml/fields.h"
-
 
 namespace gpulet::config::internal {
 

@@ -46,8 +46,8 @@ absl::Status ReadDeviceListStrategy(ParseContext& ctx, const Field& f,
   out->clear();
   for (const Field& item : items) {
     ctx.reader.Record(item);
-    GPULET_ASSIGN_OR_RETURN(
-        DeviceListStrategy s, ctx.reader.Enum(item, DeviceListStrategyNames()));
+    GPULET_ASSIGN_OR_RETURN(DeviceListStrategy s,
+                            ctx.reader.Enum(item, DeviceListStrategyNames()));
     if (std::find(out->begin(), out->end(), s) == out->end()) {
       out->push_back(s);
     }
@@ -65,7 +65,7 @@ absl::Status ReadStringOrList(ParseContext& ctx, const Field& f,
     return absl::OkStatus();
   }
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                 ctx.reader.List(f, kMaxFeatureFlags));
+                          ctx.reader.List(f, kMaxFeatureFlags));
   for (const Field& item : items) {
     GPULET_ASSIGN_OR_RETURN(std::string s, ctx.reader.String(item));
     out->push_back(std::move(s));
@@ -137,7 +137,7 @@ absl::Status ReadMap(ParseContext& ctx, const Field& field,
   allowed.reserve(handlers.size());
   for (const auto& [key, handler] : handlers) allowed.push_back(key);
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> entries,
-                                 ctx.reader.Map(field, allowed));
+                          ctx.reader.Map(field, allowed));
   for (const Field& entry : entries) {
     ctx.reader.Record(entry);
     for (const auto& [key, handler] : handlers) {
@@ -169,8 +169,7 @@ Handler IgnoredString(ParseContext& ctx) { return Ignored(ctx, false); }
 
 absl::StatusOr<std::string> ReadResourceName(ParseContext& ctx,
                                              const Field& field) {
-  GPULET_ASSIGN_OR_RETURN(std::string name,
-                                 ctx.reader.String(field, 256));
+  GPULET_ASSIGN_OR_RETURN(std::string name, ctx.reader.String(field, 256));
   absl::StatusOr<std::string> full = QualifyResourceName(name);
   if (!full.ok()) return ctx.reader.Error(field, full.status().message());
   return full;

@@ -15,7 +15,7 @@ constexpr size_t kMaxXidRules = 64;
 absl::Status ReadXids(ParseContext& ctx, const Field& f,
                       std::vector<uint64_t>* out) {
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                 ctx.reader.List(f, kMaxXids));
+                          ctx.reader.List(f, kMaxXids));
   out->clear();
   for (const Field& item : items) {
     ctx.reader.Record(item);
@@ -33,19 +33,19 @@ absl::StatusOr<XidRule> ParseXidRule(ParseContext& ctx, const Field& f) {
   XidRule rule;
   bool has_codes = false;
   bool has_action = false;
-  GPULET_RETURN_IF_ERROR(ReadMap(
-      ctx, f,
-      {{"codes",
-        [&](const Field& c) {
-          has_codes = true;
-          return ReadXids(ctx, c, &rule.codes);
-        }},
-       {"action", [&](const Field& a) -> absl::Status {
-          has_action = true;
-          GPULET_ASSIGN_OR_RETURN(
-              rule.action, ctx.reader.Enum(a, XidActionNames()));
-          return absl::OkStatus();
-        }}}));
+  GPULET_RETURN_IF_ERROR(
+      ReadMap(ctx, f,
+              {{"codes",
+                [&](const Field& c) {
+                  has_codes = true;
+                  return ReadXids(ctx, c, &rule.codes);
+                }},
+               {"action", [&](const Field& a) -> absl::Status {
+                  has_action = true;
+                  GPULET_ASSIGN_OR_RETURN(rule.action,
+                                          ctx.reader.Enum(a, XidActionNames()));
+                  return absl::OkStatus();
+                }}}));
   for (const auto& [key, present] :
        {std::pair<const char*, bool>{"codes", has_codes},
         std::pair<const char*, bool>{"action", has_action}}) {
@@ -86,12 +86,11 @@ absl::Status ParseHealth(ParseContext& ctx, const Field& field) {
         [&](const Field& f) { return ReadXids(ctx, f, &h.ignored_xids); }},
        {"xids", [&](const Field& f) -> absl::Status {
           GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                         ctx.reader.List(f, kMaxXidRules));
+                                  ctx.reader.List(f, kMaxXidRules));
           h.xids.clear();
           for (const Field& item : items) {
             ctx.reader.Record(item);
-            GPULET_ASSIGN_OR_RETURN(XidRule rule,
-                                           ParseXidRule(ctx, item));
+            GPULET_ASSIGN_OR_RETURN(XidRule rule, ParseXidRule(ctx, item));
             h.xids.push_back(std::move(rule));
           }
           return absl::OkStatus();

@@ -114,8 +114,8 @@ absl::Status ReadResourceNames(ParseContext& ctx, const Field& f,
                                             yaml::Describe(f.node)));
   }
   if (f.node.size() > kMaxNames) {
-    return ctx.reader.Error(f, absl::StrCat("more than ", kMaxNames,
-                                            " entries"));
+    return ctx.reader.Error(f,
+                            absl::StrCat("more than ", kMaxNames, " entries"));
   }
   for (auto it = f.node.begin(); it != f.node.end(); ++it) {
     const YAML::Node key = it->first;
@@ -132,8 +132,8 @@ absl::Status ReadResourceNames(ParseContext& ctx, const Field& f,
     }
     Field value_field{value, key_field.path};
     ctx.reader.Record(value_field);
-    GPULET_ASSIGN_OR_RETURN(std::string name, ctx.reader.String(value_field,
-                                                                 50));
+    GPULET_ASSIGN_OR_RETURN(std::string name,
+                            ctx.reader.String(value_field, 50));
     if (!ValidName(name)) {
       return ctx.reader.Error(
           value_field,

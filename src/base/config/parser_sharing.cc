@@ -36,12 +36,11 @@ absl::Status ReadDevices(ParseContext& ctx, const Field& f,
                          ReplicaDevices* out) {
   if (f.node.IsSequence()) {
     GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                   ctx.reader.List(f, kMaxDeviceRefs));
+                            ctx.reader.List(f, kMaxDeviceRefs));
     out->kind = ReplicaDevices::Kind::kList;
     for (const Field& item : items) {
       ctx.reader.Record(item);
-      GPULET_ASSIGN_OR_RETURN(std::string ref,
-                                     ctx.reader.String(item, 256));
+      GPULET_ASSIGN_OR_RETURN(std::string ref, ctx.reader.String(item, 256));
       out->list.push_back(std::move(ref));
     }
     return absl::OkStatus();
@@ -105,23 +104,23 @@ absl::StatusOr<ReplicatedResources> ParseReplicated(ParseContext& ctx,
   // NVIDIA's NewConfig keeps MPS's historical default unless set.
   section.fail_requests_greater_than_one = is_mps;
   bool has_resources = false;
-  GPULET_RETURN_IF_ERROR(ReadMap(
-      ctx, f,
-      {{"renameByDefault", SetBool(ctx, &section.rename_by_default)},
-       {"failRequestsGreaterThanOne",
-        SetBool(ctx, &section.fail_requests_greater_than_one)},
-       {"resources", [&](const Field& list) -> absl::Status {
-          has_resources = true;
-          GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                         ctx.reader.List(list, kMaxResources));
-          for (const Field& item : items) {
-            ctx.reader.Record(item);
-            GPULET_ASSIGN_OR_RETURN(ReplicatedResource r,
-                                           ParseReplicatedResource(ctx, item));
-            section.resources.push_back(std::move(r));
-          }
-          return absl::OkStatus();
-        }}}));
+  GPULET_RETURN_IF_ERROR(
+      ReadMap(ctx, f,
+              {{"renameByDefault", SetBool(ctx, &section.rename_by_default)},
+               {"failRequestsGreaterThanOne",
+                SetBool(ctx, &section.fail_requests_greater_than_one)},
+               {"resources", [&](const Field& list) -> absl::Status {
+                  has_resources = true;
+                  GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
+                                          ctx.reader.List(list, kMaxResources));
+                  for (const Field& item : items) {
+                    ctx.reader.Record(item);
+                    GPULET_ASSIGN_OR_RETURN(ReplicatedResource r,
+                                            ParseReplicatedResource(ctx, item));
+                    section.resources.push_back(std::move(r));
+                  }
+                  return absl::OkStatus();
+                }}}));
   if (!has_resources) return Missing(ctx, f, "resources");
   for (size_t i = 0; i < section.resources.size(); ++i) {
     ReplicatedResource& r = section.resources[i];
@@ -136,7 +135,7 @@ absl::StatusOr<ReplicatedResources> ParseReplicated(ParseContext& ctx,
 }
 
 absl::Status ReadDurationInto(ParseContext& ctx, const Field& f,
-                                  absl::Duration* out) {
+                              absl::Duration* out) {
   std::optional<absl::Duration> d;
   GPULET_RETURN_IF_ERROR(ReadDuration(ctx, f, &d));
   *out = *d;
@@ -180,8 +179,7 @@ absl::StatusOr<MemoryShares> ParseMemory(ParseContext& ctx, const Field& f) {
           return ReadDurationInto(ctx, d, &m.resync_period);
         }},
        {"policy", SetEnum(ctx, &m.policy, MemoryPolicyNames())},
-       {"mps",
-        [&](const Field& mps) {
+       {"mps", [&](const Field& mps) {
           return ReadMap(
               ctx, mps,
               {{"enabled", SetBool(ctx, &m.mps)},
@@ -193,7 +191,7 @@ absl::StatusOr<MemoryShares> ParseMemory(ParseContext& ctx, const Field& f) {
 absl::Status ParseResourceList(ParseContext& ctx, const Field& f,
                                std::vector<Resource>* out) {
   GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                 ctx.reader.List(f, kMaxResources));
+                          ctx.reader.List(f, kMaxResources));
   for (const Field& item : items) {
     ctx.reader.Record(item);
     Resource r;
@@ -203,8 +201,7 @@ absl::Status ParseResourceList(ParseContext& ctx, const Field& f,
         ctx, item,
         {{"pattern",
           [&](const Field& p) -> absl::Status {
-            GPULET_ASSIGN_OR_RETURN(r.pattern,
-                                           ctx.reader.String(p, 256));
+            GPULET_ASSIGN_OR_RETURN(r.pattern, ctx.reader.String(p, 256));
             has_pattern = true;
             return absl::OkStatus();
           }},
@@ -256,7 +253,7 @@ absl::Status ParseImex(ParseContext& ctx, const Field& field) {
       {{"channelIDs",
         [&](const Field& f) -> absl::Status {
           GPULET_ASSIGN_OR_RETURN(std::vector<Field> items,
-                                         ctx.reader.List(f, kMaxChannelIds));
+                                  ctx.reader.List(f, kMaxChannelIds));
           for (const Field& item : items) {
             ctx.reader.Record(item);
             GPULET_ASSIGN_OR_RETURN(int64_t id, ctx.reader.Int(item));

@@ -141,16 +141,15 @@ absl::Status Checker::Replicated(const std::string& path,
   if (section.resources.empty()) {
     return Error(list_path, "no resources specified");
   }
-  std::map<std::string, size_t> names;      // name -> its first entry
-  std::map<std::string, size_t> adv_source;  // advertised -> first entry
+  std::map<std::string, size_t> names;            // name -> its first entry
+  std::map<std::string, size_t> adv_source;       // advertised -> first entry
   std::map<std::string, std::string> advertised;  // advertised -> its path
   for (size_t i = 0; i < section.resources.size(); ++i) {
     const ReplicatedResource& r = section.resources[i];
     const std::string base = IndexPath(list_path, i);
     GPULET_RETURN_IF_ERROR(ResourceName(JoinPath(base, "name"), r.name));
     if (!r.rename.empty()) {
-      GPULET_RETURN_IF_ERROR(
-          ResourceName(JoinPath(base, "rename"), r.rename));
+      GPULET_RETURN_IF_ERROR(ResourceName(JoinPath(base, "rename"), r.rename));
     }
     if (r.replicas < 2 || r.replicas > kMaxReplicas) {
       return Error(JoinPath(base, "replicas"),
@@ -159,15 +158,13 @@ absl::Status Checker::Replicated(const std::string& path,
                        : absl::StrCat("must be <= ", kMaxReplicas, ", got ",
                                       r.replicas));
     }
-    GPULET_RETURN_IF_ERROR(
-        Devices(JoinPath(base, "devices"), r.devices));
+    GPULET_RETURN_IF_ERROR(Devices(JoinPath(base, "devices"), r.devices));
     // One resource may be split over several entries (different replica
     // counts for different GPUs) when each entry lists its devices.
     auto [it, added] = names.emplace(r.name, i);
-    if (!added &&
-        (r.devices.kind != ReplicaDevices::Kind::kList ||
-         section.resources[it->second].devices.kind !=
-             ReplicaDevices::Kind::kList)) {
+    if (!added && (r.devices.kind != ReplicaDevices::Kind::kList ||
+                   section.resources[it->second].devices.kind !=
+                       ReplicaDevices::Kind::kList)) {
       return Error(JoinPath(base, "name"),
                    absl::StrCat("duplicate resource ", r.name, " (also at ",
                                 IndexPath(list_path, it->second),
@@ -176,16 +173,14 @@ absl::Status Checker::Replicated(const std::string& path,
     }
     std::string shared = AdvertisedName(section, r);
     auto [adv, adv_added] = advertised.emplace(shared, base);
-    if (!adv_added &&
-        section.resources[adv_source[shared]].name != r.name) {
+    if (!adv_added && section.resources[adv_source[shared]].name != r.name) {
       return Error(JoinPath(base, r.rename.empty() ? "name" : "rename"),
                    absl::StrCat("advertised name ", shared, " is also used by ",
                                 adv->second));
     }
     adv_source.emplace(shared, i);
     if (shared != r.name) {
-      GPULET_RETURN_IF_ERROR(
-          ResourceName(JoinPath(base, "rename"), shared));
+      GPULET_RETURN_IF_ERROR(ResourceName(JoinPath(base, "rename"), shared));
     }
   }
   return absl::OkStatus();
@@ -273,7 +268,7 @@ absl::Status Checker::Health() const {
   return absl::OkStatus();
 }
 
-// "host:port" as metrics::ParseListenAddress reads it; config cannot
+// "host:port" as common::ParseListenAddress reads it; config cannot
 // depend on that layer, and the check is small.
 absl::Status Checker::Metrics() const {
   const std::string& address = config_.metrics.address;
@@ -281,9 +276,8 @@ absl::Status Checker::Metrics() const {
   const size_t colon = address.rfind(':');
   const std::string port =
       colon == std::string::npos ? "" : address.substr(colon + 1);
-  const std::string host = address.substr(0, colon == std::string::npos
-                                                 ? address.size()
-                                                 : colon);
+  const std::string host =
+      address.substr(0, colon == std::string::npos ? address.size() : colon);
   int number = 0;
   bool ok = !port.empty() && port.size() <= 5 &&
             port.find_first_not_of("0123456789") == std::string::npos &&

@@ -139,8 +139,9 @@ const BadCase kBadCases[] = {
      "nvidia.com/gpu (also at sharing.timeSlicing.resources[0]); entries "
      "sharing one resource must each list their devices"},
     {"DuplicateNameOneListed",
-     OneShared("      devices: [0]\n      replicas: 2\n    - name: nvidia.com/gpu\n"
-               "      replicas: 4\n"),
+     OneShared(
+         "      devices: [0]\n      replicas: 2\n    - name: nvidia.com/gpu\n"
+         "      replicas: 4\n"),
      "t.yaml:7:13: sharing.timeSlicing.resources[1].name: duplicate resource "
      "nvidia.com/gpu (also at sharing.timeSlicing.resources[0]); entries "
      "sharing one resource must each list their devices"},
@@ -230,8 +231,7 @@ const BadCase kBadCases[] = {
      "t.yaml:2:21: health.ignoredXids[1]: an Xid is a positive number, got 0"},
     {"HealthIgnoredXidNotNumber", "health:\n  ignoredXids: [x]\n",
      "t.yaml:2:17: health.ignoredXids[0]: expected an integer, got \"x\""},
-    {"HealthXidAction",
-     "health:\n  xids:\n  - {codes: [48], action: drain}\n",
+    {"HealthXidAction", "health:\n  xids:\n  - {codes: [48], action: drain}\n",
      "t.yaml:3:27: health.xids[0].action: unknown value \"drain\" (expected "
      "one of: ignore, unhealthy, reset)"},
     {"HealthXidActionMissing", "health:\n  xids:\n  - codes: [48]\n",
@@ -281,16 +281,14 @@ const BadCase kBadCases[] = {
      "t.yaml:3:21: sharing.memory.pendingTimeout: must be at least 1s, got 0"},
     {"MemoryResyncPeriod", "sharing:\n  memory:\n    resyncPeriod: 5s\n",
      "t.yaml:3:19: sharing.memory.resyncPeriod: must be at least 10s, got 5s"},
-    {"MemoryMpsWithoutRoot",
-     "sharing:\n  memory:\n    mps: {enabled: true}\n",
+    {"MemoryMpsWithoutRoot", "sharing:\n  memory:\n    mps: {enabled: true}\n",
      "t.yaml:3:20: sharing.memory.mps.enabled: MPS for memory shares needs "
      "an MPS root directory (--mps-root, MPS_ROOT or flags.mpsRoot)"},
     {"MemoryMpsComputeWithoutMps",
      "sharing:\n  memory:\n    mps: {computeByShare: true}\n",
      "t.yaml:3:27: sharing.memory.mps.computeByShare: needs "
      "sharing.memory.mps.enabled: true"},
-    {"MemoryMpsUnknownKey",
-     "sharing:\n  memory:\n    mps: {enable: true}\n",
+    {"MemoryMpsUnknownKey", "sharing:\n  memory:\n    mps: {enable: true}\n",
      "t.yaml:3:11: sharing.memory.mps.enable: unknown key \"enable\" (did you "
      "mean \"enabled\"?)"},
     {"MemoryPolicy", "sharing:\n  memory:\n    policy: fill\n",
@@ -337,8 +335,8 @@ TEST(ValidateTest, HealthAndMetricsSectionsAccepted) {
                     "metrics:\n  address: \"[::1]:0\"\n")
                   .ok());
   for (const char* address : {"\":9400\"", "127.0.0.1:9400", "\"\""}) {
-    EXPECT_TRUE(Check(std::string("metrics: {address: ") + address + "}\n")
-                    .ok())
+    EXPECT_TRUE(
+        Check(std::string("metrics: {address: ") + address + "}\n").ok())
         << address;
   }
 }

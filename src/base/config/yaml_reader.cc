@@ -40,8 +40,8 @@ absl::StatusOr<std::vector<Field>> YamlReader::Map(
   std::vector<Field> entries;
   if (field.node.IsNull()) return entries;
   if (!field.node.IsMap()) {
-    return Error(field,
-                 absl::StrCat("expected a map, got ", yaml::Describe(field.node)));
+    return Error(field, absl::StrCat("expected a map, got ",
+                                     yaml::Describe(field.node)));
   }
   for (auto it = field.node.begin(); it != field.node.end(); ++it) {
     // The iterator hands out a temporary pair: copy the nodes, never bind.
@@ -78,8 +78,8 @@ absl::StatusOr<std::vector<Field>> YamlReader::List(const Field& field,
   std::vector<Field> items;
   if (field.node.IsNull()) return items;
   if (!field.node.IsSequence()) {
-    return Error(field,
-                 absl::StrCat("expected a list, got ", yaml::Describe(field.node)));
+    return Error(field, absl::StrCat("expected a list, got ",
+                                     yaml::Describe(field.node)));
   }
   if (field.node.size() > max_items) {
     return Error(field,
@@ -95,8 +95,8 @@ absl::StatusOr<std::vector<Field>> YamlReader::List(const Field& field,
 absl::StatusOr<std::string> YamlReader::String(const Field& field,
                                                size_t max_len) const {
   if (!field.node.IsScalar()) {
-    return Error(field,
-                 absl::StrCat("expected a string, got ", yaml::Describe(field.node)));
+    return Error(field, absl::StrCat("expected a string, got ",
+                                     yaml::Describe(field.node)));
   }
   const std::string& s = field.node.Scalar();
   if (s.size() > max_len) {
@@ -135,8 +135,8 @@ absl::StatusOr<int64_t> YamlReader::Int(const Field& field) const {
     }
     if (ok && value <= kIntLimit) return negative ? -value : value;
   }
-  return Error(field,
-               absl::StrCat("expected an integer, got ", yaml::Describe(field.node)));
+  return Error(field, absl::StrCat("expected an integer, got ",
+                                   yaml::Describe(field.node)));
 }
 
 absl::StatusOr<size_t> YamlReader::MatchName(

@@ -14,11 +14,10 @@ TEST(GpuletMetricsTest, RegistersEveryFamilyOnce) {
   Registry registry;
   absl::StatusOr<GpuletMetrics> m = GpuletMetrics::Register(registry);
   ASSERT_TRUE(m.ok()) << m.status();
-  for (Family* f :
-       {m->device_healthy, m->gpu_healthy, m->xid_events, m->health_transitions,
-        m->allocations, m->allocated_devices, m->registrations,
-        m->kubelet_restarts, m->plugin_restarts, m->config_reloads,
-        m->passthrough_viable}) {
+  for (Family* f : {m->device_healthy, m->gpu_healthy, m->xid_events,
+                    m->health_transitions, m->allocations, m->allocated_devices,
+                    m->registrations, m->kubelet_restarts, m->plugin_restarts,
+                    m->config_reloads, m->passthrough_viable}) {
     ASSERT_NE(f, nullptr);
     EXPECT_EQ(f->name().rfind("gpulet_", 0), 0u) << f->name();
   }

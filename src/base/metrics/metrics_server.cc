@@ -1,7 +1,5 @@
 #include "src/base/metrics/metrics_server.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -17,12 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/base/common/listen.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/unique_fd.h"
 
 namespace gpulet::metrics {
 namespace {
@@ -34,39 +32,7 @@ constexpr auto kRequestDeadline = std::chrono::seconds(5);
 constexpr size_t kMaxRequestBytes = 8192;
 constexpr size_t kMaxConnections = 16;
 
-absl::Status BadAddress(absl::string_view address, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("metrics address \"", address, "\": ", why,
-                   " (expected host:port, e.g. \":9400\" or "
-                   "\"127.0.0.1:9400\")"));
-}
-
 }  // namespace
-
-absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos) return BadAddress(address, "no port");
-  absl::string_view host = address.substr(0, colon);
-  absl::string_view port = address.substr(colon + 1);
-  if (!host.empty() && host.front() == '[') {
-    if (host.size() < 2 || host.back() != ']') {
-      return BadAddress(address, "unclosed [ in the host");
-    }
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != absl::string_view::npos) {
-    return BadAddress(address, "an IPv6 host must be in brackets");
-  }
-  ListenAddress out;
-  out.host = std::string(host);
-  bool digits = !port.empty() && port.size() <= 5;
-  for (char c : port) {
-    digits = digits && absl::ascii_isdigit(static_cast<unsigned char>(c));
-  }
-  if (!digits || !absl::SimpleAtoi(port, &out.port) || out.port > 65535) {
-    return BadAddress(address, "the port is not a number in [0, 65535]");
-  }
-  return out;
-}
 
 // A deliberately small HTTP/1.1 responder: Prometheus sends one GET per
 // scrape. One thread multiplexes up to kMaxConnections connections with
@@ -77,24 +43,24 @@ absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address) {
 // brings OpenSSL and brotli into the process for this one page.)
 class MetricsServer::Impl {
  public:
-  Impl(const Registry& registry, int listen_fd, int wake_fd)
-      : registry_(registry), listen_fd_(listen_fd), wake_fd_(wake_fd) {
+  Impl(const Registry& registry, common::UniqueFd listen_fd,
+       common::UniqueFd wake_fd)
+      : registry_(registry),
+        listen_fd_(std::move(listen_fd)),
+        wake_fd_(std::move(wake_fd)) {
     thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   }
 
   ~Impl() {
     thread_.request_stop();
     const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof(one));
+    (void)!::write(wake_fd_.get(), &one, sizeof(one));
     if (thread_.joinable()) thread_.join();
-    for (Conn& c : conns_) ::close(c.fd);
-    ::close(listen_fd_);
-    ::close(wake_fd_);
   }
 
  private:
   struct Conn {
-    int fd = -1;
+    common::UniqueFd fd;  // invalid once the connection failed
     std::chrono::steady_clock::time_point deadline;
     std::string in;   // request head read so far
     std::string out;  // response not yet sent
@@ -105,13 +71,13 @@ class MetricsServer::Impl {
   void Loop(std::stop_token stop) {
     while (!stop.stop_requested()) {
       std::vector<pollfd> fds;
-      fds.push_back({wake_fd_, POLLIN, 0});
+      fds.push_back({wake_fd_.get(), POLLIN, 0});
       // At the limit the backlog holds new clients until a slot frees.
-      fds.push_back({conns_.size() < kMaxConnections ? listen_fd_ : -1,
-                     POLLIN, 0});
+      fds.push_back(
+          {conns_.size() < kMaxConnections ? listen_fd_.get() : -1, POLLIN, 0});
       for (const Conn& c : conns_) {
-        fds.push_back({c.fd, static_cast<short>(c.answered ? POLLOUT : POLLIN),
-                       0});
+        fds.push_back(
+            {c.fd.get(), static_cast<short>(c.answered ? POLLOUT : POLLIN), 0});
       }
       if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0) {
         if (errno == EINTR) continue;
@@ -123,12 +89,10 @@ class MetricsServer::Impl {
         if (fds[i + 2].revents != 0) Progress(conns_[i]);
       }
       const auto now = std::chrono::steady_clock::now();
-      std::erase_if(conns_, [now](Conn& c) {
-        const bool done =
-            c.fd < 0 || now >= c.deadline ||
-            (c.answered && c.sent == c.out.size());
-        if (done && c.fd >= 0) ::close(c.fd);
-        return done;
+      // Erasing a connection closes it.
+      std::erase_if(conns_, [now](const Conn& c) {
+        return !c.fd.valid() || now >= c.deadline ||
+               (c.answered && c.sent == c.out.size());
       });
       if (fds[1].revents != 0) Accept(now);
     }
@@ -145,11 +109,11 @@ class MetricsServer::Impl {
 
   void Accept(std::chrono::steady_clock::time_point now) {
     while (conns_.size() < kMaxConnections) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr,
-                         SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
+      common::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr,
+                                    SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd.valid()) return;
       Conn c;
-      c.fd = fd;
+      c.fd = std::move(fd);
       c.deadline = now + kRequestDeadline;
       conns_.push_back(std::move(c));
     }
@@ -161,12 +125,11 @@ class MetricsServer::Impl {
     if (!c.answered) {
       char buf[1024];
       while (true) {
-        ssize_t n = ::read(c.fd, buf, sizeof(buf));
+        ssize_t n = ::read(c.fd.get(), buf, sizeof(buf));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
         if (n <= 0) {  // closed or failed before a whole request
-          ::close(c.fd);
-          c.fd = -1;
+          c.fd.Reset();
           return;
         }
         c.in.append(buf, static_cast<size_t>(n));
@@ -184,13 +147,12 @@ class MetricsServer::Impl {
       c.answered = true;
     }
     while (c.sent < c.out.size()) {
-      ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent,
-                         MSG_NOSIGNAL);
+      ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent,
+                         c.out.size() - c.sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n <= 0) {
-        ::close(c.fd);
-        c.fd = -1;
+        c.fd.Reset();
         return;
       }
       c.sent += static_cast<size_t>(n);
@@ -221,8 +183,7 @@ class MetricsServer::Impl {
                     "not found\n");
   }
 
-  static std::string Response(absl::string_view status,
-                              absl::string_view type,
+  static std::string Response(absl::string_view status, absl::string_view type,
                               const std::string& body) {
     return absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", type,
                         "\r\nContent-Length: ", body.size(),
@@ -230,72 +191,34 @@ class MetricsServer::Impl {
   }
 
   const Registry& registry_;
-  const int listen_fd_;
-  const int wake_fd_;
+  const common::UniqueFd listen_fd_;
+  const common::UniqueFd wake_fd_;
   std::vector<Conn> conns_;  // the serving thread's only
-  std::jthread thread_;  // last: started after, joined before the fds close
+  std::jthread thread_;      // last: started after, joined before the fds close
 };
-
-int ListenTcp(const std::string& host, int port, int backlog) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = absl::StrCat(port);
-  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) != 0) {
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    // Non-blocking: the serving loop accepts until EAGAIN.
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                  a->ai_protocol);
-    if (fd < 0) continue;
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, backlog) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  return fd;
-}
-
-int BoundPort(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return -1;
-  }
-  if (addr.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-  }
-  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-}
-
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& address, const Registry& registry) {
-  absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
-  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<common::ListenAddress> parsed =
+      common::ParseListenAddress(address);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics ", parsed.status().message()));
+  }
   std::string host = parsed->host.empty() ? "0.0.0.0" : parsed->host;
-  const int fd = ListenTcp(host, parsed->port, /*backlog=*/16);
-  const int port = fd < 0 ? -1 : BoundPort(fd);
+  common::UniqueFd fd = common::ListenTcp(host, parsed->port, /*backlog=*/16);
+  const int port = fd.valid() ? common::BoundPort(fd.get()) : -1;
   if (port <= 0) {
-    if (fd >= 0) ::close(fd);
     return absl::UnavailableError(absl::StrCat(
         "metrics address \"", address,
         "\": cannot listen (address in use, unknown host or no permission)"));
   }
-  const int wake = ::eventfd(0, EFD_CLOEXEC);
-  if (wake < 0) {
-    ::close(fd);
+  common::UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
+  if (!wake.valid()) {
     return absl::UnavailableError(
         absl::StrCat("metrics server: eventfd: ", std::strerror(errno)));
   }
-  auto impl = std::make_unique<Impl>(registry, fd, wake);
+  auto impl = std::make_unique<Impl>(registry, std::move(fd), std::move(wake));
   GPULET_LOG(INFO) << "serving metrics on http://"
                    << (host.find(':') != std::string::npos
                            ? absl::StrCat("[", host, "]")

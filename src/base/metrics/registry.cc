@@ -210,8 +210,8 @@ absl::StatusOr<Family*> Registry::AddGauge(
   return Add(name, MetricType::kGauge, help, std::move(label_names));
 }
 
-absl::StatusOr<Family*> Registry::Add(const std::string& name,
-                                      MetricType type, const std::string& help,
+absl::StatusOr<Family*> Registry::Add(const std::string& name, MetricType type,
+                                      const std::string& help,
                                       std::vector<std::string> label_names) {
   if (absl::Status s = CheckNames(name, label_names); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
@@ -219,10 +219,10 @@ absl::StatusOr<Family*> Registry::Add(const std::string& name,
   if (it != families_.end()) {
     Family& existing = *it->second;
     if (existing.type() != type || existing.label_names() != label_names) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "metric ", name, " is already registered as a ",
-          TypeName(existing.type()), " with labels {",
-          absl::StrJoin(existing.label_names(), ","), "}"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("metric ", name, " is already registered as a ",
+                       TypeName(existing.type()), " with labels {",
+                       absl::StrJoin(existing.label_names(), ","), "}"));
     }
     return &existing;
   }

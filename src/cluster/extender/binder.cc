@@ -6,13 +6,13 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "src/cluster/extender/json_member.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
-#include "src/net/kube/api_path.h"
-#include "src/net/kube/api_status.h"
+#include "src/cluster/extender/json_member.h"
 #include "src/cluster/extender/node_eligibility.h"
 #include "src/model/sharing/annotations.h"
+#include "src/net/kube/api_path.h"
+#include "src/net/kube/api_status.h"
 
 namespace gpulet::extender {
 namespace {
@@ -48,10 +48,11 @@ absl::Status NoFit(const std::string& node, const PodRequest& pod,
     return absl::FailedPreconditionError(
         absl::StrCat("no longer fits: ", verdict.reason));
   }
-  GPULET_LOG(INFO) << "extender: bind pod " << pod.Key() << " to node "
-                   << node << ": " << verdict.reason;
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the pod no longer fits on node ", node, " (the extender's log says why)"));
+  GPULET_LOG(INFO) << "extender: bind pod " << pod.Key() << " to node " << node
+                   << ": " << verdict.reason;
+  return absl::FailedPreconditionError(
+      absl::StrCat("the pod no longer fits on node ", node,
+                   " (the extender's log says why)"));
 }
 
 // The answer for a Node that could not be read: not the API server's
@@ -81,9 +82,9 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
   GPULET_ASSIGN_OR_RETURN(
       std::string pod_path,
       kube::PodPath(request.pod_namespace, request.pod_name));
-  GPULET_ASSIGN_OR_RETURN(std::string binding_path,
-                          kube::PodBindingPath(request.pod_namespace,
-                                               request.pod_name));
+  GPULET_ASSIGN_OR_RETURN(
+      std::string binding_path,
+      kube::PodBindingPath(request.pod_namespace, request.pod_name));
   GPULET_RETURN_IF_ERROR(kube::ValidateName("node name", request.node));
   json pod_object;
   GPULET_ASSIGN_OR_RETURN(PodRequest pod,
@@ -100,7 +101,8 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
       {"kind", "Binding"},
       {"metadata",
        {{"name", pod.name}, {"namespace", pod.ns}, {"uid", pod.uid}}},
-      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", request.node}}},
+      {"target",
+       {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", request.node}}},
   };
   absl::StatusOr<json> bound = client_.Create(binding_path, binding, stop);
   if (bound.ok()) return absl::OkStatus();
@@ -109,8 +111,9 @@ absl::Status Binder::Bind(const BindRequest& request, BindOutcome* outcome,
     absl::MutexLock hold(lock.get());
     absl::Status released = Release(request.node, pod, stop);
     if (!released.ok()) {
-      GPULET_LOG(WARNING) << what << "the pending entry stays until the node "
-                                     "agent's timeout: "
+      GPULET_LOG(WARNING) << what
+                          << "the pending entry stays until the node "
+                             "agent's timeout: "
                           << kube::ForLog(released);
     }
   }
@@ -123,8 +126,8 @@ absl::StatusOr<PodRequest> Binder::PlaceablePod(const BindRequest& request,
                                                 json* object_out) {
   const std::string who =
       absl::StrCat("bind pod ", request.pod_namespace, "/", request.pod_name);
-  const absl::Status refused = absl::FailedPreconditionError(
-      absl::StrCat(who, ": ", kNotPlacedHere));
+  const absl::Status refused =
+      absl::FailedPreconditionError(absl::StrCat(who, ": ", kNotPlacedHere));
   if (request.pod_uid.empty()) return refused;
   absl::StatusOr<json> object = client_.Get(path, stop);
   if (!object.ok()) {
@@ -183,7 +186,8 @@ absl::Status Binder::WritePending(const NodeView& view,
   GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(view.name));
   json annotations = json::object();
   annotations[std::string(sharing::kPendingAnnotation)] =
-      pending.pods.empty() ? json(nullptr) : json(sharing::EncodePending(pending));
+      pending.pods.empty() ? json(nullptr)
+                           : json(sharing::EncodePending(pending));
   const json patch = {{"metadata",
                        {{"resourceVersion", view.resource_version},
                         {"annotations", annotations}}}};
@@ -224,14 +228,14 @@ absl::Status Binder::Reserve(const std::string& node, const PodRequest& pod,
       outcome->reserved = true;
       return absl::OkStatus();
     }
-    const Verdict verdict =
-        Evaluate(options_.gone_pods != nullptr ? options_.gone_pods->Without(view)
-                                               : view,
-                 pod, options_.resource, options_.pack);
+    const Verdict verdict = Evaluate(options_.gone_pods != nullptr
+                                         ? options_.gone_pods->Without(view)
+                                         : view,
+                                     pod, options_.resource, options_.pack);
     if (!verdict.fits && cached != nullptr) continue;  // read it fresh
     if (!verdict.fits) return NoFit(node, pod, verdict);
-    absl::Status s =
-        WritePending(view, WithPod(view.pending, pod, options_.now()), stop);
+    absl::Status s = WritePending(
+        view, WithPod(view.pending, pod, options_.clock->WallNow()), stop);
     if (s.ok()) {
       outcome->reserved = true;
       return s;

@@ -45,9 +45,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "src/base/common/clock.h"
 #include "src/cluster/extender/gone_pods.h"
 #include "src/cluster/extender/node_cache.h"
 #include "src/cluster/extender/placement.h"
@@ -77,8 +77,9 @@ struct BinderOptions {
   // Read-modify-write rounds before giving up on a busy Node.
   int max_conflicts = 20;
   sharing::PackOptions pack{};
-  // Wall time for the pending entries' "time".
-  std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Its WallNow() is the pending entries' "time" (compared by the node
+  // agents with theirs, so wall time). Borrowed; must outlive the binder.
+  const common::Clock* clock = &common::RealClock::Get();
   // Pods known to be gone: their pending entries do not count against the
   // pod (they stay in the annotation for the node agent to prune).
   const GonePods* gone_pods = nullptr;

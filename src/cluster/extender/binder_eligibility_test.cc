@@ -11,7 +11,6 @@
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/testing/fake_transport.h"
 
 namespace gpulet::extender {
@@ -31,10 +30,8 @@ constexpr absl::Time kNow = absl::FromUnixSeconds(1795496400);
 class BinderEligibilityTest : public ::testing::Test {
  protected:
   BinderEligibilityTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_, {.qps = 0, .max_attempts = 1}),
-        binder_(client_, cache_,
-                {.max_conflicts = 3, .now = [] { return kNow; }}) {}
+      : client_(transport_, clock_, {.qps = 0, .max_attempts = 1}),
+        binder_(client_, cache_, {.max_conflicts = 3, .clock = &wall_}) {}
 
   std::vector<std::string> Calls() const {
     std::vector<std::string> out;
@@ -57,7 +54,7 @@ class BinderEligibilityTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
+  common::FakeClock wall_{kNow};  // the pending entries' time
   kube::FakeTransport transport_;
   kube::Client client_;
   NodeCache cache_;
@@ -111,7 +108,7 @@ TEST_F(BinderEligibilityTest, RefusesPastAffinityTaintsAndCordon) {
     transport_.AddResponse(200, c.pod.dump());
     transport_.AddResponse(200, c.node.dump());
     NodeCache cache;  // each case's Node, not the last one's
-    Binder binder(client_, cache, {.now = [] { return kNow; }});
+    Binder binder(client_, cache, {.clock = &wall_});
     absl::Status s = binder.Bind(request_, nullptr);
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
     EXPECT_THAT(s.message(), HasSubstr(c.reason));
@@ -197,10 +194,10 @@ TEST(BinderEligibilityApiTest, AnExcludedNodeIsNeverWritten) {
                                                      {"values", {"n1"}}}})}}});
   api.AddPod(own);
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
-  kube::Client client(api, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  common::FakeClock wall{kNow};
+  kube::Client client(api, clock, {.qps = 0, .max_attempts = 1});
   NodeCache cache;
-  Binder binder(client, cache, {.now = [] { return kNow; }});
+  Binder binder(client, cache, {.clock = &wall});
 
   absl::Status s = binder.Bind({.pod_name = "victim",
                                 .pod_namespace = "other",

@@ -11,7 +11,6 @@
 #include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/testing/fake_transport.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {
@@ -33,16 +32,13 @@ constexpr char kPodGone[] =
 class BinderTest : public ::testing::Test {
  protected:
   BinderTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_,
+      : client_(transport_, clock_,
                 {.qps = 0,
                  .max_attempts = 1,
                  .backoff = {.initial = absl::Milliseconds(100),
                              .max = absl::Seconds(1),
                              .jitter = 0}}),
-        binder_(client_, cache_,
-                {.max_conflicts = 3,
-                 .now = [] { return absl::FromUnixSeconds(1795496400); }}) {}
+        binder_(client_, cache_, {.max_conflicts = 3, .clock = &wall_}) {}
 
   std::vector<std::string> Calls() const {
     std::vector<std::string> out;
@@ -70,7 +66,8 @@ class BinderTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
+  // The pending entries' time.
+  common::FakeClock wall_{absl::FromUnixSeconds(1795496400)};
   kube::FakeTransport transport_;
   kube::Client client_;
   NodeCache cache_;
@@ -155,17 +152,16 @@ TEST_F(BinderTest, FailedBindingRemovesTheEntry) {
   transport_.AddResponse(200, NodeObject("n1", &memory_, nullptr, "9").dump());
   absl::Status s = binder_.Bind(request_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/namespaces/default/pods/p",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1",
-                                   "POST /api/v1/namespaces/default/pods/p/binding",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1"));
+  EXPECT_THAT(Calls(),
+              ElementsAre("GET /api/v1/namespaces/default/pods/p",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1",
+                          "POST /api/v1/namespaces/default/pods/p/binding",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1"));
   EXPECT_TRUE(Written(5).pods.empty());
   const nlohmann::json patch =
       nlohmann::json::parse(transport_.requests()[5].body);
-  EXPECT_TRUE(
-      patch["metadata"]["annotations"]["gpulet.dev/gpu-memory-pending"].is_null());
+  EXPECT_TRUE(patch["metadata"]["annotations"]["gpulet.dev/gpu-memory-pending"]
+                  .is_null());
 }
 
 TEST_F(BinderTest, AlreadyRecordedIsNotWrittenAgain) {
@@ -189,8 +185,8 @@ TEST_F(BinderTest, CurrentCacheNeedsNoNodeRead) {
               ElementsAre("GET /api/v1/namespaces/default/pods/p",
                           "PATCH /api/v1/nodes/n1",
                           "POST /api/v1/namespaces/default/pods/p/binding"));
-  EXPECT_EQ(nlohmann::json::parse(transport_.requests()[1].body)["metadata"]
-                                 ["resourceVersion"],
+  EXPECT_EQ(nlohmann::json::parse(
+                transport_.requests()[1].body)["metadata"]["resourceVersion"],
             "7");
 }
 
@@ -228,8 +224,7 @@ TEST_F(BinderTest, PodsNotPlacedHereGetOneAnswer) {
     transport_.AddResponse(200, pod.dump());
   }
   transport_.AddResponse(404, kPodGone);
-  const std::string want = std::string(
-      "bind pod default/p: ") + kNotPlacedHere;
+  const std::string want = std::string("bind pod default/p: ") + kNotPlacedHere;
   for (int i = 0; i < 6; ++i) {
     absl::Status s = binder_.Bind(request_, nullptr);
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << i;
@@ -249,7 +244,7 @@ TEST_F(BinderTest, PodsNotPlacedHereGetOneAnswer) {
 TEST_F(BinderTest, APodForAnotherSchedulerIsBoundWhenThatOneIsServed) {
   Binder binder(client_, cache_,
                 {.scheduler_names = {"default-scheduler", "gpu-scheduler"},
-                 .now = [] { return absl::FromUnixSeconds(1795496400); }});
+                 .clock = &wall_});
   nlohmann::json pod = PodObject("p", {8});
   pod["spec"]["schedulerName"] = "gpu-scheduler";
   transport_.AddResponse(200, pod.dump());
@@ -273,7 +268,8 @@ TEST_F(BinderTest, ANodeWithoutMemorySharesIsNotInTheFitSet) {
   transport_.AddResponse(200, NodeObject("n1", nullptr, nullptr, "7").dump());
   absl::Status s = binder_.Bind(request_, nullptr);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), HasSubstr("has no gpulet.dev/gpu-memory annotation"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("has no gpulet.dev/gpu-memory annotation"));
   EXPECT_EQ(Calls().size(), 2u);  // no PATCH, no Binding
 }
 
@@ -315,17 +311,15 @@ TEST(BinderReplicas, NeverDoubleBook) {
     api.AddPod(PodObject("p" + std::to_string(i), {4}));
   }
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   struct Replica {
     kube::Client client;
     NodeCache cache;
     Binder binder;
-    Replica(testing::FakeApiServer& api, common::FakeClock& clock,
-            kube::FakeSleeper& sleeper)
-        : client(api, clock, sleeper, {.qps = 0, .max_attempts = 1}),
+    Replica(testing::FakeApiServer& api, common::FakeClock& clock)
+        : client(api, clock, {.qps = 0, .max_attempts = 1}),
           binder(client, cache, {.max_conflicts = 50}) {}
   };
-  Replica a(api, clock, sleeper), b(api, clock, sleeper);
+  Replica a(api, clock), b(api, clock);
   a.cache.Update(api.Node("n1"));
   b.cache.Update(api.Node("n1"));
   std::vector<absl::Status> results(8);
@@ -375,8 +369,7 @@ TEST(BinderReplicas, BindsOfOneReplicaToOneNodeTakeTurns) {
     api.AddPod(PodObject("p" + std::to_string(i), {4}));
   }
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
-  kube::Client client(api, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  kube::Client client(api, clock, {.qps = 0, .max_attempts = 1});
   NodeCache cache;
   cache.Update(api.Node("n1"));
   Binder binder(client, cache, {.max_conflicts = 0});

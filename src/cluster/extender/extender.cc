@@ -1,13 +1,12 @@
 #include "src/cluster/extender/extender.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "src/base/common/logging.h"
+#include "src/base/common/check.h"
 #include "src/base/common/status_macros.h"
 #include "src/cluster/extender/names.h"
 #include "src/net/kube/api_status.h"
@@ -27,10 +26,7 @@ metrics::Family* Counter(metrics::Registry& registry, const std::string& name,
   absl::StatusOr<metrics::Family*> f =
       registry.AddCounter(name, help, std::move(labels));
   // The names are constants: a failure is a programming error.
-  if (!f.ok()) {
-    GPULET_LOG(ERROR) << f.status().message();
-    std::abort();
-  }
+  GPULET_CHECK(f.ok()) << f.status().message();
   return *f;
 }
 
@@ -118,11 +114,11 @@ Extender::Extender(NodeCache& cache, Binder& binder,
                       "Requests to the scheduler extender, by verb and HTTP "
                       "status code.",
                       {"verb", "code"});
-  request_seconds_ = Counter(
-      registry, "gpulet_extender_request_seconds_total",
-      "Time spent answering extender requests, by verb (divide by "
-      "gpulet_extender_requests_total for the mean).",
-      {"verb"});
+  request_seconds_ =
+      Counter(registry, "gpulet_extender_request_seconds_total",
+              "Time spent answering extender requests, by verb (divide by "
+              "gpulet_extender_requests_total for the mean).",
+              {"verb"});
   filtered_nodes_ = Counter(registry, "gpulet_extender_filtered_nodes_total",
                             "Nodes judged by filter: fit, failed (may fit "
                             "later) or unresolvable.",
@@ -135,10 +131,7 @@ Extender::Extender(NodeCache& cache, Binder& binder,
       {});
   absl::StatusOr<metrics::Family*> nodes = registry.AddGauge(
       "gpulet_extender_nodes", "Nodes in the extender's node cache.", {});
-  if (!nodes.ok()) {
-    GPULET_LOG(ERROR) << nodes.status().message();
-    std::abort();
-  }
+  GPULET_CHECK(nodes.ok()) << nodes.status().message();
   nodes_ = *nodes;
   for (const char* verb : {"filter", "prioritize", "bind"}) {
     requests_->Add({verb, "200"}, 0);
@@ -219,12 +212,10 @@ NodeViewPtr Extender::View(const Args& args, size_t i) const {
 absl::StatusOr<json> Extender::Filter(const json& body) {
   GPULET_ASSIGN_OR_RETURN(Args args, ReadArgs(body));
   json failed = json::object(), unresolvable = json::object();
-  json result = {{"Nodes", nullptr},
-                 {"NodeNames", nullptr},
-                 {"Error", ""}};
-  absl::StatusOr<PodRequest> pod = ReadPod(*args.pod, options_.resource,
-                                           options_.default_policy,
-                                           "ExtenderArgs.Pod");
+  json result = {{"Nodes", nullptr}, {"NodeNames", nullptr}, {"Error", ""}};
+  absl::StatusOr<PodRequest> pod =
+      ReadPod(*args.pod, options_.resource, options_.default_policy,
+              "ExtenderArgs.Pod");
   std::vector<size_t> fit;
   int64_t failed_count = 0, unresolvable_count = 0;
   if (!pod.ok()) {
@@ -237,9 +228,9 @@ absl::StatusOr<json> Extender::Filter(const json& body) {
       }
       NodeViewPtr view = View(args, i);
       if (view == nullptr) {
-        failed[args.names[i]] = absl::StrCat(
-            "node ", args.names[i],
-            " is not in the GPU-memory extender's node cache yet");
+        failed[args.names[i]] =
+            absl::StrCat("node ", args.names[i],
+                         " is not in the GPU-memory extender's node cache yet");
         ++failed_count;
         continue;
       }
@@ -277,9 +268,9 @@ absl::StatusOr<json> Extender::Filter(const json& body) {
 
 absl::StatusOr<json> Extender::Prioritize(const json& body) {
   GPULET_ASSIGN_OR_RETURN(Args args, ReadArgs(body));
-  absl::StatusOr<PodRequest> pod = ReadPod(*args.pod, options_.resource,
-                                           options_.default_policy,
-                                           "ExtenderArgs.Pod");
+  absl::StatusOr<PodRequest> pod =
+      ReadPod(*args.pod, options_.resource, options_.default_policy,
+              "ExtenderArgs.Pod");
   json list = json::array();
   for (size_t i = 0; i < args.names.size(); ++i) {
     int64_t score = 0;
@@ -303,16 +294,20 @@ absl::StatusOr<json> Extender::Bind(const json& body) {
                           GoString(body, "PodNamespace", where));
   GPULET_ASSIGN_OR_RETURN(request.pod_uid, GoString(body, "PodUID", where));
   GPULET_ASSIGN_OR_RETURN(request.node, GoString(body, "Node", where));
-  if (request.pod_name.empty()) return Bad("ExtenderBindingArgs.PodName", "missing");
+  if (request.pod_name.empty())
+    return Bad("ExtenderBindingArgs.PodName", "missing");
   if (request.node.empty()) return Bad("ExtenderBindingArgs.Node", "missing");
-  if (request.pod_uid.empty()) return Bad("ExtenderBindingArgs.PodUID", "missing");
+  if (request.pod_uid.empty())
+    return Bad("ExtenderBindingArgs.PodUID", "missing");
   if (request.pod_namespace.empty()) request.pod_namespace = "default";
   GPULET_RETURN_IF_ERROR(
       CheckSubdomain("ExtenderBindingArgs.PodName", request.pod_name));
   GPULET_RETURN_IF_ERROR(
       CheckLabel("ExtenderBindingArgs.PodNamespace", request.pod_namespace));
-  GPULET_RETURN_IF_ERROR(CheckUid("ExtenderBindingArgs.PodUID", request.pod_uid));
-  GPULET_RETURN_IF_ERROR(CheckSubdomain("ExtenderBindingArgs.Node", request.node));
+  GPULET_RETURN_IF_ERROR(
+      CheckUid("ExtenderBindingArgs.PodUID", request.pod_uid));
+  GPULET_RETURN_IF_ERROR(
+      CheckSubdomain("ExtenderBindingArgs.Node", request.node));
   BindOutcome outcome;
   absl::Status s = binder_.Bind(request, &outcome);
   bind_conflicts_->Add({}, outcome.conflicts);
@@ -339,8 +334,8 @@ http::Response Extender::Verb(const std::string& verb,
                                 : verb == "prioritize" ? Prioritize(body)
                                                        : Bind(body);
   if (!answer.ok()) {
-    return http::TextResponse(400,
-                              absl::StrCat(verb, ": ", answer.status().message()));
+    return http::TextResponse(
+        400, absl::StrCat(verb, ": ", answer.status().message()));
   }
   return JsonResponse(*answer);
 }
@@ -367,10 +362,9 @@ http::Response Extender::Handle(const http::Request& request) {
   }
   http::Response response = Verb(verb, request);
   requests_->Add({verb, absl::StrCat(response.status)});
-  request_seconds_->Add(
-      {verb}, std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count());
+  request_seconds_->Add({verb}, std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
   return response;
 }
 

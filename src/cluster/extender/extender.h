@@ -33,12 +33,12 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "src/base/metrics/registry.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/gone_pods.h"
 #include "src/cluster/extender/node_cache.h"
 #include "src/cluster/extender/placement.h"
 #include "src/net/http/request.h"
-#include "src/base/metrics/registry.h"
 
 namespace gpulet::extender {
 

@@ -12,15 +12,14 @@
 
 #include "absl/strings/string_view.h"
 #include "src/base/common/clock.h"
+#include "src/base/metrics/registry.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/extender.h"
-#include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/extender/node_cache.h"
+#include "src/cluster/testing/fake_api_server.h"
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/http/request.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
-#include "src/base/metrics/registry.h"
 
 namespace {
 
@@ -33,8 +32,7 @@ http::Response Serve(const http::Request& request) {
   api.AddNode(extender::testing::NodeObject("big", &memory));
   api.AddPod(extender::testing::PodObject("p", {4}));
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
-  kube::Client client(api, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  kube::Client client(api, clock, {.qps = 0, .max_attempts = 1});
   extender::NodeCache cache;
   cache.Replace({api.Node("big")});
   extender::Binder binder(client, cache, {.max_conflicts = 2});
@@ -62,9 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)http::FormatResponse(Serve(head->request), head->keep_alive);
     return 0;
   }
-  static const char* const kVerbs[] = {"/gpu-memory/filter",
-                                       "/gpu-memory/prioritize",
-                                       "/gpu-memory/bind"};
+  static const char* const kVerbs[] = {
+      "/gpu-memory/filter", "/gpu-memory/prioritize", "/gpu-memory/bind"};
   http::Request request;
   request.method = "POST";
   request.path = size > 0 ? kVerbs[data[0] % 3] : kVerbs[0];

@@ -8,18 +8,17 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
-#include "src/base/common/status_macros.h"
-#include "src/net/kube/kubeconfig.h"
 #include "src/base/common/signal_channel.h"
+#include "src/base/common/status_macros.h"
+#include "src/base/metrics/registry.h"
 #include "src/cluster/extender/binder.h"
 #include "src/cluster/extender/extender.h"
 #include "src/cluster/extender/gone_pods.h"
 #include "src/cluster/extender/node_cache.h"
 #include "src/net/http/server.h"
+#include "src/net/kube/api_client.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/tls_transport.h"
 #include "src/net/kube/list_watcher.h"
-#include "src/base/metrics/registry.h"
 
 namespace gpulet::daemon {
 absl::Status RunExtender(const ExtenderRunOptions& options) {
@@ -42,8 +41,7 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
     return absl::InvalidArgumentError(
         "--client-ca-file needs --tls-cert-file and --tls-key-file");
   }
-  if (!options.allowed_client_names.empty() &&
-      options.client_ca_file.empty()) {
+  if (!options.allowed_client_names.empty() && options.client_ca_file.empty()) {
     return absl::InvalidArgumentError(
         "--allowed-client-names needs --client-ca-file: without client "
         "certificates there are no names to check");
@@ -55,16 +53,14 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
         << " may call filter, prioritize and bind; serve kube-scheduler "
            "with mutual TLS (docs/extender.md)";
   }
-  GPULET_ASSIGN_OR_RETURN(
-      config::ApiServerConfig api,
-      config::LoadApiServerConfig(options.kubeconfig, options.context));
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
-                          kube::TlsTransport::Create(api));
-  kube::ClientOptions client_options;
-  client_options.qps = options.kube_qps;
-  client_options.burst = options.kube_burst;
-  kube::Client client(*transport, common::RealClock::Get(),
-                      kube::RealSleeper::Get(), client_options);
+  kube::ApiClientOptions api_options;
+  api_options.kubeconfig = options.kubeconfig;
+  api_options.context = options.context;
+  api_options.client.qps = options.kube_qps;
+  api_options.client.burst = options.kube_burst;
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> api,
+                          kube::MakeApiClient(api_options));
+  kube::Client& client = api->client();
   extender::NodeCache cache;
   extender::GonePods gone;
   extender::BinderOptions binder_options;
@@ -80,31 +76,30 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   extender_options.gone_pods = &gone;
   extender::Extender ext(cache, binder, registry, extender_options);
   kube::ListWatcher nodes(
-      client, kube::RealSleeper::Get(), "/api/v1/nodes", {},
+      client, common::RealClock::Get(), "/api/v1/nodes", {},
       {.on_replace =
            [&cache](std::vector<nlohmann::json> items, const std::string&) {
              cache.Replace(items);
-             GPULET_LOG(INFO) << "extender: node cache holds " << cache.size()
-                              << " nodes";
+             GPULET_LOG(INFO)
+                 << "extender: node cache holds " << cache.size() << " nodes";
            },
        .on_event = [&cache](const kube::WatchEvent& e) { cache.Apply(e); }});
   // Scheduled pods, to notice placed pods that were deleted or finished
   // before the kubelet admitted them.
   kube::ListWatcher pods(
-      client, kube::RealSleeper::Get(), "/api/v1/pods",
-      {.label_selector = "", .field_selector = "spec.nodeName!=",
+      client, common::RealClock::Get(), "/api/v1/pods",
+      {.label_selector = "",
+       .field_selector = "spec.nodeName!=",
        .resource_version = ""},
-      {.on_replace =
-           [&gone](std::vector<nlohmann::json> items, const std::string&) {
-             gone.Replace(items);
-           },
+      {.on_replace = [&gone](std::vector<nlohmann::json> items,
+                             const std::string&) { gone.Replace(items); },
        .on_event = [&gone](const kube::WatchEvent& e) { gone.Apply(e); }});
   std::jthread watch_nodes(
       [&nodes](std::stop_token stop) { (void)nodes.Run(stop); });
   std::jthread watch_pods(
       [&pods](std::stop_token stop) { (void)pods.Run(stop); });
-  GPULET_LOG(INFO) << "extender: API server " << api.server << " ("
-                   << api.source << "), resource " << options.resource
+  GPULET_LOG(INFO) << "extender: API server " << api->server() << " ("
+                   << api->source() << "), resource " << options.resource
                    << ", default policy " << options.default_policy;
   http::ServerOptions server_options;
   server_options.address = options.address;

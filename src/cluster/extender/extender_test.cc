@@ -8,23 +8,21 @@
 #include "src/base/common/clock.h"
 #include "src/cluster/testing/test_nodes.h"
 #include "src/net/testing/fake_transport.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::extender {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using testing::Memory;
 using testing::NodeObject;
 using testing::PendingEntry;
 using testing::PodObject;
-using nlohmann::json;
 
 class ExtenderTest : public ::testing::Test {
  protected:
   ExtenderTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_, {.qps = 0, .max_attempts = 1}),
+      : client_(transport_, clock_, {.qps = 0, .max_attempts = 1}),
         binder_(client_, cache_, {}),
         extender_(cache_, binder_, registry_, {}) {
     const sharing::NodeMemory big = Memory("big", {{16, 0}, {16, 0}});
@@ -56,7 +54,6 @@ class ExtenderTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
   kube::FakeTransport transport_;
   kube::Client client_;
   NodeCache cache_;
@@ -83,9 +80,11 @@ TEST_F(ExtenderTest, FilterSplitsNodesWithReasons) {
 
 TEST_F(ExtenderTest, FilterWithANodeListUsesItsAnnotationsForUnknownNodes) {
   const sharing::NodeMemory fresh = Memory("fresh", {{16, 0}});
-  json args = {{"pod", PodObject("p", {4})},
-               {"nodes", {{"items", {NodeObject("fresh", &fresh),
-                                     NodeObject("busy", nullptr)}}}}};
+  json args = {
+      {"pod", PodObject("p", {4})},
+      {"nodes",
+       {{"items",
+         {NodeObject("fresh", &fresh), NodeObject("busy", nullptr)}}}}};
   absl::StatusOr<json> r = extender_.Filter(args);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ((*r)["Nodes"]["items"].size(), 2u);  // busy: the cache's view
@@ -139,22 +138,24 @@ TEST_F(ExtenderTest, MalformedRequestsAre400NamingTheField) {
       {"/filter", "{", "filter: the request body is not JSON"},
       {"/filter", std::string(100, '[') + std::string(100, ']'),
        "filter: the request body nests deeper than 64 levels"},
-      {"/filter", R"({"Pod":{"metadata":{"name":"[[[["}},"NodeNames":[]})",
-       ""},
+      {"/filter", R"({"Pod":{"metadata":{"name":"[[[["}},"NodeNames":[]})", ""},
       {"/filter", "[]", "filter: ExtenderArgs: not a JSON object"},
-      {"/filter", R"({"NodeNames":["a"]})", "filter: ExtenderArgs.Pod: missing"},
+      {"/filter", R"({"NodeNames":["a"]})",
+       "filter: ExtenderArgs.Pod: missing"},
       {"/filter", R"({"Pod":{}})",
        "filter: ExtenderArgs: neither NodeNames nor Nodes given"},
       {"/prioritize", R"({"Pod":{},"NodeNames":[1]})",
        "prioritize: ExtenderArgs.NodeNames[0]: not a string"},
       {"/filter", R"({"Pod":{},"Nodes":{"items":[{}]}})",
        "filter: ExtenderArgs.Nodes.items[0].metadata.name: missing"},
-      {"/bind", R"({"PodName":"p"})", "bind: ExtenderBindingArgs.Node: missing"},
+      {"/bind", R"({"PodName":"p"})",
+       "bind: ExtenderBindingArgs.Node: missing"},
       {"/bind", R"({"PodName":7,"Node":"n"})",
        "bind: ExtenderBindingArgs.PodName: not a string"},
       {"/bind", R"({"PodName":"p","Node":"n"})",
        "bind: ExtenderBindingArgs.PodUID: missing"},
-      {"/bind", R"({"PodName":"p","PodNamespace":"a.b","PodUID":"u","Node":"n"})",
+      {"/bind",
+       R"({"PodName":"p","PodNamespace":"a.b","PodUID":"u","Node":"n"})",
        "bind: ExtenderBindingArgs.PodNamespace: \"a.b\" is not a valid"},
       {"/bind", R"({"PodName":"P","PodUID":"u","Node":"n"})",
        "bind: ExtenderBindingArgs.PodName: \"P\" is not a valid"},
@@ -162,7 +163,8 @@ TEST_F(ExtenderTest, MalformedRequestsAre400NamingTheField) {
        "bind: ExtenderBindingArgs.Node: \"../n\" is not a valid"},
       {"/filter", R"({"Pod":{},"NodeNames":["big","Big"]})",
        "filter: ExtenderArgs.NodeNames[1]: \"Big\" is not a valid"},
-      {"/filter", R"({"Pod":{},"Nodes":{"items":[{"metadata":{"name":"a_b"}}]}})",
+      {"/filter",
+       R"({"Pod":{},"Nodes":{"items":[{"metadata":{"name":"a_b"}}]}})",
        "filter: ExtenderArgs.Nodes.items[0].metadata.name: \"a_b\" is not"},
   };
   for (const Case& c : cases) {
@@ -195,8 +197,8 @@ TEST_F(ExtenderTest, RequestsNamingTooManyNodesAre400) {
   json names = json::array();
   for (size_t i = 0; i <= kMaxNodes; ++i) names.push_back("n");
   http::Response r =
-      Post("/filter", json{{"Pod", PodObject("p", {1})}, {"NodeNames", names}}
-                          .dump());
+      Post("/filter",
+           json{{"Pod", PodObject("p", {1})}, {"NodeNames", names}}.dump());
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.body, HasSubstr("ExtenderArgs.NodeNames: 15001 nodes, more "
                                 "than the 15000 one request may name"));
@@ -232,18 +234,19 @@ TEST_F(ExtenderTest, HealthReadinessAndMetrics) {
   Post("/filter", Args(PodObject("p", {12}), {"big", "busy"}).dump());
   http::Response m = Get("/metrics");
   EXPECT_EQ(m.status, 200);
-  EXPECT_THAT(m.body, HasSubstr("gpulet_extender_requests_total{verb=\"filter\","
-                                "code=\"200\"} 1"));
   EXPECT_THAT(m.body,
-              HasSubstr("gpulet_extender_filtered_nodes_total{result=\"fit\"} 1"));
+              HasSubstr("gpulet_extender_requests_total{verb=\"filter\","
+                        "code=\"200\"} 1"));
+  EXPECT_THAT(
+      m.body,
+      HasSubstr("gpulet_extender_filtered_nodes_total{result=\"fit\"} 1"));
   EXPECT_THAT(m.body, HasSubstr("gpulet_extender_nodes 4"));
 }
 
 TEST(ExtenderReady, NotReadyBeforeTheFirstList) {
   common::FakeClock clock;
-  kube::FakeSleeper sleeper(clock);
   kube::FakeTransport transport;
-  kube::Client client(transport, clock, sleeper, {.qps = 0});
+  kube::Client client(transport, clock, {.qps = 0});
   NodeCache cache;
   Binder binder(client, cache, {});
   metrics::Registry registry;

@@ -28,7 +28,8 @@ TEST(GonePods, OnlyDeletedOrFinishedPodsAreGone) {
   gone.Apply({.type = kube::EventType::kModified,
               .object = WithPhase(PodObject("c", {1}), "Failed")});
   EXPECT_TRUE(gone.Contains("uid-c"));
-  gone.Apply({.type = kube::EventType::kDeleted, .object = PodObject("a", {1})});
+  gone.Apply(
+      {.type = kube::EventType::kDeleted, .object = PodObject("a", {1})});
   EXPECT_TRUE(gone.Contains("uid-a"));
   // A re-list does not forget what was deleted.
   gone.Replace({});
@@ -37,8 +38,8 @@ TEST(GonePods, OnlyDeletedOrFinishedPodsAreGone) {
 
 TEST(GonePods, PendingEntriesOfGonePodsDoNotCount) {
   GonePods gone;
-  gone.Apply({.type = kube::EventType::kDeleted,
-              .object = PodObject("x", {1})});
+  gone.Apply(
+      {.type = kube::EventType::kDeleted, .object = PodObject("x", {1})});
   const sharing::NodeMemory memory = Memory("n1", {{16, 0}});
   const sharing::Pending pending{
       .pods = {PendingEntry("uid-x", {12}), PendingEntry("live", {2})}};
@@ -47,8 +48,8 @@ TEST(GonePods, PendingEntriesOfGonePodsDoNotCount) {
   const NodeView without = gone.Without(*view);
   ASSERT_EQ(without.pending.pods.size(), 1u);
   EXPECT_EQ(without.pending.pods[0].uid, "live");
-  absl::StatusOr<PodRequest> pod =
-      ReadPod(PodObject("p", {12}), testing::kResource, Policy::kBinpack, "pod");
+  absl::StatusOr<PodRequest> pod = ReadPod(
+      PodObject("p", {12}), testing::kResource, Policy::kBinpack, "pod");
   ASSERT_TRUE(pod.ok());
   EXPECT_FALSE(Evaluate(*view, *pod, testing::kResource).fits);
   EXPECT_TRUE(Evaluate(without, *pod, testing::kResource).fits);

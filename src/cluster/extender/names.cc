@@ -64,9 +64,9 @@ absl::Status CheckUid(absl::string_view field, absl::string_view uid) {
     ok = ok && absl::ascii_isgraph(static_cast<unsigned char>(c));
   }
   if (ok) return absl::OkStatus();
-  return Invalid(field, uid,
-                 absl::StrCat("uid (1 to ", kMaxUidBytes,
-                              " printable characters)"));
+  return Invalid(
+      field, uid,
+      absl::StrCat("uid (1 to ", kMaxUidBytes, " printable characters)"));
 }
 
 }  // namespace gpulet::extender

@@ -18,7 +18,7 @@ TEST(Names, SubdomainsAsKubernetesValidatesThem) {
   }
   for (const std::string& bad : std::vector<std::string>{
            "", "-a", "a-", "A", "a..b", "a.-b", ".a", "a.", "a_b", "a/b",
-        "../x", "a b", std::string("a\0b", 3), std::string(254, 'a')}) {
+           "../x", "a b", std::string("a\0b", 3), std::string(254, 'a')}) {
     EXPECT_FALSE(IsDns1123Subdomain(bad)) << bad;
   }
 }

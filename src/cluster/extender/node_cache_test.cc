@@ -26,7 +26,8 @@ TEST(NodeCache, ListEventsAndOwnWrites) {
   EXPECT_EQ(cache.size(), 2u);
   ASSERT_NE(cache.Find("n1"), nullptr);
   EXPECT_TRUE(cache.Find("n1")->memory_status.ok());
-  EXPECT_EQ(cache.Find("n2")->memory_status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(cache.Find("n2")->memory_status.code(),
+            absl::StatusCode::kNotFound);
 
   // The extender's own write, then an older watch event: the write stays.
   cache.Update(NodeObject("n1", &m, nullptr, "9"));

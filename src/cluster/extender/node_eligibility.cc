@@ -180,7 +180,7 @@ std::optional<Eligibility> CheckAffinity(const json* spec,
                                          const NodeTraits& node) {
   const json* required =
       JsonMember(JsonMember(JsonMember(spec, "affinity"), "nodeAffinity"),
-             "requiredDuringSchedulingIgnoredDuringExecution");
+                 "requiredDuringSchedulingIgnoredDuringExecution");
   if (required == nullptr) return std::nullopt;
   const json* terms = JsonMember(required, "nodeSelectorTerms");
   if (terms != nullptr && !terms->is_array()) {

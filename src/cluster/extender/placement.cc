@@ -41,18 +41,18 @@ absl::StatusOr<int64_t> Units(const json& value, absl::string_view field) {
     units = value.get<int64_t>();
   } else if (value.is_string()) {
     const std::string& s = value.get_ref<const std::string&>();
-    const bool digits = !s.empty() && s.size() <= 15 &&
-                        std::all_of(s.begin(), s.end(), [](char c) {
-                          return absl::ascii_isdigit(
-                              static_cast<unsigned char>(c));
-                        });
+    const bool digits =
+        !s.empty() && s.size() <= 15 &&
+        std::all_of(s.begin(), s.end(), [](char c) {
+          return absl::ascii_isdigit(static_cast<unsigned char>(c));
+        });
     if (!digits || !absl::SimpleAtoi(s, &units)) units = -1;
   }
   if (units < 0) {
     const std::string shown =
         value.is_string() ? value.get<std::string>() : value.dump();
-    return Bad(field, absl::StrCat("\"", shown,
-                                   "\" is not a whole number of units"));
+    return Bad(field,
+               absl::StrCat("\"", shown, "\" is not a whole number of units"));
   }
   return units;
 }
@@ -72,9 +72,8 @@ absl::StatusOr<int64_t> ContainerUnits(const json& container,
       return Bad(absl::StrCat(where, ".resources.", kind), "not an object");
     }
     if (list.contains(resource)) {
-      return Units(list[resource],
-                   absl::StrCat(where, ".resources.", kind, "[", resource,
-                                "]"));
+      return Units(list[resource], absl::StrCat(where, ".resources.", kind, "[",
+                                                resource, "]"));
     }
   }
   return 0;
@@ -128,8 +127,8 @@ absl::StatusOr<PodRequest> ReadPod(const json& pod, absl::string_view resource,
     if (!policy.empty()) {
       GPULET_ASSIGN_OR_RETURN(
           out.policy,
-          ParsePolicy(policy, absl::StrCat(ann_where, "[", kPolicyAnnotation,
-                                           "]")));
+          ParsePolicy(policy,
+                      absl::StrCat(ann_where, "[", kPolicyAnnotation, "]")));
     }
   }
   const json& spec = pod.contains("spec") ? pod["spec"] : empty;
@@ -228,25 +227,26 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
   if (!node.memory_status.ok()) {
     v.node_only = true;
     v.unresolvable = true;
-    v.reason = node.memory_status.code() == absl::StatusCode::kNotFound
-                   ? std::string(node.memory_status.message())
-                   : absl::StrCat("node ", n, ": annotation ",
-                                  std::string(sharing::kNodeAnnotation), " is invalid: ",
-                                  node.memory_status.message());
+    v.reason =
+        node.memory_status.code() == absl::StatusCode::kNotFound
+            ? std::string(node.memory_status.message())
+            : absl::StrCat("node ", n, ": annotation ",
+                           std::string(sharing::kNodeAnnotation),
+                           " is invalid: ", node.memory_status.message());
     return v;
   }
   const sharing::NodeMemory& mem = node.memory;
   if (mem.resource != resource) {
     v.node_only = true;
     v.unresolvable = true;
-    v.reason = absl::StrCat("node ", n, " shares GPU memory as ",
-                            mem.resource, ", not ", resource);
+    v.reason = absl::StrCat("node ", n, " shares GPU memory as ", mem.resource,
+                            ", not ", resource);
     return v;
   }
   if (!node.pending_status.ok()) {
     v.reason = absl::StrCat("node ", n, ": annotation ",
-                            std::string(sharing::kPendingAnnotation), " is invalid (",
-                            node.pending_status.message(),
+                            std::string(sharing::kPendingAnnotation),
+                            " is invalid (", node.pending_status.message(),
                             "); waiting for the node agent to rewrite it");
     return v;
   }
@@ -284,9 +284,9 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
     return v;
   }
   if (biggest > largest_free) {
-    v.reason = absl::StrCat("no single GPU on node ", n, " has ",
-                            fmt(biggest), " free (largest free: ",
-                            fmt(largest_free), " on ", freest->uuid, ")");
+    v.reason = absl::StrCat("no single GPU on node ", n, " has ", fmt(biggest),
+                            " free (largest free: ", fmt(largest_free), " on ",
+                            freest->uuid, ")");
     return v;
   }
   sharing::Pending others;
@@ -299,18 +299,18 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
   for (const sharing::Request& r : reqs) pending_units += r.units;
   const size_t pending_count = reqs.size();
   for (const auto& c : pod.containers) {
-    reqs.push_back({.key = absl::StrCat(pod.Key(), "/", c.name),
-                    .units = c.units});
+    reqs.push_back(
+        {.key = absl::StrCat(pod.Key(), "/", c.name), .units = c.units});
   }
-  absl::StatusOr<std::vector<int>> packed =
-      sharing::Pack(gpus, reqs, options);
+  absl::StatusOr<std::vector<int>> packed = sharing::Pack(gpus, reqs, options);
   if (!packed.ok()) {
     std::vector<std::string> sizes;
     for (const auto& c : pod.containers) sizes.push_back(fmt(c.units));
     std::vector<std::string> free;
     for (const sharing::GpuSpace& g : gpus) {
       if (g.healthy) {
-        free.push_back(absl::StrCat(fmt(sharing::FreeUnits(g)), " on ", g.uuid));
+        free.push_back(
+            absl::StrCat(fmt(sharing::FreeUnits(g)), " on ", g.uuid));
       }
     }
     v.reason = absl::StrCat(
@@ -328,8 +328,8 @@ Verdict Evaluate(const NodeView& node, const PodRequest& pod,
   v.fits = true;
   v.utilisation = healthy_units == 0
                       ? 1.0
-                      : std::min(1.0, static_cast<double>(
-                                          used + pending_units + pod_units) /
+                      : std::min(1.0, static_cast<double>(used + pending_units +
+                                                          pod_units) /
                                           static_cast<double>(healthy_units));
   return v;
 }

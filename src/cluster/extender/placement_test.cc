@@ -19,15 +19,15 @@ using testing::PodObject;
 
 NodeView View(const sharing::NodeMemory& memory,
               const sharing::Pending& pending = {}) {
-  absl::StatusOr<NodeView> v =
-      ReadNode(NodeObject("n1", &memory, &pending));
+  absl::StatusOr<NodeView> v = ReadNode(NodeObject("n1", &memory, &pending));
   EXPECT_TRUE(v.ok()) << v.status();
   return *v;
 }
 
 PodRequest Pod(std::vector<int64_t> units, const std::string& policy = "") {
-  absl::StatusOr<PodRequest> p = ReadPod(PodObject("p", std::move(units), policy),
-                                         kResource, Policy::kBinpack, "pod");
+  absl::StatusOr<PodRequest> p =
+      ReadPod(PodObject("p", std::move(units), policy), kResource,
+              Policy::kBinpack, "pod");
   EXPECT_TRUE(p.ok()) << p.status();
   return *p;
 }
@@ -97,6 +97,7 @@ TEST(Evaluate, Table) {
   unhealthy.gpus[0].healthy = false;
   sharing::NodeMemory other_resource = Memory("n1", {{16, 0}});
   other_resource.resource = "example.com/mem";
+  // clang-format off
   const std::vector<Case> cases = {
       {"fits on an empty GPU", Memory("n1", {{16, 0}}), {}, {4}, true, false,
        ""},
@@ -122,8 +123,10 @@ TEST(Evaluate, Table) {
       {"its own pending entry is not counted", Memory("n1", {{16, 0}}),
        {.pods = {PendingEntry("uid-p", {12})}}, {12}, true, false, ""},
   };
+  // clang-format on
   for (const Case& c : cases) {
-    const Verdict v = Evaluate(View(c.memory, c.pending), Pod(c.pod), kResource);
+    const Verdict v =
+        Evaluate(View(c.memory, c.pending), Pod(c.pod), kResource);
     EXPECT_EQ(v.fits, c.fits) << c.name << ": " << v.reason;
     EXPECT_EQ(v.unresolvable, c.unresolvable) << c.name;
     if (!c.reason.empty()) {
@@ -162,7 +165,8 @@ TEST(Evaluate, InvalidAnnotationsAreReported) {
   ASSERT_TRUE(view.ok());
   Verdict v = Evaluate(*view, Pod({1}), kResource);
   EXPECT_TRUE(v.unresolvable);
-  EXPECT_THAT(v.reason, HasSubstr("annotation gpulet.dev/gpu-memory is invalid"));
+  EXPECT_THAT(v.reason,
+              HasSubstr("annotation gpulet.dev/gpu-memory is invalid"));
 
   sharing::NodeMemory memory = Memory("n1", {{16, 0}});
   node = NodeObject("n1", &memory);
@@ -183,8 +187,10 @@ TEST(Evaluate, ReasonsInMiBWhenUnitsAreNotWholeGiB) {
 }
 
 TEST(Score, BinpackPrefersFullerSpreadEmptier) {
-  const Verdict full = Evaluate(View(Memory("n1", {{10, 6}})), Pod({2}), kResource);
-  const Verdict empty = Evaluate(View(Memory("n1", {{10, 0}})), Pod({2}), kResource);
+  const Verdict full =
+      Evaluate(View(Memory("n1", {{10, 6}})), Pod({2}), kResource);
+  const Verdict empty =
+      Evaluate(View(Memory("n1", {{10, 0}})), Pod({2}), kResource);
   EXPECT_EQ(Score(full, Policy::kBinpack), 8);
   EXPECT_EQ(Score(empty, Policy::kBinpack), 2);
   EXPECT_EQ(Score(full, Policy::kSpread), 2);

@@ -55,8 +55,7 @@ class FakeApiServer final : public kube::Transport {
   absl::StatusOr<kube::Response> Do(const kube::Request& request) override {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> parts = absl::StrSplit(
-        request.path.substr(0, request.path.find('?')), '/',
-        absl::SkipEmpty());
+        request.path.substr(0, request.path.find('?')), '/', absl::SkipEmpty());
     // api v1 nodes <n> | api v1 namespaces <ns> pods <p> [binding]
     if (parts.size() == 4 && parts[2] == "nodes") {
       auto it = nodes_.find(parts[3]);

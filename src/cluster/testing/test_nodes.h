@@ -14,9 +14,9 @@ namespace gpulet::extender::testing {
 inline constexpr char kResource[] = "nvidia.com/gpu-memory";
 
 // GPUs given as {units, used}, healthy, UUIDs GPU-<node>-<i>.
-inline sharing::NodeMemory Memory(
-    const std::string& node, std::vector<std::pair<int64_t, int64_t>> gpus,
-    int64_t unit_mib = 1024) {
+inline sharing::NodeMemory Memory(const std::string& node,
+                                  std::vector<std::pair<int64_t, int64_t>> gpus,
+                                  int64_t unit_mib = 1024) {
   sharing::NodeMemory m;
   m.resource = kResource;
   m.unit_mib = unit_mib;
@@ -74,9 +74,8 @@ inline nlohmann::json PodObject(const std::string& name,
   for (size_t i = 0; i < units.size(); ++i) {
     nlohmann::json c = {{"name", "c" + std::to_string(i)}, {"image", "x"}};
     if (units[i] > 0) {
-      c["resources"] = {
-          {"limits", {{kResource, std::to_string(units[i])}}},
-          {"requests", {{kResource, std::to_string(units[i])}}}};
+      c["resources"] = {{"limits", {{kResource, std::to_string(units[i])}}},
+                        {"requests", {{kResource, std::to_string(units[i])}}}};
     }
     containers.push_back(c);
   }

@@ -65,8 +65,7 @@ json ClaimsToJson(const PreparedClaims& claims) {
 }
 
 absl::Status Bad(const std::string& source, const std::string& what) {
-  return absl::DataLossError(
-      absl::StrCat("checkpoint ", source, ": ", what));
+  return absl::DataLossError(absl::StrCat("checkpoint ", source, ": ", what));
 }
 
 std::vector<std::string> Strings(const json& value) {
@@ -87,7 +86,8 @@ PreparedClaim ClaimFromJson(const std::string& uid, const json& value) {
     device.pool = d.at("pool").get<std::string>();
     device.device = d.at("device").get<std::string>();
     device.cdi_device_ids = Strings(d.at("cdiDeviceIDs"));
-    if (d.contains("shareID")) device.share_id = d["shareID"].get<std::string>();
+    if (d.contains("shareID"))
+      device.share_id = d["shareID"].get<std::string>();
     // Absent in files of earlier releases.
     if (d.contains("uuid")) device.uuid = d["uuid"].get<std::string>();
     if (d.contains("consumedMemory")) {
@@ -127,7 +127,8 @@ absl::StatusOr<PreparedClaims> DecodeCheckpoint(const std::string& text,
                                     " is not ", kVersion));
   }
   auto claims = file.find("claims");
-  if (claims == file.end() || !claims->is_object()) return Bad(source, "claims is not an object");
+  if (claims == file.end() || !claims->is_object())
+    return Bad(source, "claims is not an object");
   if (file.value("checksum", std::string()) != Checksum(claims->dump())) {
     return Bad(source, "checksum mismatch (truncated or edited)");
   }

@@ -31,12 +31,13 @@ PreparedClaims Sample() {
   PreparedClaim b = a;
   b.ref = {.namespace_name = "other", .name = "b", .uid = "uid-b"};
   b.devices.resize(1);
-  b.sharing = {.strategy = "MPS", .interval = "",
-               .active_thread_percentage = 30};
+  b.sharing = {
+      .strategy = "MPS", .interval = "", .active_thread_percentage = 30};
   b.uuids = {"GPU-0000"};
   PreparedClaim c = b;
   c.ref.uid = "uid-c";
-  c.sharing = {.strategy = "TimeSlicing", .interval = "Long",
+  c.sharing = {.strategy = "TimeSlicing",
+               .interval = "Long",
                .active_thread_percentage = std::nullopt};
   c.uuids = {"GPU-0000", "MIG-aaaa"};
   return {{"uid-a", a}, {"uid-b", b}, {"uid-c", c}};

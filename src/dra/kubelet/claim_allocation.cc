@@ -23,7 +23,8 @@ absl::StatusOr<std::string> StringField(const json& object, const char* key,
                                         const ClaimRef& ref) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::string();
-  if (!it->is_string()) return Bad(ref, absl::StrCat(path, ".", key, " is not a string"));
+  if (!it->is_string())
+    return Bad(ref, absl::StrCat(path, ".", key, " is not a string"));
   return it->get<std::string>();
 }
 
@@ -33,7 +34,8 @@ absl::StatusOr<const json*> ArrayField(const json& object, const char* key,
   static const json* const kEmpty = new json(json::array());
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return kEmpty;
-  if (!it->is_array()) return Bad(ref, absl::StrCat(path, ".", key, " is not a list"));
+  if (!it->is_array())
+    return Bad(ref, absl::StrCat(path, ".", key, " is not a list"));
   return &*it;
 }
 
@@ -44,7 +46,8 @@ absl::StatusOr<std::vector<std::string>> StringList(const json& object,
   GPULET_ASSIGN_OR_RETURN(const json* list, ArrayField(object, key, path, ref));
   std::vector<std::string> out;
   for (const json& item : *list) {
-    if (!item.is_string()) return Bad(ref, absl::StrCat(path, ".", key, " holds a non-string"));
+    if (!item.is_string())
+      return Bad(ref, absl::StrCat(path, ".", key, " holds a non-string"));
     out.push_back(item.get<std::string>());
   }
   return out;
@@ -87,8 +90,8 @@ absl::Status AddResult(const json& result, const std::string& path,
     }
   }
   auto admin = result.find("adminAccess");
-  device.admin_access = admin != result.end() && admin->is_boolean() &&
-                        admin->get<bool>();
+  device.admin_access =
+      admin != result.end() && admin->is_boolean() && admin->get<bool>();
   for (AllocatedDevice& seen : devices) {
     if (seen.device == device.device && seen.share_id == device.share_id) {
       if (!request.empty()) seen.requests.push_back(request);
@@ -107,8 +110,9 @@ absl::Status AddConfig(const json& config, const std::string& path,
   auto opaque = config.find("opaque");
   if (opaque == config.end() || opaque->is_null()) return absl::OkStatus();
   if (!opaque->is_object()) return Bad(ref, path + ".opaque is not an object");
-  GPULET_ASSIGN_OR_RETURN(std::string config_driver,
-                          StringField(*opaque, "driver", path + ".opaque", ref));
+  GPULET_ASSIGN_OR_RETURN(
+      std::string config_driver,
+      StringField(*opaque, "driver", path + ".opaque", ref));
   if (config_driver != driver) return absl::OkStatus();
   OpaqueConfig out;
   GPULET_ASSIGN_OR_RETURN(out.requests,
@@ -142,15 +146,16 @@ absl::StatusOr<ClaimAllocation> ReadAllocation(const nlohmann::json& claim,
                                  ref.uid, "\" (deleted and recreated?)"));
   }
   const json* devices = nullptr;
-  if (auto status = claim.find("status"); status != claim.end() &&
-                                          status->is_object()) {
+  if (auto status = claim.find("status");
+      status != claim.end() && status->is_object()) {
     if (auto allocation = status->find("allocation");
         allocation != status->end() && allocation->is_object()) {
       auto it = allocation->find("devices");
       if (it != allocation->end() && it->is_object()) devices = &*it;
     }
   }
-  if (devices == nullptr) return Bad(ref, "status.allocation.devices is not set (not allocated)");
+  if (devices == nullptr)
+    return Bad(ref, "status.allocation.devices is not set (not allocated)");
   ClaimAllocation out;
   const std::string base = "status.allocation.devices";
   GPULET_ASSIGN_OR_RETURN(const json* results,

@@ -23,7 +23,9 @@ json Claim(json results, json config = json::array()) {
 json Result(const std::string& request, const std::string& device,
             const std::string& driver = "gpu.nvidia.com",
             const std::string& pool = "node-a") {
-  return {{"request", request}, {"driver", driver}, {"pool", pool},
+  return {{"request", request},
+          {"driver", driver},
+          {"pool", pool},
           {"device", device}};
 }
 
@@ -74,10 +76,11 @@ TEST(ReadAllocationTest, ReadsTheMemoryEachShareConsumes) {
 
   json bad = Result("a", "gpu-0");
   bad["consumedCapacity"] = {{"memory", "lots"}};
-  EXPECT_THAT(ReadAllocation(Claim({bad}), kRef, "gpu.nvidia.com", "node-a")
-                  .status()
-                  .message(),
-              HasSubstr("results[0].consumedCapacity.memory: quantity \"lots\""));
+  EXPECT_THAT(
+      ReadAllocation(Claim({bad}), kRef, "gpu.nvidia.com", "node-a")
+          .status()
+          .message(),
+      HasSubstr("results[0].consumedCapacity.memory: quantity \"lots\""));
 }
 
 TEST(ReadAllocationTest, KeepsOurOpaqueConfigsInOrder) {
@@ -109,17 +112,20 @@ TEST(ReadAllocationTest, ErrorsNameTheClaimAndTheField) {
   wrong_uid["metadata"]["uid"] = "u2";
   json unallocated = Claim({});
   unallocated["status"] = json::object();
-  json no_device = Claim({{{"request", "a"}, {"driver", "gpu.nvidia.com"},
-                           {"pool", "node-a"}}});
+  json no_device = Claim(
+      {{{"request", "a"}, {"driver", "gpu.nvidia.com"}, {"pool", "node-a"}}});
   json bad_type = Claim({Result("a", "gpu-0")});
   bad_type["status"]["allocation"]["devices"]["results"][0]["device"] = 7;
   json bad_results = Claim(json::object());
   const Case cases[] = {
       {"uid", wrong_uid, "claim ns/c: metadata.uid is \"u2\", not \"u1\""},
-      {"unallocated", unallocated, "claim ns/c: status.allocation.devices is not set"},
-      {"no device", no_device, "claim ns/c: status.allocation.devices.results[0].device is empty"},
+      {"unallocated", unallocated,
+       "claim ns/c: status.allocation.devices is not set"},
+      {"no device", no_device,
+       "claim ns/c: status.allocation.devices.results[0].device is empty"},
       {"type", bad_type, "results[0].device is not a string"},
-      {"results", bad_results, "status.allocation.devices.results is not a list"},
+      {"results", bad_results,
+       "status.allocation.devices.results is not a list"},
       {"not object", json::array(), "claim ns/c: not a JSON object"},
   };
   for (const Case& c : cases) {

@@ -44,9 +44,8 @@ absl::StatusOr<std::string> ResolveDevice(const device::Node& node,
         "device ", name, ": GPU ", gpu.index,
         " has no MIG device with that GPU instance profile and placement"));
   }
-  return absl::NotFoundError(
-      absl::StrCat("device ", name, ": no GPU with index ", ref.gpu_index,
-                   " on this node"));
+  return absl::NotFoundError(absl::StrCat(
+      "device ", name, ": no GPU with index ", ref.gpu_index, " on this node"));
 }
 
 absl::StatusOr<cdi::Spec> BuildClaimSpec(
@@ -63,8 +62,10 @@ absl::StatusOr<cdi::Spec> BuildClaimSpec(
     }
     if (found == nullptr) {
       return absl::FailedPreconditionError(
-          absl::StrCat("device ", want.dra_name, ": the node's CDI spec has "
-                       "no device ", want.uuid));
+          absl::StrCat("device ", want.dra_name,
+                       ": the node's CDI spec has "
+                       "no device ",
+                       want.uuid));
     }
     cdi::Device device;
     device.name = ClaimDeviceName(claim_uid, want.dra_name, want.share_id);

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/model/cdi/spec.h"
-#include "src/gpu/device/gpu.h"
 #include "src/dra/kubelet/device_names.h"
+#include "src/gpu/device/gpu.h"
+#include "src/model/cdi/spec.h"
 
 namespace gpulet::dra {
 
@@ -51,10 +51,10 @@ struct ClaimDevice {
 // has no device of that name.
 // `env` ("KEY=value", the claim's configuration) is added to every device,
 // after the device's own.
-absl::StatusOr<cdi::Spec> BuildClaimSpec(const cdi::Spec& node_spec,
-                                         const std::string& claim_uid,
-                                         const std::vector<ClaimDevice>& devices,
-                                         const std::vector<std::string>& env = {});
+absl::StatusOr<cdi::Spec> BuildClaimSpec(
+    const cdi::Spec& node_spec, const std::string& claim_uid,
+    const std::vector<ClaimDevice>& devices,
+    const std::vector<std::string>& env = {});
 
 // "k8s.gpu.nvidia.com/claim=<uid>-<dra name>", and for a share of a
 // device "...=<uid>-<dra name>-<share id>": one claim may hold several

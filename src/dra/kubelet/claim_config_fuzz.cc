@@ -32,14 +32,17 @@ void Check(bool ok) {
 
 json Claim(const json& parameters) {
   json configs = json::array();
-  const json list = parameters.is_array() ? parameters : json::array({parameters});
+  const json list =
+      parameters.is_array() ? parameters : json::array({parameters});
   for (size_t i = 0; i < list.size(); ++i) {
     configs.push_back(
         {{"source", i % 2 == 0 ? "FromClass" : "FromClaim"},
          {"requests", json::array({"gpu"})},
          {"opaque", {{"driver", kDriver}, {"parameters", list[i]}}}});
   }
-  json result = {{"request", "gpu"}, {"driver", kDriver}, {"pool", kPool},
+  json result = {{"request", "gpu"},
+                 {"driver", kDriver},
+                 {"pool", kPool},
                  {"device", "gpu-0"}};
   return {{"metadata", {{"name", "c"}, {"namespace", "ns"}, {"uid", "u1"}}},
           {"status",
@@ -51,8 +54,9 @@ json Claim(const json& parameters) {
 void CheckAccepted(const ClaimSharing& s) {
   Check(s.strategy.empty() || s.strategy == "TimeSlicing" ||
         s.strategy == "MPS");
-  Check(s.interval.empty() || s.interval == "Default" || s.interval == "Short" ||
-        s.interval == "Medium" || s.interval == "Long");
+  Check(s.interval.empty() || s.interval == "Default" ||
+        s.interval == "Short" || s.interval == "Medium" ||
+        s.interval == "Long");
   Check(s.interval.empty() || s.strategy == "TimeSlicing" ||
         s.strategy == "MPS");
   if (s.active_thread_percentage.has_value()) {

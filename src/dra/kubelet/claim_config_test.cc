@@ -78,9 +78,8 @@ TEST(ClaimConfigTest, ErrorsNameTheClaimTheConfigAndTheField) {
       {Gpu({{"strategy", "MPS"}, {"bogus", 1}}), "sharing: unknown field"},
   };
   for (const auto& [parameters, want] : cases) {
-    absl::StatusOr<ClaimSharing> got =
-        ParseClaimConfig({Config(Gpu({{"strategy", "MPS"}})), Config(parameters)},
-                         kRef);
+    absl::StatusOr<ClaimSharing> got = ParseClaimConfig(
+        {Config(Gpu({{"strategy", "MPS"}})), Config(parameters)}, kRef);
     EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << want;
     EXPECT_THAT(got.status().message(),
                 HasSubstr("claim ns/c: opaque config [1]: "))

@@ -12,8 +12,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "src/model/cdi/spec_codec.h"
-#include "src/model/cdi/validate.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
@@ -21,6 +19,8 @@
 #include "src/dra/kubelet/claim_config.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/gpu/mps/mps_paths.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/validate.h"
 
 namespace gpulet::dra {
 namespace {
@@ -60,9 +60,9 @@ absl::Status CheckClaimUid(const ClaimRef& ref) {
   bool ok = !ref.uid.empty() && ref.uid.size() <= 64;
   for (char c : ref.uid) ok = ok && (absl::ascii_isalnum(c) || c == '-');
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "claim ", ClaimName(ref), ": uid \"", ref.uid,
-      "\" is not 1-64 letters, digits and '-'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("claim ", ClaimName(ref), ": uid \"", ref.uid,
+                   "\" is not 1-64 letters, digits and '-'"));
 }
 
 absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(
@@ -113,8 +113,8 @@ void ClaimPreparer::SetNode(device::Node node, cdi::Spec node_spec) {
 
 absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
   if (!have_node_) {
-    return absl::UnavailableError(absl::StrCat(
-        "claim ", ClaimName(ref), ": GPUs not discovered yet"));
+    return absl::UnavailableError(
+        absl::StrCat("claim ", ClaimName(ref), ": GPUs not discovered yet"));
   }
   GPULET_ASSIGN_OR_RETURN(nlohmann::json object, get_claim_(ref));
   GPULET_ASSIGN_OR_RETURN(
@@ -132,9 +132,9 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
   claim.cdi_spec_path = ClaimSpecPath(options_.cdi_dir, ref.uid);
   GPULET_ASSIGN_OR_RETURN(std::vector<ClaimDevice> cdi_devices,
                           ResolveDevices(ref, allocation.devices, claim));
-  GPULET_ASSIGN_OR_RETURN(SharingEdits edits,
-                          ApplySharing(ref, sharing, allocation.devices,
-                                       cdi_devices, claim));
+  GPULET_ASSIGN_OR_RETURN(
+      SharingEdits edits,
+      ApplySharing(ref, sharing, allocation.devices, cdi_devices, claim));
   absl::Status written = WriteSpec(ref, cdi_devices, edits, claim);
   if (!written.ok()) {
     ReleaseSharing(claim);
@@ -182,9 +182,9 @@ absl::StatusOr<SharingEdits> ClaimPreparer::ApplySharing(
   edits.env = sharing.Env();
   if (sharing.strategy.empty()) return edits;
   if (options_.sharing == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "claim ", ClaimName(ref), ": sharing strategy ", sharing.strategy,
-        " is not available on this node"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("claim ", ClaimName(ref), ": sharing strategy ",
+                     sharing.strategy, " is not available on this node"));
   }
   for (const ClaimDevice& d : devices) {
     // Two shares of one GPU are one device to the daemon and the policy.
@@ -203,9 +203,10 @@ absl::StatusOr<SharingEdits> ClaimPreparer::ApplySharing(
   claim.sharing = sharing;
   edits.env.insert(edits.env.end(), applied->env.begin(), applied->env.end());
   edits.mounts = std::move(applied->mounts);
-  AddMpsLimit(sharing, allocated.size() == 1 ? allocated[0].consumed_memory
-                                             : std::nullopt,
-              devices);
+  AddMpsLimit(
+      sharing,
+      allocated.size() == 1 ? allocated[0].consumed_memory : std::nullopt,
+      devices);
   return edits;
 }
 
@@ -244,12 +245,11 @@ absl::Status ClaimPreparer::WriteSpec(const ClaimRef& ref,
                                       const std::vector<ClaimDevice>& devices,
                                       const SharingEdits& edits,
                                       const PreparedClaim& claim) {
-  GPULET_ASSIGN_OR_RETURN(cdi::Spec spec,
-                          BuildClaimSpec(node_spec_, ref.uid, devices,
-                                         edits.env));
+  GPULET_ASSIGN_OR_RETURN(
+      cdi::Spec spec, BuildClaimSpec(node_spec_, ref.uid, devices, edits.env));
   for (cdi::Device& device : spec.devices) {
-    device.edits.mounts.insert(device.edits.mounts.end(),
-                               edits.mounts.begin(), edits.mounts.end());
+    device.edits.mounts.insert(device.edits.mounts.end(), edits.mounts.begin(),
+                               edits.mounts.end());
   }
   spec.cdi_version = cdi::MinimumVersion(spec);
   return common::WriteFileAtomic(claim.cdi_spec_path,
@@ -269,9 +269,9 @@ std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
     if (!result.status.ok()) continue;
     if (auto it = prepared_.find(ref.uid); it != prepared_.end()) {
       if (!SameClaim(it->second.ref, ref)) {
-        result.status = absl::InvalidArgumentError(absl::StrCat(
-            "claim ", ClaimName(ref), ": uid ", ref.uid,
-            " was prepared as ", ClaimName(it->second.ref)));
+        result.status = absl::InvalidArgumentError(
+            absl::StrCat("claim ", ClaimName(ref), ": uid ", ref.uid,
+                         " was prepared as ", ClaimName(it->second.ref)));
       } else {
         result.devices = it->second.devices;
       }

@@ -6,18 +6,18 @@
 // UID, take the allocation results of our driver in the node's pool, map
 // each device name to the current discovery, apply its sharing
 // configuration (SharingApplier), write the claim's CDI spec (claim_cdi.h),
-// then record the claim in the checkpoint (checkpoint.h) before answering. A claim already in the checkpoint is answered from it,
-// without asking the API server: preparing is idempotent, and a restart of
-// gpulet between the checkpoint and the answer (the kubelet asks again)
-// prepares nothing twice. Unprepare removes the spec, releases the sharing
-// and removes the checkpoint entry; a claim not prepared is a success.
-// Create applies the sharing of every checkpointed claim again (a
-// restarted gpulet's MPS daemons died with the previous process), and the
-// first SetNode writes every checkpointed claim's spec again with the
-// running release's code (an upgrade replaces what an earlier release
-// wrote: its hooks, its MPS mounts), from the checkpoint, the node and the
-// sharing applied again; a claim whose spec cannot be built again (its
-// sharing failed, its device is gone) keeps the old one, logged.
+// then record the claim in the checkpoint (checkpoint.h) before answering. A
+// claim already in the checkpoint is answered from it, without asking the API
+// server: preparing is idempotent, and a restart of gpulet between the
+// checkpoint and the answer (the kubelet asks again) prepares nothing twice.
+// Unprepare removes the spec, releases the sharing and removes the checkpoint
+// entry; a claim not prepared is a success. Create applies the sharing of every
+// checkpointed claim again (a restarted gpulet's MPS daemons died with the
+// previous process), and the first SetNode writes every checkpointed claim's
+// spec again with the running release's code (an upgrade replaces what an
+// earlier release wrote: its hooks, its MPS mounts), from the checkpoint, the
+// node and the sharing applied again; a claim whose spec cannot be built again
+// (its sharing failed, its device is gone) keeps the old one, logged.
 //
 // Every claim of a request gets its own answer: a bad claim (wrong UID,
 // not allocated, a device this node does not have) fails alone with an
@@ -43,12 +43,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
-#include "src/model/cdi/spec.h"
-#include "src/gpu/device/gpu.h"
 #include "src/dra/kubelet/checkpoint.h"
 #include "src/dra/kubelet/claim_allocation.h"
 #include "src/dra/kubelet/claim_cdi.h"
 #include "src/dra/kubelet/sharing_applier.h"
+#include "src/gpu/device/gpu.h"
+#include "src/model/cdi/spec.h"
 
 namespace gpulet::dra {
 
@@ -57,10 +57,10 @@ using ClaimGetter =
     std::function<absl::StatusOr<nlohmann::json>(const ClaimRef&)>;
 
 struct PreparerOptions {
-  std::string driver;          // kDriverName
-  std::string pool;            // the node name
-  std::string checkpoint_path; // ".../checkpoint.json"
-  std::string cdi_dir;         // where claim specs go, "/var/run/cdi"
+  std::string driver;           // kDriverName
+  std::string pool;             // the node name
+  std::string checkpoint_path;  // ".../checkpoint.json"
+  std::string cdi_dir;          // where claim specs go, "/var/run/cdi"
   // Applies claims' sharing configuration (time-slice, MPS daemon); not
   // owned, must outlive the preparer. Null: a claim whose configuration
   // asks for TimeSlicing or MPS fails, naming what is missing.

@@ -3,8 +3,6 @@
 // released and applied again on restart, the specs of an earlier release
 // written again at start, and memory shares of one GPU prepared and
 // unprepared per claim.
-#include "src/dra/kubelet/claim_preparer.h"
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -14,14 +12,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/base/common/file_util.h"
+#include "src/dra/kubelet/claim_cdi.h"
+#include "src/dra/kubelet/claim_preparer.h"
+#include "src/dra/testing/claim_preparer_fixture.h"
+#include "src/dra/testing/test_claims.h"
 #include "src/model/cdi/spec_builder.h"
 #include "src/model/cdi/spec_codec.h"
 #include "src/model/cdi/spec_file.h"
 #include "src/model/testing/test_hooks.h"
-#include "src/base/common/file_util.h"
-#include "src/dra/kubelet/claim_cdi.h"
-#include "src/dra/testing/claim_preparer_fixture.h"
-#include "src/dra/testing/test_claims.h"
 
 namespace gpulet::dra {
 namespace {
@@ -147,7 +146,8 @@ TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
                     path, cdi::FormatSpec(*stale, cdi::Format::kJson), {})
                     .ok());
   }
-  absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
+  absl::StatusOr<PreparedClaims> saved =
+      LoadCheckpoint(dir_ + "/checkpoint.json");
   ASSERT_TRUE(saved.ok()) << saved.status();
   for (auto& [uid, claim] : *saved) {
     for (PreparedDevice& d : claim.devices) {

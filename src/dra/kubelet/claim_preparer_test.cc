@@ -15,14 +15,14 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/cdi/spec_builder.h"
-#include "src/model/cdi/spec_codec.h"
-#include "src/model/cdi/spec_file.h"
-#include "src/model/testing/test_hooks.h"
 #include "src/base/common/file_util.h"
 #include "src/dra/kubelet/claim_cdi.h"
 #include "src/dra/testing/claim_preparer_fixture.h"
 #include "src/dra/testing/test_claims.h"
+#include "src/model/cdi/spec_builder.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/spec_file.h"
+#include "src/model/testing/test_hooks.h"
 
 namespace gpulet::dra {
 namespace {
@@ -62,7 +62,8 @@ TEST_F(ClaimPreparerTest, PreparesWritesTheSpecAndCheckpoints) {
   EXPECT_EQ(spec->devices[1].edits.device_nodes[0].path,
             "/dev/nvidia-caps/nvidia-cap21");
 
-  absl::StatusOr<PreparedClaims> saved = LoadCheckpoint(dir_ + "/checkpoint.json");
+  absl::StatusOr<PreparedClaims> saved =
+      LoadCheckpoint(dir_ + "/checkpoint.json");
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_EQ(*saved, p->Prepared());
   EXPECT_EQ(saved->at("uid-a").devices, r.devices);
@@ -74,8 +75,10 @@ TEST_F(ClaimPreparerTest, PreparesWritesTheSpecAndCheckpoints) {
 // node spec it is made from had a hook without.
 TEST_F(ClaimPreparerTest, EveryHookOfEveryClaimSpecHasAnEnv) {
   cdi::Spec node_spec = TestSpec();
-  const cdi::Hook bare{"createContainer", "/usr/bin/gpulet-runtime",
-                       {"gpulet-runtime", "hook", "update-ldcache"}, {},
+  const cdi::Hook bare{"createContainer",
+                       "/usr/bin/gpulet-runtime",
+                       {"gpulet-runtime", "hook", "update-ldcache"},
+                       {},
                        std::nullopt};
   node_spec.edits.hooks = {bare};
   for (cdi::Device& d : node_spec.devices) d.edits.hooks = {bare};
@@ -218,9 +221,9 @@ TEST_F(ClaimPreparerTest, CrashBetweenCheckpointAndAnswerPreparesOnce) {
 TEST_F(ClaimPreparerTest, CrashBeforeCheckpointLeavesNoClaimBehind) {
   api_.Add(Ref("a"), {"gpu-0"});
   std::filesystem::create_directories(dir_ + "/cdi");
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  ClaimSpecPath(dir_ + "/cdi", "uid-orphan"), "{}")
-                  .ok());
+  ASSERT_TRUE(
+      common::WriteFileAtomic(ClaimSpecPath(dir_ + "/cdi", "uid-orphan"), "{}")
+          .ok());
   auto p = Start();
   EXPECT_TRUE(SpecFiles().empty());
   EXPECT_TRUE(p->Prepare({Ref("a")})["uid-a"].status.ok());

@@ -10,12 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "src/model/cdi/spec_file.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/gpu/mps/mps_paths.h"
+#include "src/model/cdi/spec_file.h"
 
 namespace gpulet::dra {
 namespace {
@@ -65,8 +65,7 @@ absl::Status ClaimPreparer::RewriteSpec(const PreparedClaim& claim) {
   if (!claim.sharing.strategy.empty()) {
     auto it = reapplied_.find(claim.ref.uid);
     if (it == reapplied_.end()) {
-      return absl::FailedPreconditionError(
-          "its sharing was not applied again");
+      return absl::FailedPreconditionError("its sharing was not applied again");
     }
     edits.env.insert(edits.env.end(), it->second.env.begin(),
                      it->second.env.end());
@@ -91,8 +90,8 @@ absl::Status ClaimPreparer::RewriteSpec(const PreparedClaim& claim) {
                        .share_id = d.share_id.value_or(""),
                        .env = ShareEnv(memory)});
   }
-  AddMpsLimit(claim.sharing,
-              devices.size() == 1 ? only_memory : std::nullopt, devices);
+  AddMpsLimit(claim.sharing, devices.size() == 1 ? only_memory : std::nullopt,
+              devices);
   return WriteSpec(claim.ref, devices, edits, claim);
 }
 

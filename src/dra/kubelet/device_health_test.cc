@@ -11,21 +11,25 @@ namespace {
 
 DeviceHealth Health(const std::string& device, bool healthy,
                     const std::string& message = "") {
-  return {.device = device, .healthy = healthy, .message = message,
+  return {.device = device,
+          .healthy = healthy,
+          .message = message,
           .updated_unix = 0};
 }
 
 TEST(DeviceHealthBoardTest, ListenersSeeOnlyChanges) {
   DeviceHealthBoard board;
   std::vector<std::vector<DeviceHealth>> seen;
-  int id = board.Subscribe(
-      [&](const std::vector<DeviceHealth>& changed) { seen.push_back(changed); });
+  int id = board.Subscribe([&](const std::vector<DeviceHealth>& changed) {
+    seen.push_back(changed);
+  });
   board.Set({Health("gpu-0", true), Health("gpu-1", true)});
   board.Set({Health("gpu-0", true), Health("gpu-1", false, "Xid 79")});
   board.Set({Health("gpu-1", false, "Xid 79")});
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0].size(), 2u);
-  EXPECT_EQ(seen[1], std::vector<DeviceHealth>{Health("gpu-1", false, "Xid 79")});
+  EXPECT_EQ(seen[1],
+            std::vector<DeviceHealth>{Health("gpu-1", false, "Xid 79")});
   EXPECT_EQ(board.Unhealthy(), std::set<std::string>{"gpu-1"});
   EXPECT_EQ(board.version(), 2u);
   board.Unsubscribe(id);

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
@@ -38,10 +38,10 @@ std::string GpuDeviceName(int gpu_index) {
   return absl::StrCat(kGpuPrefix, gpu_index);
 }
 
-std::string MigDeviceName(int parent_index, int profile_id,
-                          int placement_start, int placement_size) {
-  return absl::StrCat(kGpuPrefix, parent_index, "-", kMigInfix, "-",
-                      profile_id, "-", placement_start, "-", placement_size);
+std::string MigDeviceName(int parent_index, int profile_id, int placement_start,
+                          int placement_size) {
+  return absl::StrCat(kGpuPrefix, parent_index, "-", kMigInfix, "-", profile_id,
+                      "-", placement_start, "-", placement_size);
 }
 
 absl::StatusOr<DeviceRef> ParseDeviceName(std::string_view std_name) {

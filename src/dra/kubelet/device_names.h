@@ -33,8 +33,8 @@ inline constexpr std::string_view kDriverName = "gpu.nvidia.com";
 std::string GpuDeviceName(int gpu_index);
 
 // "gpu-0-mig-19-6-1". REQUIRES: every argument >= 0.
-std::string MigDeviceName(int parent_index, int profile_id,
-                          int placement_start, int placement_size);
+std::string MigDeviceName(int parent_index, int profile_id, int placement_start,
+                          int placement_size);
 
 // What a device name identifies. For a whole GPU `mig` is false and the MIG
 // fields stay -1.

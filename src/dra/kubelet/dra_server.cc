@@ -21,9 +21,9 @@ namespace {
 
 void RemoveSocket(const std::string& path) {
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    GPULET_LOG(WARNING)
-        << common::ErrnoToStatus(errno, absl::StrCat("remove socket ", path))
-               .message();
+    GPULET_LOG(WARNING) << common::ErrnoToStatus(
+                               errno, absl::StrCat("remove socket ", path))
+                               .message();
   }
 }
 
@@ -47,9 +47,8 @@ class DraServer::Impl {
   absl::Status Start() {
     absl::MutexLock lock(&mu_);
     if (dra_server_ != nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("DRA driver ", options_.driver, " already served on ",
-                       dra_socket_));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "DRA driver ", options_.driver, " already served on ", dra_socket_));
     }
     GPULET_RETURN_IF_ERROR(common::CheckSocketPath(
         options_.plugin_dir, kDraSocketName, dra_socket_));
@@ -73,9 +72,8 @@ class DraServer::Impl {
         [dra](const std::vector<DeviceHealth>&) { dra->WakeStreams(); });
     reg_server_ = std::make_unique<h2::Server>();
     if (absl::Status s = reg_server_->Start(
-            reg_socket_,
-            RegistrationMethods(options_.driver, dra_socket_,
-                                options_.on_registration));
+            reg_socket_, RegistrationMethods(options_.driver, dra_socket_,
+                                             options_.on_registration));
         !s.ok()) {
       reg_server_.reset();
       StopLocked();
@@ -139,7 +137,9 @@ DraServer::~DraServer() { Stop(); }
 absl::Status DraServer::Start() { return impl_->Start(); }
 void DraServer::Stop() { impl_->Stop(); }
 bool DraServer::running() const { return impl_->running(); }
-std::string DraServer::registration_socket() const { return impl_->reg_socket_; }
+std::string DraServer::registration_socket() const {
+  return impl_->reg_socket_;
+}
 std::string DraServer::dra_socket() const { return impl_->dra_socket_; }
 
 }  // namespace gpulet::dra

@@ -158,8 +158,10 @@ TEST_F(DraServerTest, V1beta1AnswersTheSame) {
 }
 
 TEST_F(DraServerTest, HealthStreamsEverythingThenChanges) {
-  board_.Set({{.device = "gpu-0", .healthy = true, .message = "", .updated_unix = 1}});
-  auto stub = ::v1alpha1::DRAResourceHealth::NewStub(Dial(server_->dra_socket()));
+  board_.Set(
+      {{.device = "gpu-0", .healthy = true, .message = "", .updated_unix = 1}});
+  auto stub =
+      ::v1alpha1::DRAResourceHealth::NewStub(Dial(server_->dra_socket()));
   grpc::ClientContext ctx;
   auto reader = stub->NodeWatchResources(&ctx, {});
   ::v1alpha1::NodeWatchResourcesResponse msg;
@@ -168,7 +170,9 @@ TEST_F(DraServerTest, HealthStreamsEverythingThenChanges) {
   EXPECT_EQ(msg.devices(0).device().device_name(), "gpu-0");
   EXPECT_EQ(msg.devices(0).device().pool_name(), kPool);
   EXPECT_EQ(msg.devices(0).health(), ::v1alpha1::HEALTHY);
-  board_.Set({{.device = "gpu-0", .healthy = false, .message = "Xid 79",
+  board_.Set({{.device = "gpu-0",
+               .healthy = false,
+               .message = "Xid 79",
                .updated_unix = 2}});
   ASSERT_TRUE(reader->Read(&msg));
   ASSERT_EQ(msg.devices_size(), 1);

@@ -202,10 +202,9 @@ h2::Service RegistrationMethods(
   service.unary["/pluginregistration.Registration/GetInfo"] =
       Unary<::pluginregistration::InfoRequest,
             ::pluginregistration::PluginInfo>(
-          "GetInfo", [info](const ::pluginregistration::InfoRequest&,
-                            ::pluginregistration::PluginInfo& out) {
-            out = info;
-          });
+          "GetInfo",
+          [info](const ::pluginregistration::InfoRequest&,
+                 ::pluginregistration::PluginInfo& out) { out = info; });
   service.unary["/pluginregistration.Registration/NotifyRegistrationStatus"] =
       Unary<::pluginregistration::RegistrationStatus,
             ::pluginregistration::RegistrationStatusResponse>(

@@ -28,8 +28,7 @@ std::vector<std::string> NodeDeviceNames(const device::Node& node) {
   return out;
 }
 
-std::vector<DeviceHealth> HealthOfEvent(const device::Node& node,
-                                        int gpu_index,
+std::vector<DeviceHealth> HealthOfEvent(const device::Node& node, int gpu_index,
                                         std::optional<unsigned> gpu_instance_id,
                                         bool healthy, const std::string& reason,
                                         int64_t now_unix) {

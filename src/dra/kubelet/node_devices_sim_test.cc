@@ -7,10 +7,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/gpu/device/discovery.h"
 #include "src/dra/kubelet/claim_cdi.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/dra/kubelet/node_devices.h"
+#include "src/gpu/device/discovery.h"
 #include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::dra {

@@ -21,9 +21,9 @@ absl::Status Bad(absl::string_view text, absl::string_view why) {
 // Multiplier as 2^binary * 10^decimal of the suffix; false if unknown.
 bool Suffix(absl::string_view s, int& binary, int& decimal) {
   static const std::pair<const char*, std::pair<int, int>> kSuffixes[] = {
-      {"", {0, 0}},   {"Ki", {10, 0}}, {"Mi", {20, 0}}, {"Gi", {30, 0}},
+      {"", {0, 0}},    {"Ki", {10, 0}}, {"Mi", {20, 0}}, {"Gi", {30, 0}},
       {"Ti", {40, 0}}, {"Pi", {50, 0}}, {"Ei", {60, 0}}, {"k", {0, 3}},
-      {"M", {0, 6}},  {"G", {0, 9}},   {"T", {0, 12}},  {"P", {0, 15}},
+      {"M", {0, 6}},   {"G", {0, 9}},   {"T", {0, 12}},  {"P", {0, 15}},
       {"E", {0, 18}}};
   for (const auto& [name, scale] : kSuffixes) {
     if (s == name) {

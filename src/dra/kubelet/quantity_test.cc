@@ -35,8 +35,7 @@ TEST(ParseQuantityTest, RefusesWhatIsNoWholeNonNegativeQuantity) {
   for (const char* text :
        {"", "Gi", "-1", "1.2.3", "4GB", "8Ei", "1e19", "abc", "1e", "1 Gi"}) {
     absl::StatusOr<int64_t> got = ParseQuantity(text);
-    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
-        << text;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(got.status().message(),
                 ::testing::HasSubstr(absl::StrCat("\"", text, "\"")));
   }

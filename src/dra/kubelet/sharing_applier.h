@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/model/cdi/spec.h"
 #include "src/dra/kubelet/claim_config.h"
+#include "src/model/cdi/spec.h"
 
 namespace gpulet::dra {
 

@@ -2,46 +2,45 @@
 
 #include <ctime>
 #include <filesystem>
-#include <system_error>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "src/model/cdi/spec_builder.h"
-#include "src/model/cdi/spec_file.h"
-#include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/signal_channel.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/config.h"
-#include "src/net/kube/kubeconfig.h"
 #include "src/base/config/names.h"
 #include "src/base/config/resolve.h"
-#include "src/model/cdi/driver.h"
-#include "src/dra/runner/dra_sharing.h"
-#include "src/dra/runner/dra_slices.h"
-#include "src/base/common/signal_channel.h"
-#include "src/gpu/device/discovery.h"
-#include "src/gpu/device/nvml_error_kind.h"
-#include "src/gpu/device/topology.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/dra/kubelet/dra_server.h"
 #include "src/dra/kubelet/node_devices.h"
+#include "src/dra/runner/dra_sharing.h"
+#include "src/dra/runner/dra_slices.h"
 #include "src/dra/slices/node_facts.h"
+#include "src/gpu/device/discovery.h"
+#include "src/gpu/device/nvml_error_kind.h"
+#include "src/gpu/device/topology.h"
 #include "src/gpu/health/health_config.h"
 #include "src/gpu/health/health_monitor.h"
+#include "src/gpu/nvml/dynamic_library.h"
+#include "src/model/cdi/driver.h"
+#include "src/model/cdi/spec_builder.h"
+#include "src/model/cdi/spec_file.h"
+#include "src/net/kube/api_client.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/tls_transport.h"
-#include "src/gpu/nvml/dynamic_library.h"
 
 namespace gpulet::daemon {
 namespace {
 
 absl::StatusOr<std::string> ClaimPath(const dra::ClaimRef& ref) {
-  GPULET_RETURN_IF_ERROR(kube::ValidateName("claim namespace", ref.namespace_name));
+  GPULET_RETURN_IF_ERROR(
+      kube::ValidateName("claim namespace", ref.namespace_name));
   GPULET_RETURN_IF_ERROR(kube::ValidateName("claim name", ref.name));
   return absl::StrCat("/apis/resource.k8s.io/v1/namespaces/",
                       ref.namespace_name, "/resourceclaims/", ref.name);
@@ -60,7 +59,9 @@ absl::StatusOr<device::Node> DiscoverGpus(nvml::Library& lib,
 absl::Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("create ", dir, ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(
+        absl::StrCat("create ", dir, ": ", ec.message()));
   return absl::OkStatus();
 }
 
@@ -84,14 +85,16 @@ absl::StatusOr<std::unique_ptr<health::HealthMonitor>> StartHealth(
     dra::DeviceHealthBoard& board) {
   std::vector<dra::DeviceHealth> initial;
   for (const std::string& name : dra::NodeDeviceNames(node)) {
-    initial.push_back({.device = name, .healthy = true, .message = "",
+    initial.push_back({.device = name,
+                       .healthy = true,
+                       .message = "",
                        .updated_unix = NowUnix()});
   }
   board.Set(initial);
   if (node.gpus.empty()) return nullptr;
-  GPULET_ASSIGN_OR_RETURN(
-      health::MonitorOptions health_options,
-      health::OptionsFromConfig(config::Health{}, config::ProcessEnvironment()));
+  GPULET_ASSIGN_OR_RETURN(health::MonitorOptions health_options,
+                          health::OptionsFromConfig(
+                              config::Health{}, config::ProcessEnvironment()));
   return health::HealthMonitor::Start(
       lib, node.gpus, health_options,
       [&board, &node](const health::HealthEvent& e) {
@@ -128,8 +131,8 @@ draslice::NodeDevices SliceDevices(nvml::Library& lib, const device::Node& node,
                           << built.status().message();
     }
   }
-  return draslice::CollectNodeDevices(
-      node, topology ? &*topology : nullptr, sysfs_root, {});
+  return draslice::CollectNodeDevices(node, topology ? &*topology : nullptr,
+                                      sysfs_root, {});
 }
 
 // How the ResourceSlices are published; InvalidArgument naming the flag.
@@ -141,8 +144,8 @@ absl::StatusOr<draslice::SliceOptions> SliceOptionsOf(
   absl::StatusOr<int64_t> unit_mib =
       config::ParseMemoryUnit(options.memory_share_unit);
   if (!unit_mib.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--memory-share-unit: ", unit_mib.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory-share-unit: ", unit_mib.status().message()));
   }
   slices.memory_share_step = static_cast<uint64_t>(*unit_mib) << 20;
   return slices;
@@ -154,7 +157,8 @@ DraSharingOptions SharingOptions(const DraRunOptions& options) {
   DraSharingOptions out;
   const std::string root =
       options.nvml.driver_root.empty() ? "/" : options.nvml.driver_root;
-  if (absl::StatusOr<std::string> smi = cdi::FindDriverBinary(root, "nvidia-smi");
+  if (absl::StatusOr<std::string> smi =
+          cdi::FindDriverBinary(root, "nvidia-smi");
       smi.ok()) {
     out.nvidia_smi = *smi;
   }
@@ -182,18 +186,17 @@ absl::Status RunDra(const DraRunOptions& options) {
           : options.plugin_dir;
   const std::string state_dir =
       options.state_dir.empty() ? plugin_dir : options.state_dir;
-  GPULET_ASSIGN_OR_RETURN(
-      config::ApiServerConfig api,
-      config::LoadApiServerConfig(options.kubeconfig, options.context));
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::TlsTransport> transport,
-                          kube::TlsTransport::Create(api));
-  kube::ClientOptions client_options;
-  client_options.qps = options.kube_qps;
-  client_options.burst = options.kube_burst;
-  kube::Client client(*transport, common::RealClock::Get(),
-                      kube::RealSleeper::Get(), client_options);
+  kube::ApiClientOptions api_options;
+  api_options.kubeconfig = options.kubeconfig;
+  api_options.context = options.context;
+  api_options.client.qps = options.kube_qps;
+  api_options.client.burst = options.kube_burst;
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> api,
+                          kube::MakeApiClient(api_options));
+  kube::Client& client = api->client();
 
-  GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib, nvml::OpenLibrary(options.nvml));
+  GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib,
+                          nvml::OpenLibrary(options.nvml));
   GPULET_ASSIGN_OR_RETURN(device::Node node,
                           DiscoverGpus(*lib, options.sysfs_root));
   GPULET_ASSIGN_OR_RETURN(cdi::Spec node_spec, NodeSpec(node, options));
@@ -205,7 +208,8 @@ absl::Status RunDra(const DraRunOptions& options) {
   preparer_options.sharing = &sharing;
   preparer_options.driver = driver;
   preparer_options.pool = options.node_name;
-  preparer_options.checkpoint_path = absl::StrCat(state_dir, "/checkpoint.json");
+  preparer_options.checkpoint_path =
+      absl::StrCat(state_dir, "/checkpoint.json");
   preparer_options.cdi_dir = options.cdi_dir;
   GPULET_ASSIGN_OR_RETURN(
       std::unique_ptr<dra::ClaimPreparer> preparer,
@@ -228,7 +232,7 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_LOG(INFO) << "dra: driver " << driver << ", node " << options.node_name
                    << ", " << node.gpus.size() << " GPUs, "
                    << preparer->Prepared().size()
-                   << " claims prepared before; API server " << api.server;
+                   << " claims prepared before; API server " << api->server();
   // Slices are published after the kubelet can reach the driver; they
   // stay on the API server when gpulet stops (dra_slices.h).
   auto slices = std::make_unique<DraSlices>(

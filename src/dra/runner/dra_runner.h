@@ -1,5 +1,5 @@
-// `gpulet dra` as a process: the kubelet-facing DRA driver (src/dra/kubelet) wired
-// to NVML, the API server and the kubelet. Owns the threads: the two h2
+// `gpulet dra` as a process: the kubelet-facing DRA driver (src/dra/kubelet)
+// wired to NVML, the API server and the kubelet. Owns the threads: the two h2
 // servers', the health monitor's, the slice publisher's. No policy here.
 //
 // RunDra() blocks SIGTERM/SIGINT first (before any thread exists), loads
@@ -28,7 +28,7 @@
 namespace gpulet::daemon {
 
 struct DraRunOptions {
-  std::string node_name;  // required: the pool name
+  std::string node_name;   // required: the pool name
   std::string kubeconfig;  // empty: in-cluster configuration
   std::string context;
   std::string registry_dir = "/var/lib/kubelet/plugins_registry";

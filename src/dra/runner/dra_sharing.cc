@@ -107,11 +107,12 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
     it = daemons_.end();
   }
   if (it == daemons_.end()) {
-    mps::DaemonSpec spec{.binary = options_.mps_control,
-                         .uuid = absl::StrJoin(uuids, ","),
-                         .pipe_dir = sharing::MpsHostPipeDir(options_.mps_root, key),
-                         .log_dir = sharing::MpsHostLogDir(options_.mps_root, key),
-                         .shm_dir = sharing::MpsHostShmDir(options_.mps_root, key)};
+    mps::DaemonSpec spec{
+        .binary = options_.mps_control,
+        .uuid = absl::StrJoin(uuids, ","),
+        .pipe_dir = sharing::MpsHostPipeDir(options_.mps_root, key),
+        .log_dir = sharing::MpsHostLogDir(options_.mps_root, key),
+        .shm_dir = sharing::MpsHostShmDir(options_.mps_root, key)};
     absl::StatusOr<std::unique_ptr<mps::ControlProcess>> started =
         mps::ControlProcess::Start(spec);
     if (!started.ok()) return started.status();

@@ -1,5 +1,6 @@
-// DraSharing: `gpulet dra`'s SharingApplier (src/dra/kubelet/sharing_applier.h):
-// what a claim's sharing configuration does on the node.
+// DraSharing: `gpulet dra`'s SharingApplier
+// (src/dra/kubelet/sharing_applier.h): what a claim's sharing configuration
+// does on the node.
 //
 // - TimeSlicing: each whole GPU of the claim gets the claim's time-slice
 //   (`nvidia-smi compute-policy --set-timeslice`, mps/compute_policy.h;

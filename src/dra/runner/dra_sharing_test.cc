@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sim/node_render.h"
 
@@ -38,7 +38,8 @@ std::vector<std::string> Lines(const std::string& path) {
 
 // Polls a file-system condition (the fake tools' logs) until it holds.
 bool Eventually(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!pred()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -49,7 +50,8 @@ bool Eventually(const std::function<bool()>& pred) {
 bool Gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 dra::ClaimSharing TimeSlicing(const std::string& interval) {
-  return {.strategy = "TimeSlicing", .interval = interval,
+  return {.strategy = "TimeSlicing",
+          .interval = interval,
           .active_thread_percentage = std::nullopt};
 }
 
@@ -59,9 +61,10 @@ class DraSharingTest : public ::testing::Test {
     char tmpl[] = "/tmp/drashXXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    options_.nvidia_smi = Script("nvidia-smi", sim::NvidiaSmiScript("550.54.15"));
-    options_.mps_control = Script("nvidia-cuda-mps-control",
-                                  sim::MpsControlScript("550.54.15"));
+    options_.nvidia_smi =
+        Script("nvidia-smi", sim::NvidiaSmiScript("550.54.15"));
+    options_.mps_control =
+        Script("nvidia-cuda-mps-control", sim::MpsControlScript("550.54.15"));
     options_.mps_root = dir_ + "/mps";
     options_.stop_grace = absl::Seconds(30);
   }
@@ -75,7 +78,9 @@ class DraSharingTest : public ::testing::Test {
     EXPECT_EQ(::chmod(path.c_str(), 0755), 0);
     return path;
   }
-  std::vector<std::string> SmiCalls() { return Lines(dir_ + "/nvidia-smi.log"); }
+  std::vector<std::string> SmiCalls() {
+    return Lines(dir_ + "/nvidia-smi.log");
+  }
 
   std::string dir_;
   DraSharingOptions options_;
@@ -95,8 +100,9 @@ TEST_F(DraSharingTest, TimeSliceIsSetPerGpuAndResetWhenTheLastClaimGoes) {
   EXPECT_EQ(SmiCalls().size(), 2u);  // uid-b still holds GPU-1
   EXPECT_TRUE(sharing.Release("uid-b").ok());
   EXPECT_TRUE(sharing.Release("uid-b").ok());
-  EXPECT_THAT(SmiCalls(), ElementsAre(::testing::_, ::testing::_,
-                                      "compute-policy -i GPU-1 --set-timeslice=0"));
+  EXPECT_THAT(SmiCalls(),
+              ElementsAre(::testing::_, ::testing::_,
+                          "compute-policy -i GPU-1 --set-timeslice=0"));
 }
 
 TEST_F(DraSharingTest, AFailingToolFailsTheClaimNamingTheGpu) {
@@ -104,17 +110,15 @@ TEST_F(DraSharingTest, AFailingToolFailsTheClaimNamingTheGpu) {
   DraSharing sharing(options_);
   absl::StatusOr<dra::SharingEdits> got =
       sharing.Apply("uid-a", TimeSlicing("Short"), {"GPU-1"});
-  EXPECT_THAT(got.status().message(),
-              HasSubstr("set the time-slice of GPU-1"));
+  EXPECT_THAT(got.status().message(), HasSubstr("set the time-slice of GPU-1"));
   EXPECT_THAT(got.status().message(), HasSubstr("exit status 1"));
 
   DraSharingOptions no_root = options_;
   no_root.mps_root.clear();
   DraSharing without(no_root);
-  EXPECT_THAT(without.Apply("uid-a", {.strategy = "MPS"}, {"GPU-1"})
-                  .status()
-                  .message(),
-              HasSubstr("--mps-root"));
+  EXPECT_THAT(
+      without.Apply("uid-a", {.strategy = "MPS"}, {"GPU-1"}).status().message(),
+      HasSubstr("--mps-root"));
 }
 
 TEST_F(DraSharingTest, MpsClaimGetsItsOwnDaemonStoppedOnRelease) {
@@ -133,14 +137,17 @@ TEST_F(DraSharingTest, MpsClaimGetsItsOwnDaemonStoppedOnRelease) {
   EXPECT_TRUE(std::filesystem::is_directory(host + "/shm"));
 
   const std::string log = host + "/log/control.log";
-  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(host + "/pipe/control"); }));
+  ASSERT_TRUE(Eventually(
+      [&] { return std::filesystem::exists(host + "/pipe/control"); }));
   EXPECT_THAT(ReadAll(log), HasSubstr("start -f pid="));
   EXPECT_THAT(ReadAll(log), HasSubstr("CUDA_VISIBLE_DEVICES=GPU-1,GPU-2 "
-                                      "CUDA_MPS_PIPE_DIRECTORY=" + host + "/pipe"));
+                                      "CUDA_MPS_PIPE_DIRECTORY=" +
+                                      host + "/pipe"));
   const int pid = sharing.DaemonPid("uid-m");
   ASSERT_GT(pid, 0);
   // Applying again (a second prepare, a restart) keeps the one daemon.
-  ASSERT_TRUE(sharing.Apply("uid-m", {.strategy = "MPS"}, {"GPU-1", "GPU-2"}).ok());
+  ASSERT_TRUE(
+      sharing.Apply("uid-m", {.strategy = "MPS"}, {"GPU-1", "GPU-2"}).ok());
   EXPECT_EQ(sharing.DaemonPid("uid-m"), pid);
 
   // OK only if the daemon quit when told to (the fake quits on `quit`).

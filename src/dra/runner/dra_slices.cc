@@ -4,15 +4,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/base/common/logging.h"
 #include "src/base/common/backoff.h"
+#include "src/base/common/logging.h"
 #include "src/dra/slices/publisher.h"
 
 namespace gpulet::daemon {
 namespace {
 
-constexpr BackoffPolicy kRetry{.initial = absl::Milliseconds(100),
-                               .max = absl::Seconds(10)};
+constexpr common::BackoffPolicy kRetry{.initial = absl::Milliseconds(100),
+                                       .max = absl::Seconds(10)};
 
 }  // namespace
 
@@ -71,7 +71,7 @@ absl::StatusOr<std::string> DraSlices::NodeUid(std::stop_token stop) {
 }
 
 void DraSlices::Run(std::stop_token stop) {
-  Backoff backoff(kRetry);
+  common::Backoff backoff(kRetry);
   absl::StatusOr<std::string> uid = NodeUid(stop);
   while (!uid.ok()) {
     GPULET_LOG(WARNING) << "dra: get Node " << node_name_

@@ -28,8 +28,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "src/dra/slices/slice_builder.h"
 #include "src/dra/kubelet/device_health.h"
+#include "src/dra/slices/slice_builder.h"
 #include "src/net/kube/client.h"
 
 namespace gpulet::daemon {

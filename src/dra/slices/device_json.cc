@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "src/gpu/device/pci_address.h"
 #include "src/dra/kubelet/device_names.h"
+#include "src/gpu/device/pci_address.h"
 
 namespace gpulet::draslice {
 namespace {
@@ -51,7 +51,7 @@ Json CommonAttributes(const device::Gpu& gpu, const DeviceFacts& facts) {
 }  // namespace
 
 std::string BinaryQuantity(uint64_t bytes) {
-  static constexpr const char* kBinary[] = {"", "Ki", "Mi", "Gi",
+  static constexpr const char* kBinary[] = {"",   "Ki", "Mi", "Gi",
                                             "Ti", "Pi", "Ei"};
   static constexpr const char* kDecimal[] = {"", "k", "M", "G", "T", "P", "E"};
   // A number the API server reads as binary (a multiple of 1024) keeps the
@@ -100,8 +100,8 @@ Json GpuDeviceJson(const device::Gpu& gpu, const DeviceFacts& facts) {
   }
   if (gpu.fabric.has_value() && gpu.fabric->Joined() &&
       !gpu.fabric->cluster_uuid.empty()) {
-    a["nvlinkClique"] = String(absl::StrCat(gpu.fabric->cluster_uuid, ".",
-                                            gpu.fabric->clique_id));
+    a["nvlinkClique"] = String(
+        absl::StrCat(gpu.fabric->cluster_uuid, ".", gpu.fabric->clique_id));
   }
   return {{"name", dra::GpuDeviceName(static_cast<int>(gpu.index))},
           {"attributes", a},

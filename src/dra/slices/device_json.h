@@ -22,8 +22,8 @@ inline constexpr char kPcieRootAttribute[] = "resource.kubernetes.io/pcieRoot";
 
 // What a device's JSON needs besides the device model.
 struct DeviceFacts {
-  std::string driver_version;   // the node's, "550.54.15"
-  int cuda_driver_version = 0;  // 12040
+  std::string driver_version;        // the node's, "550.54.15"
+  int cuda_driver_version = 0;       // 12040
   std::optional<int> nvlink_domain;  // the GPU's NVLink island, if linked
   std::string pcie_root;             // "pci0000:00"; "" when unknown
 };

@@ -54,11 +54,10 @@ device::Gpu H100() {
 }
 
 TEST(GpuDeviceJsonTest, AttributesAndMemory) {
-  const Json d =
-      GpuDeviceJson(H100(), {.driver_version = "550.54.15",
-                             .cuda_driver_version = 12040,
-                             .nvlink_domain = 0,
-                             .pcie_root = "pci0000:00"});
+  const Json d = GpuDeviceJson(H100(), {.driver_version = "550.54.15",
+                                        .cuda_driver_version = 12040,
+                                        .nvlink_domain = 0,
+                                        .pcie_root = "pci0000:00"});
   EXPECT_EQ(d["name"], "gpu-3");
   const Json& a = d["attributes"];
   EXPECT_EQ(a["type"], Json({{"string", "gpu"}}));
@@ -83,8 +82,8 @@ TEST(GpuDeviceJsonTest, UnknownFactsAreLeftOutAndCliqueIsPublished) {
   device::Gpu gpu = H100();
   gpu.numa_node.reset();
   gpu.name = std::string(100, 'x');
-  gpu.fabric = device::GpuFabric{.cluster_uuid = "c1", .clique_id = 7,
-                                 .state = "completed"};
+  gpu.fabric = device::GpuFabric{
+      .cluster_uuid = "c1", .clique_id = 7, .state = "completed"};
   const Json a = GpuDeviceJson(gpu, {.driver_version = "n/a"})["attributes"];
   EXPECT_FALSE(a.contains("numaNode"));
   EXPECT_FALSE(a.contains("nvlinkDomain"));
@@ -100,8 +99,8 @@ TEST(MigDeviceJsonTest, NameAttributesAndCapacities) {
   device::MigDevice mig;
   mig.uuid = "MIG-1";
   mig.mig_index = 2;
-  mig.gi_placement = device::GiPlacement{.profile_id = 19, .start = 6,
-                                         .size = 1};
+  mig.gi_placement =
+      device::GiPlacement{.profile_id = 19, .start = 6, .size = 1};
   mig.profile = "1g.10gb";
   mig.memory_bytes = 9984ull << 20;
   mig.multiprocessor_count = 16;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "src/gpu/device/topology.h"
 #include "src/dra/slices/slice_builder.h"
+#include "src/gpu/device/topology.h"
 
 namespace gpulet::draslice {
 

@@ -106,9 +106,9 @@ absl::Status Publisher::PublishOnce(const NodeDevices& devices,
 
   // Unchanged when the slices there, at their own generation, are what
   // would be built now.
-  GPULET_ASSIGN_OR_RETURN(std::vector<Json> wanted,
-                          BuildSlices(devices, options_, std::max<int64_t>(
-                                                             highest, 0)));
+  GPULET_ASSIGN_OR_RETURN(
+      std::vector<Json> wanted,
+      BuildSlices(devices, options_, std::max<int64_t>(highest, 0)));
   bool same = !existing.empty() && existing.size() == wanted.size();
   for (const Json& slice : wanted) {
     if (!same) break;

@@ -8,7 +8,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "src/base/common/clock.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/kube/transport.h"
 
 namespace gpulet::draslice {
@@ -73,7 +72,9 @@ class FakeSlices final : public kube::Transport {
 
  private:
   static std::string Status(int code, const std::string& reason) {
-    return Json({{"kind", "Status"}, {"code", code}, {"reason", reason},
+    return Json({{"kind", "Status"},
+                 {"code", code},
+                 {"reason", reason},
                  {"message", reason}})
         .dump();
   }
@@ -110,8 +111,7 @@ class PublisherTest : public ::testing::Test {
 
   FakeSlices server_;
   common::RealClock& clock_ = common::RealClock::Get();
-  kube::RealSleeper& sleeper_ = kube::RealSleeper::Get();
-  kube::Client client_{server_, clock_, sleeper_, {.qps = 0}};
+  kube::Client client_{server_, clock_, {.qps = 0}};
   Publisher publisher_{client_, {.node_name = "n1"}};
 };
 
@@ -151,10 +151,9 @@ TEST_F(PublisherTest, GrowsAndShrinksAcrossSlices) {
   ASSERT_TRUE(publisher_.Publish(Node(3)).ok());
   ASSERT_EQ(server_.slices.size(), 1u);
   EXPECT_EQ(PoolGeneration("n1-gpu.nvidia.com-0"), 1);
-  EXPECT_EQ(
-      server_.slices.at("n1-gpu.nvidia.com-0")["spec"]["pool"]
-                    ["resourceSliceCount"],
-      1);
+  EXPECT_EQ(server_.slices.at(
+                "n1-gpu.nvidia.com-0")["spec"]["pool"]["resourceSliceCount"],
+            1);
 }
 
 TEST_F(PublisherTest, StartsAboveAGenerationLeftOnTheServer) {
@@ -199,12 +198,12 @@ TEST_F(PublisherTest, BadOptionsAreRefusedBeforeWriting) {
 }
 
 TEST(ComparableSpecTest, DropsEmptyValuesAndTaintTimes) {
-  EXPECT_EQ(ComparableSpec(Json::parse(
-                R"({"devices":[{"name":"a","attributes":{},
+  EXPECT_EQ(
+      ComparableSpec(Json::parse(
+          R"({"devices":[{"name":"a","attributes":{},
                     "taints":[{"key":"k","timeAdded":"2026-01-01T00:00:00Z"}]}],
                     "sharedCounters":[]})")),
-            Json::parse(
-                R"({"devices":[{"name":"a","taints":[{"key":"k"}]}]})"));
+      Json::parse(R"({"devices":[{"name":"a","taints":[{"key":"k"}]}]})"));
 }
 
 }  // namespace

@@ -78,8 +78,8 @@ Json Consumption(const device::Gpu& gpu, const device::MigDevice& mig) {
 void Add(Built& built, Json device, bool unhealthy, bool taint) {
   if (unhealthy && !taint) return;
   if (unhealthy) {
-    device["taints"] = Json::array(
-        {{{"key", kUnhealthyTaintKey}, {"effect", "NoSchedule"}}});
+    device["taints"] =
+        Json::array({{{"key", kUnhealthyTaintKey}, {"effect", "NoSchedule"}}});
     built.advanced = true;
   }
   built.devices.push_back(std::move(device));
@@ -124,7 +124,8 @@ absl::Status CheckUniqueNames(const Built& built) {
     const std::string name = device["name"].get<std::string>();
     if (!names.insert(name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("device ", name, ": two devices of the pool have this "
+          absl::StrCat("device ", name,
+                       ": two devices of the pool have this "
                        "name (duplicate GPU index or MIG placement)"));
     }
   }
@@ -169,9 +170,9 @@ absl::StatusOr<std::vector<Json>> BuildSlices(const NodeDevices& devices,
   }
   if (absl::Status s = kube::ValidateName("driver", options.driver);
       !s.ok() || options.driver.size() > 63) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "driver ", options.driver,
-        ": not a DNS subdomain of at most 63 characters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("driver ", options.driver,
+                     ": not a DNS subdomain of at most 63 characters"));
   }
   if (options.memory_share_step.has_value() &&
       *options.memory_share_step == 0) {

@@ -26,8 +26,8 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "src/gpu/device/gpu.h"
 #include "src/dra/kubelet/device_names.h"
+#include "src/gpu/device/gpu.h"
 
 namespace gpulet::draslice {
 

@@ -1,7 +1,7 @@
 #include "src/dra/slices/slice_builder.h"
 
-#include <random>
 #include <iostream>
+#include <random>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -39,8 +39,8 @@ device::Gpu MigGpu(unsigned index, unsigned count) {
     mig.uuid = absl::StrCat("MIG-", index, "-", k);
     mig.parent_index = index;
     mig.mig_index = k;
-    mig.gi_placement = device::GiPlacement{.profile_id = 19, .start = k,
-                                           .size = 1};
+    mig.gi_placement =
+        device::GiPlacement{.profile_id = 19, .start = k, .size = 1};
     mig.profile = "1g.10gb";
     mig.memory_bytes = 9984ull << 20;
     gpu.mig_devices.push_back(mig);
@@ -86,17 +86,17 @@ TEST(BuildSlicesTest, OneSliceForASmallNode) {
   EXPECT_FALSE(s["metadata"].contains("ownerReferences"));
   EXPECT_EQ(s["spec"]["driver"], "gpu.nvidia.com");
   EXPECT_EQ(s["spec"]["nodeName"], "node-1");
-  EXPECT_EQ(s["spec"]["pool"], Json({{"name", "node-1"},
-                                     {"generation", 3},
-                                     {"resourceSliceCount", 1}}));
+  EXPECT_EQ(
+      s["spec"]["pool"],
+      Json({{"name", "node-1"}, {"generation", 3}, {"resourceSliceCount", 1}}));
   EXPECT_THAT(DeviceNames(slices), ::testing::ElementsAre("gpu-0", "gpu-1"));
 }
 
 TEST(BuildSlicesTest, OwnedByTheNodeWhenItsUidIsKnown) {
   SliceOptions options = Options();
   options.node_uid = "u-1";
-  const Json owner = Build(Node({Gpu(0)}), options)[0]["metadata"]
-                                                   ["ownerReferences"][0];
+  const Json owner =
+      Build(Node({Gpu(0)}), options)[0]["metadata"]["ownerReferences"][0];
   EXPECT_EQ(owner["kind"], "Node");
   EXPECT_EQ(owner["name"], "node-1");
   EXPECT_EQ(owner["uid"], "u-1");
@@ -227,8 +227,8 @@ TEST(BuildSlicesTest, MemoryShareStepsFollowTheOption) {
   NodeDevices in = Node({Gpu(0)});
   SliceOptions options = Options();
   options.memory_share_step = 512ull << 20;
-  const Json memory = Build(in, options)[0]["spec"]["devices"][0]["capacity"]
-                                       ["memory"];
+  const Json memory =
+      Build(in, options)[0]["spec"]["devices"][0]["capacity"]["memory"];
   EXPECT_EQ(memory["requestPolicy"]["validRange"]["step"], "512Mi");
   EXPECT_EQ(memory["requestPolicy"]["validRange"]["min"], "512Mi");
   // A GPU with less than two steps has nothing to share.
@@ -242,20 +242,18 @@ TEST(BuildSlicesTest, MemoryShareStepsFollowTheOption) {
 }
 
 TEST(BuildSlicesTest, BadInputIsRefusedNamingIt) {
-  EXPECT_THAT(BuildSlices(Node({}), {.node_name = "Node_1"}, 0)
-                  .status()
-                  .message(),
-              HasSubstr("node name"));
+  EXPECT_THAT(
+      BuildSlices(Node({}), {.node_name = "Node_1"}, 0).status().message(),
+      HasSubstr("node name"));
   EXPECT_THAT(BuildSlices(Node({}), {.driver = "GPU", .node_name = "n"}, 0)
                   .status()
                   .message(),
               HasSubstr("driver GPU"));
   EXPECT_THAT(BuildSlices(Node({}), Options(), -1).status().message(),
               HasSubstr("generation -1"));
-  EXPECT_THAT(BuildSlices(Node({Gpu(2), Gpu(2)}), Options(), 0)
-                  .status()
-                  .message(),
-              HasSubstr("device gpu-2"));
+  EXPECT_THAT(
+      BuildSlices(Node({Gpu(2), Gpu(2)}), Options(), 0).status().message(),
+      HasSubstr("device gpu-2"));
 }
 
 TEST(SliceNameTest, LongNodeNamesStayValidAndDistinct) {
@@ -289,7 +287,8 @@ TEST(BuildSlicesPropertyTest, RandomNodesKeepTheInvariants) {
     in.node = Node(gpus).node;
     SliceOptions options = Options();
     options.partitionable_mig = rng() % 2 == 0;
-    if (rng() % 2 == 0) options.memory_share_step = uint64_t{1} << (20 + rng() % 14);
+    if (rng() % 2 == 0)
+      options.memory_share_step = uint64_t{1} << (20 + rng() % 14);
     std::vector<Json> slices = Build(in, options, round);
     std::set<std::string> names, slice_names;
     for (const Json& slice : slices) {

@@ -10,12 +10,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "src/gpu/device/discovery.h"
-#include "src/gpu/device/topology.h"
-#include "src/dra/slices/node_facts.h"
-#include "src/dra/slices/slice_builder.h"
 #include "sim/node_render.h"
 #include "sim/profiles.h"
+#include "src/dra/slices/node_facts.h"
+#include "src/dra/slices/slice_builder.h"
+#include "src/gpu/device/discovery.h"
+#include "src/gpu/device/topology.h"
 #include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::draslice::testing {
@@ -41,8 +41,8 @@ inline absl::StatusOr<NodeDevices> SimNodeDevices(const std::string& machine) {
   render.root = root.path();
   render.dev_nodes = sim::DevNodes::kFiles;
   if (absl::Status s = sim::RenderNode(*m, render); !s.ok()) return s;
-  return CollectNodeDevices(*std::move(node), &*topology,
-                            root.path() + "/sys", {});
+  return CollectNodeDevices(*std::move(node), &*topology, root.path() + "/sys",
+                            {});
 }
 
 }  // namespace gpulet::draslice::testing

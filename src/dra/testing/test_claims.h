@@ -1,5 +1,5 @@
-// Test fixtures shared by src/dra/kubelet's tests: a small node (GPU 0 whole, GPU 1
-// in MIG mode with two MIG devices), its CDI spec, and a fake API server
+// Test fixtures shared by src/dra/kubelet's tests: a small node (GPU 0 whole,
+// GPU 1 in MIG mode with two MIG devices), its CDI spec, and a fake API server
 // holding ResourceClaims. Test-only; header-only.
 #pragma once
 
@@ -10,11 +10,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "src/model/cdi/spec.h"
-#include "src/gpu/device/gpu.h"
 #include "src/dra/kubelet/claim_allocation.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/sharing_applier.h"
+#include "src/gpu/device/gpu.h"
+#include "src/model/cdi/spec.h"
 
 namespace gpulet::dra::testing_claims {
 
@@ -35,10 +35,12 @@ inline device::Node TestNode() {
   device::MigDevice mig_a;
   mig_a.uuid = "MIG-aaaa";
   mig_a.parent_index = 1;
-  mig_a.gi_placement = device::GiPlacement{.profile_id = 19, .start = 6, .size = 1};
+  mig_a.gi_placement =
+      device::GiPlacement{.profile_id = 19, .start = 6, .size = 1};
   device::MigDevice mig_b = mig_a;
   mig_b.uuid = "MIG-bbbb";
-  mig_b.gi_placement = device::GiPlacement{.profile_id = 9, .start = 0, .size = 4};
+  mig_b.gi_placement =
+      device::GiPlacement{.profile_id = 9, .start = 0, .size = 4};
   gpu1.mig_devices = {mig_a, mig_b};
   node.gpus = {gpu0, gpu1};
   return node;
@@ -83,7 +85,9 @@ struct FakeApi {
     }
     claims[ClaimName(ref)] = {
         {"metadata",
-         {{"namespace", ref.namespace_name}, {"name", ref.name}, {"uid", ref.uid}}},
+         {{"namespace", ref.namespace_name},
+          {"name", ref.name},
+          {"uid", ref.uid}}},
         {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
   }
   // A share of `device` (DRAConsumableCapacity) added to the claim's
@@ -105,7 +109,8 @@ struct FakeApi {
       ++gets[ClaimName(ref)];
       auto it = claims.find(ClaimName(ref));
       if (it == claims.end()) {
-        return absl::NotFoundError(absl::StrCat("claim ", ClaimName(ref), " not found"));
+        return absl::NotFoundError(
+            absl::StrCat("claim ", ClaimName(ref), " not found"));
       }
       return it->second;
     };

@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/status_macros.h"
 #include "src/gpu/device/mig_profile.h"
 #include "src/gpu/device/nvml_error_kind.h"
 #include "src/gpu/device/pci_address.h"
 #include "src/gpu/nvml/nvml_status.h"
-#include "src/base/common/status_macros.h"
 
 namespace gpulet::device {
 namespace {
@@ -93,9 +93,9 @@ absl::StatusOr<MigDevice> DiscoverMigDevice(nvml::Library& lib,
                           lib.DeviceGetComputeInstanceId(handle));
   GPULET_ASSIGN_OR_RETURN(nvmlDeviceAttributes_t attr,
                           lib.DeviceGetAttributes(handle));
-  GPULET_ASSIGN_OR_RETURN(std::vector<std::string> attributes,
-                          MigAttributes(lib, parent, mig.gpu_instance_id,
-                                        mig.gi_placement));
+  GPULET_ASSIGN_OR_RETURN(
+      std::vector<std::string> attributes,
+      MigAttributes(lib, parent, mig.gpu_instance_id, mig.gi_placement));
   mig.gi_slice_count = attr.gpuInstanceSliceCount;
   mig.ci_slice_count = attr.computeInstanceSliceCount;
   mig.multiprocessor_count = attr.multiprocessorCount;

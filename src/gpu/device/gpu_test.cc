@@ -21,10 +21,10 @@ TEST(GpuTest, ArchitectureNamesMatchNvmlValues) {
     const char* name;
   };
   const Case cases[] = {
-      {2, "Kepler"}, {3, "Maxwell"}, {4, "Pascal"},     {5, "Volta"},
-      {6, "Turing"}, {7, "Ampere"},  {8, "Ada"},        {9, "Hopper"},
-      {10, "Blackwell"}, {11, "Orin"}, {12, "Unknown"}, {13, "Rubin"},
-      {14, "Unknown"}, {0xFFFFFFFF, "Unknown"}};
+      {2, "Kepler"},     {3, "Maxwell"},         {4, "Pascal"},   {5, "Volta"},
+      {6, "Turing"},     {7, "Ampere"},          {8, "Ada"},      {9, "Hopper"},
+      {10, "Blackwell"}, {11, "Orin"},           {12, "Unknown"}, {13, "Rubin"},
+      {14, "Unknown"},   {0xFFFFFFFF, "Unknown"}};
   for (const Case& c : cases) {
     EXPECT_EQ(ArchitectureName(c.value), c.name) << c.value;
   }

@@ -54,8 +54,8 @@ TEST(NvmlErrorKindTest, TheCodeDecidesNotTheText) {
   EXPECT_EQ(nvml::NvmlReturnOf(annotated), NVML_ERROR_NOT_SUPPORTED);
   EXPECT_FALSE(IsNvmlUnsupported(absl::FailedPreconditionError(
       "reading /etc/[NVML_ERROR_NOT_SUPPORTED]/x: no such file")));
-  EXPECT_FALSE(IsNvmlGpuNotFound(absl::InternalError(
-      "config names [NVML_ERROR_GPU_NOT_FOUND]")));
+  EXPECT_FALSE(IsNvmlGpuNotFound(
+      absl::InternalError("config names [NVML_ERROR_GPU_NOT_FOUND]")));
   EXPECT_EQ(nvml::NvmlReturnOf(absl::InternalError("x")), std::nullopt);
 }
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "src/base/common/status_macros.h"
 #include "src/gpu/device/nvml_error_kind.h"
 #include "src/gpu/device/pci_address.h"
-#include "src/base/common/status_macros.h"
 
 namespace gpulet::device {
 namespace {

@@ -72,7 +72,6 @@ Registration RegisterAll(nvml::Library& lib, nvml::EventSet& events,
 
 int WakeSignal() { return SIGRTMIN + 4; }
 
-
 void InstallWakeSignalHandler() {
   static std::once_flag once;
   std::call_once(once, [] {

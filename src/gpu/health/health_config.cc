@@ -44,8 +44,7 @@ absl::StatusOr<MonitorOptions> OptionsFromConfig(const config::Health& file,
   };
   const std::optional<std::string> disable = lookup("DP_DISABLE_HEALTHCHECKS");
   const std::optional<std::string> enable = lookup("DP_ENABLE_HEALTHCHECKS");
-  const std::optional<std::string> quiet =
-      lookup("GPULET_HEALTH_QUIET_PERIOD");
+  const std::optional<std::string> quiet = lookup("GPULET_HEALTH_QUIET_PERIOD");
   MonitorOptions base = FileOptions(file);
   const absl::Duration file_quiet = base.quiet_period;
   absl::StatusOr<MonitorOptions> options =

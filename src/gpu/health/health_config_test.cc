@@ -13,8 +13,8 @@
 namespace gpulet::health {
 namespace {
 
-using ::testing::HasSubstr;
 using config::XidAction;
+using ::testing::HasSubstr;
 using Env = std::map<std::string, std::string>;
 
 config::EnvLookup Lookup(const Env& env) {
@@ -77,9 +77,13 @@ const Case kCases[] = {
      {{"DP_ENABLE_HEALTHCHECKS", "all"}},
      [](MonitorOptions& o) { o.ignored_xids.clear(); }},
     {"file ignoredXids add to the defaults",
-     File([](auto& h) { h.ignored_xids = {74, 79}; }),
+     File([](auto& h) {
+       h.ignored_xids = {74, 79};
+     }),
      {},
-     [](MonitorOptions& o) { o.ignored_xids.insert({74, 79}); }},
+     [](MonitorOptions& o) {
+       o.ignored_xids.insert({74, 79});
+     }},
     {"file actions",
      File([](auto& h) {
        h.xids = {{{31, 43}, XidAction::kUnhealthy},
@@ -96,12 +100,13 @@ const Case kCases[] = {
                          {32, XidRecovery::kReset}};
      }},
     {"DP_DISABLE_HEALTHCHECKS list beats a file action",
-     File([](auto& h) { h.xids = {{{31, 79}, XidAction::kReset}}; }),
+     File([](auto& h) {
+       h.xids = {{{31, 79}, XidAction::kReset}};
+     }),
      {{"DP_DISABLE_HEALTHCHECKS", "79"}},
      [](MonitorOptions& o) {
        o.ignored_xids = {13, 43, 45, 68, 79, 109};
-       o.xid_recovery = {{31, XidRecovery::kReset},
-                         {79, XidRecovery::kReset}};
+       o.xid_recovery = {{31, XidRecovery::kReset}, {79, XidRecovery::kReset}};
      }},
     {"DP_ENABLE_HEALTHCHECKS beats a file ignore",
      File([](auto& h) {
@@ -109,9 +114,13 @@ const Case kCases[] = {
        h.xids = {{{79}, XidAction::kIgnore}};
      }),
      {{"DP_ENABLE_HEALTHCHECKS", "74 79"}},
-     [](MonitorOptions& o) { o.enabled_xids = {74, 79}; }},
+     [](MonitorOptions& o) {
+       o.enabled_xids = {74, 79};
+     }},
     {"DP_DISABLE_HEALTHCHECKS=xids keeps the file's recovery modes",
-     File([](auto& h) { h.xids = {{{48}, XidAction::kUnhealthy}}; }),
+     File([](auto& h) {
+       h.xids = {{{48}, XidAction::kUnhealthy}};
+     }),
      {{"DP_DISABLE_HEALTHCHECKS", "xids"}},
      [](MonitorOptions& o) {
        o.xids_disabled = true;
@@ -162,7 +171,7 @@ TEST(OptionsFromConfigTest, ActionsDecideRecovery) {
   EXPECT_TRUE(NeedsReset(o, 32));   // quiet period by default
   EXPECT_TRUE(NeedsReset(o, 48));   // untouched default
   EXPECT_FALSE(NeedsReset(o, 38));
-  EXPECT_TRUE(NeedsReset(o, 0));    // double-bit ECC event
+  EXPECT_TRUE(NeedsReset(o, 0));  // double-bit ECC event
 }
 
 TEST(ApplyHealthEnvTest, DefaultBaseEqualsParseHealthEnv) {

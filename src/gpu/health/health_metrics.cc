@@ -47,10 +47,10 @@ void HealthMetrics::SetHealthy(int gpu, bool healthy) {
 void HealthMetrics::OnTransition(const HealthEvent& event) {
   if (metrics_ == nullptr) return;
   if (metrics_->health_transitions != nullptr) {
-    metrics_->health_transitions->Add(
-        {event.healthy ? metrics::kDirectionHealthy
-                       : metrics::kDirectionUnhealthy,
-         CauseLabel(event.cause)});
+    metrics_->health_transitions->Add({event.healthy
+                                           ? metrics::kDirectionHealthy
+                                           : metrics::kDirectionUnhealthy,
+                                       CauseLabel(event.cause)});
   }
   if (metrics_->gpu_healthy != nullptr) {
     metrics_->gpu_healthy->Set({GpuLabel(event.gpu_index)},

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "src/base/metrics/gpulet_metrics.h"
 #include "src/gpu/device/gpu.h"
 #include "src/gpu/health/xid_policy.h"
-#include "src/base/metrics/gpulet_metrics.h"
 
 namespace gpulet::health {
 

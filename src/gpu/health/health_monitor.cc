@@ -238,9 +238,9 @@ void EventMonitor::OnEvent(const nvml::Event& event) {
     // unhealthy for good when it came back before the next probe round, or
     // before the event was read at all (it waits in the queue while waits
     // fail).
-    recovery_.OnFault(it->second, needs_reset, unhealthy->reason, at,
-                      /*is_loss=*/needs_reset &&
-                          unhealthy->xid == kXidFallenOffTheBus);
+    recovery_.OnFault(
+        it->second, needs_reset, unhealthy->reason, at,
+        /*is_loss=*/needs_reset && unhealthy->xid == kXidFallenOffTheBus);
     Report(*unhealthy);
   } else {
     harmless_.Log(event, it->second, options_);

@@ -215,12 +215,14 @@ TEST_F(HealthMonitorTest, ConfigActionsAndMetrics) {
       EXPECT_EQ(e.cause, HealthCause::kRecoveredQuiet) << e.gpu_index;
     }
   }
-  EXPECT_THAT(seen, ::testing::UnorderedElementsAre(
-                        std::pair(0, false), std::pair(0, true),
-                        std::pair(6, false), std::pair(7, false),
-                        std::pair(7, true)));
-  EXPECT_EQ(events[4], (HealthEvent{7, {}, {}, true, 0, events[4].reason,
-                                    HealthCause::kRecoveredQuiet}));
+  EXPECT_THAT(seen,
+              ::testing::UnorderedElementsAre(
+                  std::pair(0, false), std::pair(0, true), std::pair(6, false),
+                  std::pair(7, false), std::pair(7, true)));
+  EXPECT_EQ(
+      events[4],
+      (HealthEvent{
+          7, {}, {}, true, 0, events[4].reason, HealthCause::kRecoveredQuiet}));
 
   EXPECT_EQ(m.xid_events->Value({gpus_[3].uuid, "13"}), 1);
   EXPECT_EQ(m.xid_events->Value({gpus_[0].uuid, "48"}), 1);

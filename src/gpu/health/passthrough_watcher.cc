@@ -27,8 +27,8 @@ void Drain(int fd) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PassthroughWatcher>> PassthroughWatcher::Start(
-    vfio::Roots roots, std::optional<absl::Duration> resync,
-    Callback callback, const std::string& uevent_socket) {
+    vfio::Roots roots, std::optional<absl::Duration> resync, Callback callback,
+    const std::string& uevent_socket) {
   common::UniqueFd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!inotify.valid()) {
     return common::ErrnoToStatus(errno, "inotify_init1 for /dev/vfio");
@@ -42,8 +42,8 @@ absl::StatusOr<std::unique_ptr<PassthroughWatcher>> PassthroughWatcher::Start(
     if (!uevent_socket.empty()) return uevents.status();
     GPULET_LOG(WARNING) << "passthrough watcher: driver bindings are re-read "
                            "every "
-                        << absl::FormatDuration(resync.value_or(
-                               kFallbackResync))
+                        << absl::FormatDuration(
+                               resync.value_or(kFallbackResync))
                         << " instead of on kernel uevents: "
                         << uevents.status().message();
     uevents = common::UniqueFd();
@@ -51,17 +51,14 @@ absl::StatusOr<std::unique_ptr<PassthroughWatcher>> PassthroughWatcher::Start(
   std::unique_ptr<PassthroughWatcher> watcher(new PassthroughWatcher(
       std::move(roots), resync, std::move(callback), std::move(inotify),
       std::move(wake), *std::move(uevents)));
-  watcher->thread_ = std::jthread(
-      [w = watcher.get()](std::stop_token stop) { w->Run(stop); });
+  watcher->thread_ =
+      std::jthread([w = watcher.get()](std::stop_token stop) { w->Run(stop); });
   return watcher;
 }
 
-PassthroughWatcher::PassthroughWatcher(vfio::Roots roots,
-                                       std::optional<absl::Duration> resync,
-                                       Callback callback,
-                                       common::UniqueFd inotify,
-                                       common::UniqueFd wake,
-                                       common::UniqueFd uevents)
+PassthroughWatcher::PassthroughWatcher(
+    vfio::Roots roots, std::optional<absl::Duration> resync, Callback callback,
+    common::UniqueFd inotify, common::UniqueFd wake, common::UniqueFd uevents)
     : roots_(std::move(roots)),
       resync_(resync),
       callback_(std::move(callback)),

@@ -65,9 +65,9 @@ class PassthroughWatcher {
   const std::optional<absl::Duration> resync_;
   const Callback callback_;
   common::UniqueFd inotify_;
-  common::UniqueFd wake_;  // eventfd: Recheck and stop
+  common::UniqueFd wake_;     // eventfd: Recheck and stop
   common::UniqueFd uevents_;  // invalid: none, resync instead
-  std::jthread thread_;    // last: joined before the members it reads go
+  std::jthread thread_;       // last: joined before the members it reads go
 };
 
 }  // namespace gpulet::health

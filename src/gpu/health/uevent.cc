@@ -101,9 +101,9 @@ absl::StatusOr<common::UniqueFd> OpenUeventRelay(const std::string& path) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(address.sun_path)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "uevent socket \"", path, "\": empty or longer than ",
-        sizeof(address.sun_path) - 1, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("uevent socket \"", path, "\": empty or longer than ",
+                     sizeof(address.sun_path) - 1, " bytes"));
   }
   std::memcpy(address.sun_path, path.data(), path.size());
   common::UniqueFd fd(

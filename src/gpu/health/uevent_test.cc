@@ -25,9 +25,8 @@ std::string Datagram(std::initializer_list<std::string> fields) {
 TEST(UeventTest, ParsesTheKernelsFormat) {
   std::optional<Uevent> e = ParseUevent(Datagram(
       {"bind@/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1", "ACTION=bind",
-       "DEVPATH=/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1",
-       "SUBSYSTEM=pci", "DRIVER=vfio-pci", "PCI_SLOT_NAME=0000:3b:00.1",
-       "SEQNUM=4711"}));
+       "DEVPATH=/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1", "SUBSYSTEM=pci",
+       "DRIVER=vfio-pci", "PCI_SLOT_NAME=0000:3b:00.1", "SEQNUM=4711"}));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->action, "bind");
   EXPECT_EQ(e->subsystem, "pci");

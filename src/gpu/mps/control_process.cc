@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/gpu/mps/mps_paths.h"
 
@@ -42,8 +43,8 @@ struct ChildError {
 };
 constexpr const char* kChildSteps[] = {
     "unshare(CLONE_NEWNS) (needs CAP_SYS_ADMIN)",
-    "make its mounts slaves of gpulet's", "bind the shm directory over /dev/shm",
-    "execve"};
+    "make its mounts slaves of gpulet's",
+    "bind the shm directory over /dev/shm", "execve"};
 
 // In the child, before execve: a mount namespace of its own with `shm_dir`
 // over /dev/shm. Only async-signal-safe calls. Returns the failed step or
@@ -137,9 +138,10 @@ absl::StatusOr<Child> Spawn(std::vector<std::string> argv,
 
 // Waits up to `timeout` for the process behind `pidfd` to exit.
 bool WaitExit(int pidfd, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time deadline = clock.Now() + timeout;
   while (true) {
-    const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    const int64_t ms = absl::ToInt64Milliseconds(deadline - clock.Now());
     pollfd p{pidfd, POLLIN, 0};
     const int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(ms, 0)));
     if (rc > 0) return true;
@@ -230,9 +232,11 @@ absl::Status RunTool(const std::vector<std::string>& argv,
   if (!ended) ::kill(child->pid, SIGKILL);
   const std::string how = Reap(child->pid);
   if (ended && how == "exit status 0") return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(
-      absl::StrJoin(argv, " "), ": ", how,
-      ended ? "" : absl::StrCat(" (killed after ", absl::FormatDuration(timeout), ")")));
+  return absl::InternalError(
+      absl::StrCat(absl::StrJoin(argv, " "), ": ", how,
+                   ended ? ""
+                         : absl::StrCat(" (killed after ",
+                                        absl::FormatDuration(timeout), ")")));
 }
 
 absl::StatusOr<std::unique_ptr<ControlProcess>> ControlProcess::Start(
@@ -298,14 +302,15 @@ absl::StatusOr<std::string> ControlProcess::Stop(absl::Duration grace) {
       ::send(ours.get(), kQuit, sizeof(kQuit) - 1, MSG_NOSIGNAL);
     }
   }
-  const absl::Time deadline = absl::Now() + grace;
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time deadline = clock.Now() + grace;
   const bool quit = WaitExit(pidfd_.get(), grace);
   if (!quit) ::kill(pid_, SIGKILL);
   how = Reap(pid_);
   pid_ = -1;
   if (client.has_value()) {
     if (!WaitExit(client->pidfd.get(),
-                  std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
+                  std::max(deadline - clock.Now(), absl::ZeroDuration()))) {
       ::kill(client->pid, SIGKILL);
     }
     Reap(client->pid);

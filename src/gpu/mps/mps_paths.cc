@@ -20,9 +20,9 @@ absl::Status CheckMpsKey(std::string_view key) {
     ok = ok && (absl::ascii_isalnum(c) || c == '-' || c == '_');
   }
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "MPS daemon key \"", absl::CHexEscape(std::string(key)),
-      "\" is not 1-128 letters, digits, '-' and '_'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("MPS daemon key \"", absl::CHexEscape(std::string(key)),
+                   "\" is not 1-128 letters, digits, '-' and '_'"));
 }
 
 std::string MpsHostDir(std::string_view mps_root, std::string_view key) {

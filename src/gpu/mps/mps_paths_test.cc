@@ -12,7 +12,8 @@ TEST(MpsPaths, HostAndContainerDirectories) {
             "/run/nvidia/mps/GPU-a/log");
   EXPECT_EQ(MpsHostShmDir("/run/nvidia/mps//", "GPU-a"),
             "/run/nvidia/mps/GPU-a/shm");
-  EXPECT_EQ(MpsHostDir("/run/nvidia/mps", "claim-1"), "/run/nvidia/mps/claim-1");
+  EXPECT_EQ(MpsHostDir("/run/nvidia/mps", "claim-1"),
+            "/run/nvidia/mps/claim-1");
   EXPECT_EQ(MpsHostPipeDir("/", "GPU-a"), "/GPU-a/pipe");
   EXPECT_EQ(MpsContainerPipeDir("GPU-a"), "/mps/GPU-a/pipe");
 }

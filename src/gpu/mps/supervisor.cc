@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
 #include "src/gpu/mps/mps_paths.h"
@@ -86,7 +87,7 @@ bool Supervisor::Up(const std::string& uuid) const {
 void Supervisor::Loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Sync();
-    const absl::Time now = absl::Now();
+    const absl::Time now = common::RealClock::Get().Now();
     StartDue(now);
     CheckReady(now);
     std::vector<pollfd> fds = {{wake_.get(), POLLIN, 0},
@@ -111,7 +112,7 @@ void Supervisor::Loop(std::stop_token stop) {
       if (gpu.process != nullptr && gpu.process->Exited(&how)) {
         Down(polled[i], gpu,
              absl::StrCat("the control daemon exited (", how, ")"),
-             absl::Now());
+             common::RealClock::Get().Now());
       }
     }
   }
@@ -147,10 +148,12 @@ void Supervisor::Sync() {
     if (up_metric_ != nullptr) up_metric_->Remove({it->first});
     it = gpus_.erase(it);
   }
-  const absl::Time now = absl::Now();
+  const absl::Time now = common::RealClock::Get().Now();
   for (const std::string& uuid : wanted) {
     auto [it, added] = gpus_.try_emplace(uuid);
     if (!added) continue;
+    it->second.backoff = common::Backoff(
+        {.initial = options_.initial_backoff, .max = options_.max_backoff});
     it->second.next_start = now;
     if (up_metric_ != nullptr) up_metric_->Set({uuid}, 0);
   }
@@ -197,15 +200,15 @@ void Supervisor::Start(const std::string& uuid, Gpu& gpu, absl::Time now) {
   gpu.process = *std::move(process);
   gpu.ready_by = now + options_.ready_timeout;
   GPULET_LOG(INFO) << "MPS control daemon of " << uuid << " started (pid "
-                   << gpu.process->pid() << ", pipe directory "
-                   << spec.pipe_dir << ")";
+                   << gpu.process->pid() << ", pipe directory " << spec.pipe_dir
+                   << ")";
 }
 
 void Supervisor::CheckReady(absl::Time now) {
   for (auto& [uuid, gpu] : gpus_) {
     if (gpu.process == nullptr || gpu.up) continue;
     if (gpu.process->Ready()) {
-      gpu.failures = 0;
+      gpu.backoff.Reset();
       SetUp(uuid, gpu, true, "its control socket is ready");
     } else if (now >= gpu.ready_by) {
       Down(uuid, gpu,
@@ -219,17 +222,12 @@ void Supervisor::CheckReady(absl::Time now) {
 void Supervisor::Down(const std::string& uuid, Gpu& gpu,
                       const std::string& reason, absl::Time now) {
   gpu.process.reset();  // kills what is left
-  ++gpu.failures;
-  absl::Duration delay = options_.initial_backoff;
-  for (int i = 1; i < gpu.failures && delay < options_.max_backoff; ++i) {
-    delay *= 2;
-  }
-  delay = std::min(delay, options_.max_backoff);
+  const absl::Duration delay = gpu.backoff.Next();
   gpu.next_start = now + delay;
   const std::string why = absl::StrCat(reason, "; starting it again in ",
                                        absl::FormatDuration(delay));
-  GPULET_LOG(WARNING) << "MPS control daemon of " << uuid << " is down: "
-                      << why;
+  GPULET_LOG(WARNING) << "MPS control daemon of " << uuid
+                      << " is down: " << why;
   SetUp(uuid, gpu, false, why);
 }
 

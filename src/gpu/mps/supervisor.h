@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "src/base/common/backoff.h"
 #include "src/base/common/unique_fd.h"
 #include "src/base/metrics/registry.h"
 #include "src/gpu/mps/control_process.h"
@@ -73,11 +74,11 @@ class Supervisor {
   struct Gpu {
     std::unique_ptr<ControlProcess> process;
     bool up = false;
-    int failures = 0;          // since it was last up
-    absl::Time next_start;     // when down
-    absl::Time ready_by;       // when starting
+    common::Backoff backoff;  // failures since it was last up
+    absl::Time next_start;    // when down
+    absl::Time ready_by;      // when starting
     bool started_once = false;
-    int watch = -1;            // inotify watch of the pipe directory
+    int watch = -1;  // inotify watch of the pipe directory
   };
 
   Supervisor(SupervisorOptions options, common::UniqueFd wake,

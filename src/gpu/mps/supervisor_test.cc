@@ -127,11 +127,11 @@ TEST_F(SupervisorTest, OneDaemonPerGpuWithItsEnvironmentQuitOnStop) {
   EXPECT_TRUE(supervisor_->Up("GPU-a"));
   EXPECT_FALSE(supervisor_->Up("GPU-c"));
   for (const std::string gpu : {"GPU-a", "GPU-b"}) {
-    EXPECT_THAT(Log(gpu),
-                HasSubstr(absl::StrCat(
-                    " CUDA_VISIBLE_DEVICES=", gpu, " CUDA_MPS_PIPE_DIRECTORY=",
-                    root_, "/", gpu, "/pipe CUDA_MPS_LOG_DIRECTORY=", root_,
-                    "/", gpu, "/log\n")));
+    EXPECT_THAT(Log(gpu), HasSubstr(absl::StrCat(
+                              " CUDA_VISIBLE_DEVICES=", gpu,
+                              " CUDA_MPS_PIPE_DIRECTORY=", root_, "/", gpu,
+                              "/pipe CUDA_MPS_LOG_DIRECTORY=", root_, "/", gpu,
+                              "/log\n")));
   }
   EXPECT_THAT(registry_.Render(),
               HasSubstr("gpulet_mps_daemon_up{gpu=\"GPU-b\"} 1\n"));

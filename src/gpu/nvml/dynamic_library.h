@@ -105,8 +105,7 @@ class DynamicLibrary final : public Library {
   absl::StatusOr<unsigned> DeviceGetNumaNodeId(Device device) override;
   absl::StatusOr<std::vector<unsigned>> DeviceGetCpuAffinity(
       Device device) override;
-  absl::StatusOr<GpuFabricInfo> DeviceGetGpuFabricInfo(
-      Device device) override;
+  absl::StatusOr<GpuFabricInfo> DeviceGetGpuFabricInfo(Device device) override;
 
   absl::StatusOr<MigMode> DeviceGetMigMode(Device device) override;
   absl::StatusOr<unsigned> DeviceGetMaxMigDeviceCount(Device device) override;

@@ -175,8 +175,8 @@ absl::StatusOr<std::vector<unsigned>> DynamicLibrary::DeviceGetCpuAffinity(
   // the set bits (this loop was a tenth of discovery on 16 GPUs).
   for (size_t word = 0; word < mask.size(); ++word) {
     for (unsigned long bits = mask[word]; bits != 0; bits &= bits - 1) {
-      cpus.push_back(static_cast<unsigned>(word * kBitsPerWord +
-                                           std::countr_zero(bits)));
+      cpus.push_back(
+          static_cast<unsigned>(word * kBitsPerWord + std::countr_zero(bits)));
     }
   }
   return cpus;

@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/gpu/nvml/dynamic_library.h"
 #include "sim/machine.h"
 #include "sim/profiles.h"
+#include "src/gpu/nvml/dynamic_library.h"
 #include "src/gpu/testing/sim_test_support.h"
 
 namespace gpulet::nvml {

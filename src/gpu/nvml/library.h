@@ -1,8 +1,8 @@
 // nvml::Library: the one seam between gpulet and the GPU driver.
 //
-// Everything above src/gpu/nvml/ talks to GPUs only through this interface. It is
-// a thin, typed view of the NVML C API: one method per NVML call gpulet uses,
-// C++ values instead of out-parameters, and absl::Status instead of
+// Everything above src/gpu/nvml/ talks to GPUs only through this interface. It
+// is a thin, typed view of the NVML C API: one method per NVML call gpulet
+// uses, C++ values instead of out-parameters, and absl::Status instead of
 // nvmlReturn_t. Every error names the NVML function, the device (index or
 // UUID) and the NVML code, e.g.
 //   "nvmlDeviceGetMemoryInfo(GPU 3): GPU is lost [NVML_ERROR_GPU_IS_LOST]".
@@ -38,7 +38,7 @@ struct PciInfo {
   uint32_t domain = 0;
   uint32_t bus = 0;
   uint32_t device = 0;
-  uint32_t pci_device_id = 0;     // device id << 16 | vendor id
+  uint32_t pci_device_id = 0;  // device id << 16 | vendor id
   uint32_t pci_subsystem_id = 0;
 };
 
@@ -149,7 +149,8 @@ class Library {
   virtual absl::Status Init() = 0;
   virtual absl::Status Shutdown() = 0;
 
-  // The file that was loaded, e.g. "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1".
+  // The file that was loaded, e.g.
+  // "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1".
   virtual const std::string& Path() const = 0;
 
   // --- system
@@ -160,7 +161,8 @@ class Library {
   // --- enumeration
   virtual absl::StatusOr<unsigned> DeviceGetCount() = 0;
   virtual absl::StatusOr<Device> DeviceGetHandleByIndex(unsigned index) = 0;
-  virtual absl::StatusOr<Device> DeviceGetHandleByUuid(const std::string& uuid) = 0;
+  virtual absl::StatusOr<Device> DeviceGetHandleByUuid(
+      const std::string& uuid) = 0;
   virtual absl::StatusOr<Device> DeviceGetHandleByPciBusId(
       const std::string& bus_id) = 0;
   virtual absl::StatusOr<unsigned> DeviceGetIndex(Device device) = 0;
@@ -191,20 +193,22 @@ class Library {
 
   // --- MIG
   virtual absl::StatusOr<MigMode> DeviceGetMigMode(Device device) = 0;
-  virtual absl::StatusOr<unsigned> DeviceGetMaxMigDeviceCount(Device device) = 0;
+  virtual absl::StatusOr<unsigned> DeviceGetMaxMigDeviceCount(
+      Device device) = 0;
   virtual absl::StatusOr<Device> DeviceGetMigDeviceHandleByIndex(
       Device device, unsigned index) = 0;
   virtual absl::StatusOr<bool> DeviceIsMigDeviceHandle(Device device) = 0;
   virtual absl::StatusOr<Device> DeviceGetDeviceHandleFromMigDeviceHandle(
       Device mig_device) = 0;
   virtual absl::StatusOr<unsigned> DeviceGetGpuInstanceId(Device device) = 0;
-  virtual absl::StatusOr<unsigned> DeviceGetComputeInstanceId(Device device) = 0;
+  virtual absl::StatusOr<unsigned> DeviceGetComputeInstanceId(
+      Device device) = 0;
   virtual absl::StatusOr<nvmlDeviceAttributes_t> DeviceGetAttributes(
       Device device) = 0;
-  virtual absl::StatusOr<GpuInstanceProfileInfo> DeviceGetGpuInstanceProfileInfo(
-      Device device, unsigned profile) = 0;
+  virtual absl::StatusOr<GpuInstanceProfileInfo>
+  DeviceGetGpuInstanceProfileInfo(Device device, unsigned profile) = 0;
   virtual absl::StatusOr<GpuInstance> DeviceGetGpuInstanceById(Device device,
-                                                              unsigned id) = 0;
+                                                               unsigned id) = 0;
   virtual absl::StatusOr<GpuInstanceInfo> GpuInstanceGetInfo(
       GpuInstance gpu_instance) = 0;
   virtual absl::StatusOr<ComputeInstanceProfileInfo>
@@ -217,20 +221,21 @@ class Library {
       ComputeInstance compute_instance) = 0;
 
   // --- topology
-  virtual absl::StatusOr<nvmlGpuTopologyLevel_t> DeviceGetTopologyCommonAncestor(
-      Device a, Device b) = 0;
+  virtual absl::StatusOr<nvmlGpuTopologyLevel_t>
+  DeviceGetTopologyCommonAncestor(Device a, Device b) = 0;
   virtual absl::StatusOr<bool> DeviceGetNvLinkState(Device device,
                                                     unsigned link) = 0;
   virtual absl::StatusOr<PciInfo> DeviceGetNvLinkRemotePciInfo(
       Device device, unsigned link) = 0;
-  virtual absl::StatusOr<nvmlIntNvLinkDeviceType_t> DeviceGetNvLinkRemoteDeviceType(
-      Device device, unsigned link) = 0;
+  virtual absl::StatusOr<nvmlIntNvLinkDeviceType_t>
+  DeviceGetNvLinkRemoteDeviceType(Device device, unsigned link) = 0;
   virtual absl::StatusOr<nvmlGpuP2PStatus_t> DeviceGetP2PStatus(
       Device a, Device b, nvmlGpuP2PCapsIndex_t index) = 0;
 
   // --- events
   virtual absl::StatusOr<EventSetPtr> EventSetCreate() = 0;
-  virtual absl::StatusOr<uint64_t> DeviceGetSupportedEventTypes(Device device) = 0;
+  virtual absl::StatusOr<uint64_t> DeviceGetSupportedEventTypes(
+      Device device) = 0;
 };
 
 using LibraryPtr = std::unique_ptr<Library>;

@@ -132,15 +132,14 @@ typedef enum nvmlReturn_enum {
 #define nvmlEventTypeGpuUnavailableError 0x0000000000004000LL
 #define nvmlEventTypeGpuRecoveryAction 0x0000000000008000LL
 #define nvmlEventTypeNone 0x0000000000000000LL
-#define nvmlEventTypeAll                                                    \
-  (nvmlEventTypeNone | nvmlEventTypeSingleBitEccError |                     \
-   nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |                   \
-   nvmlEventTypeClock | nvmlEventTypeXidCriticalError |                     \
-   nvmlEventTypePowerSourceChange | nvmlEventMigConfigChange |              \
-   nvmlEventTypeSingleBitEccErrorStorm | nvmlEventTypeDramRetirementEvent | \
-   nvmlEventTypeDramRetirementFailure | nvmlEventTypeNonFatalPoisonError |  \
-   nvmlEventTypeFatalPoisonError | nvmlEventTypeGpuUnavailableError |       \
-   nvmlEventTypeGpuRecoveryAction)
+#define nvmlEventTypeAll                                                       \
+  (nvmlEventTypeNone | nvmlEventTypeSingleBitEccError |                        \
+   nvmlEventTypeDoubleBitEccError | nvmlEventTypePState | nvmlEventTypeClock | \
+   nvmlEventTypeXidCriticalError | nvmlEventTypePowerSourceChange |            \
+   nvmlEventMigConfigChange | nvmlEventTypeSingleBitEccErrorStorm |            \
+   nvmlEventTypeDramRetirementEvent | nvmlEventTypeDramRetirementFailure |     \
+   nvmlEventTypeNonFatalPoisonError | nvmlEventTypeFatalPoisonError |          \
+   nvmlEventTypeGpuUnavailableError | nvmlEventTypeGpuRecoveryAction)
 
 // GPU fabric (NVLink multi-node domains such as GB200 NVL72).
 #define NVML_GPU_FABRIC_UUID_LEN 16
@@ -397,110 +396,112 @@ typedef struct nvmlComputeInstanceInfo_st {
 // ---------------------------------------------------------------- functions
 // The exact signatures, as declared by nvml.h. The loader takes pointers of
 // these types from dlsym; the simulator defines them.
-#define GPULET_NVML_FUNCTIONS(X)                                              \
-  X(nvmlInit_v2, (void))                                                      \
-  X(nvmlInit, (void))                                                         \
-  X(nvmlInitWithFlags, (unsigned int flags))                                  \
-  X(nvmlShutdown, (void))                                                     \
-  X(nvmlSystemGetDriverVersion, (char* version, unsigned int length))         \
-  X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length))           \
-  X(nvmlSystemGetCudaDriverVersion, (int* cudaDriverVersion))                 \
-  X(nvmlSystemGetCudaDriverVersion_v2, (int* cudaDriverVersion))              \
-  X(nvmlDeviceGetCount_v2, (unsigned int* deviceCount))                       \
-  X(nvmlDeviceGetCount, (unsigned int* deviceCount))                          \
+#define GPULET_NVML_FUNCTIONS(X)                                               \
+  X(nvmlInit_v2, (void))                                                       \
+  X(nvmlInit, (void))                                                          \
+  X(nvmlInitWithFlags, (unsigned int flags))                                   \
+  X(nvmlShutdown, (void))                                                      \
+  X(nvmlSystemGetDriverVersion, (char* version, unsigned int length))          \
+  X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length))            \
+  X(nvmlSystemGetCudaDriverVersion, (int* cudaDriverVersion))                  \
+  X(nvmlSystemGetCudaDriverVersion_v2, (int* cudaDriverVersion))               \
+  X(nvmlDeviceGetCount_v2, (unsigned int* deviceCount))                        \
+  X(nvmlDeviceGetCount, (unsigned int* deviceCount))                           \
   X(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device)) \
-  X(nvmlDeviceGetHandleByIndex, (unsigned int index, nvmlDevice_t* device))   \
-  X(nvmlDeviceGetHandleByUUID, (const char* uuid, nvmlDevice_t* device))      \
-  X(nvmlDeviceGetHandleByPciBusId_v2,                                         \
-    (const char* pciBusId, nvmlDevice_t* device))                             \
-  X(nvmlDeviceGetHandleByPciBusId,                                            \
-    (const char* pciBusId, nvmlDevice_t* device))                             \
-  X(nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int* index))           \
+  X(nvmlDeviceGetHandleByIndex, (unsigned int index, nvmlDevice_t* device))    \
+  X(nvmlDeviceGetHandleByUUID, (const char* uuid, nvmlDevice_t* device))       \
+  X(nvmlDeviceGetHandleByPciBusId_v2,                                          \
+    (const char* pciBusId, nvmlDevice_t* device))                              \
+  X(nvmlDeviceGetHandleByPciBusId,                                             \
+    (const char* pciBusId, nvmlDevice_t* device))                              \
+  X(nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int* index))            \
   X(nvmlDeviceGetUUID, (nvmlDevice_t device, char* uuid, unsigned int length)) \
   X(nvmlDeviceGetName, (nvmlDevice_t device, char* name, unsigned int length)) \
-  X(nvmlDeviceGetSerial,                                                      \
-    (nvmlDevice_t device, char* serial, unsigned int length))                 \
-  X(nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int* minorNumber)) \
-  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))      \
-  X(nvmlDeviceGetPciInfo_v2, (nvmlDevice_t device, nvmlPciInfo_t * pci))      \
-  X(nvmlDeviceGetPciInfo, (nvmlDevice_t device, nvmlPciInfo_t * pci))         \
-  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))    \
-  X(nvmlDeviceGetMemoryInfo_v2,                                               \
-    (nvmlDevice_t device, nvmlMemory_v2_t * memory))                          \
-  X(nvmlDeviceGetCudaComputeCapability,                                       \
-    (nvmlDevice_t device, int* major, int* minor))                            \
-  X(nvmlDeviceGetBrand, (nvmlDevice_t device, nvmlBrandType_t * type))        \
-  X(nvmlDeviceGetArchitecture,                                                \
-    (nvmlDevice_t device, nvmlDeviceArchitecture_t * arch))                   \
-  X(nvmlDeviceGetNumaNodeId, (nvmlDevice_t device, unsigned int* node))       \
-  X(nvmlDeviceGetMigMode,                                                     \
-    (nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode)) \
-  X(nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t device, unsigned int* count)) \
-  X(nvmlDeviceGetMigDeviceHandleByIndex,                                      \
-    (nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice))       \
-  X(nvmlDeviceIsMigDeviceHandle,                                              \
-    (nvmlDevice_t device, unsigned int* isMigDevice))                         \
-  X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle,                             \
-    (nvmlDevice_t migDevice, nvmlDevice_t* device))                           \
-  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int* id))      \
-  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int* id))  \
-  X(nvmlDeviceGetAttributes_v2,                                               \
-    (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))               \
-  X(nvmlDeviceGetAttributes,                                                  \
-    (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))               \
-  X(nvmlDeviceGetGpuInstanceProfileInfo,                                      \
-    (nvmlDevice_t device, unsigned int profile,                               \
-     nvmlGpuInstanceProfileInfo_t * info))                                    \
-  X(nvmlDeviceGetGpuInstanceProfileInfoV,                                     \
-    (nvmlDevice_t device, unsigned int profile,                               \
-     nvmlGpuInstanceProfileInfo_v2_t * info))                                 \
-  X(nvmlDeviceGetGpuInstanceById,                                             \
-    (nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t * gpuInstance))  \
-  X(nvmlGpuInstanceGetInfo,                                                   \
-    (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t * info))            \
-  X(nvmlGpuInstanceGetComputeInstanceProfileInfo,                             \
-    (nvmlGpuInstance_t gpuInstance, unsigned int profile,                     \
-     unsigned int engProfile, nvmlComputeInstanceProfileInfo_t * info))       \
-  X(nvmlGpuInstanceGetComputeInstanceProfileInfoV,                            \
-    (nvmlGpuInstance_t gpuInstance, unsigned int profile,                     \
-     unsigned int engProfile, nvmlComputeInstanceProfileInfo_v2_t * info))    \
-  X(nvmlGpuInstanceGetComputeInstanceById,                                    \
-    (nvmlGpuInstance_t gpuInstance, unsigned int id,                          \
-     nvmlComputeInstance_t * computeInstance))                                \
-  X(nvmlComputeInstanceGetInfo_v2,                                            \
+  X(nvmlDeviceGetSerial,                                                       \
+    (nvmlDevice_t device, char* serial, unsigned int length))                  \
+  X(nvmlDeviceGetMinorNumber,                                                  \
+    (nvmlDevice_t device, unsigned int* minorNumber))                          \
+  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))       \
+  X(nvmlDeviceGetPciInfo_v2, (nvmlDevice_t device, nvmlPciInfo_t * pci))       \
+  X(nvmlDeviceGetPciInfo, (nvmlDevice_t device, nvmlPciInfo_t * pci))          \
+  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))     \
+  X(nvmlDeviceGetMemoryInfo_v2,                                                \
+    (nvmlDevice_t device, nvmlMemory_v2_t * memory))                           \
+  X(nvmlDeviceGetCudaComputeCapability,                                        \
+    (nvmlDevice_t device, int* major, int* minor))                             \
+  X(nvmlDeviceGetBrand, (nvmlDevice_t device, nvmlBrandType_t * type))         \
+  X(nvmlDeviceGetArchitecture,                                                 \
+    (nvmlDevice_t device, nvmlDeviceArchitecture_t * arch))                    \
+  X(nvmlDeviceGetNumaNodeId, (nvmlDevice_t device, unsigned int* node))        \
+  X(nvmlDeviceGetMigMode, (nvmlDevice_t device, unsigned int* currentMode,     \
+                           unsigned int* pendingMode))                         \
+  X(nvmlDeviceGetMaxMigDeviceCount,                                            \
+    (nvmlDevice_t device, unsigned int* count))                                \
+  X(nvmlDeviceGetMigDeviceHandleByIndex,                                       \
+    (nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice))        \
+  X(nvmlDeviceIsMigDeviceHandle,                                               \
+    (nvmlDevice_t device, unsigned int* isMigDevice))                          \
+  X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle,                              \
+    (nvmlDevice_t migDevice, nvmlDevice_t * device))                           \
+  X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int* id))       \
+  X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int* id))   \
+  X(nvmlDeviceGetAttributes_v2,                                                \
+    (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))                \
+  X(nvmlDeviceGetAttributes,                                                   \
+    (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))                \
+  X(nvmlDeviceGetGpuInstanceProfileInfo,                                       \
+    (nvmlDevice_t device, unsigned int profile,                                \
+     nvmlGpuInstanceProfileInfo_t* info))                                      \
+  X(nvmlDeviceGetGpuInstanceProfileInfoV,                                      \
+    (nvmlDevice_t device, unsigned int profile,                                \
+     nvmlGpuInstanceProfileInfo_v2_t* info))                                   \
+  X(nvmlDeviceGetGpuInstanceById,                                              \
+    (nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t* gpuInstance))    \
+  X(nvmlGpuInstanceGetInfo,                                                    \
+    (nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t * info))             \
+  X(nvmlGpuInstanceGetComputeInstanceProfileInfo,                              \
+    (nvmlGpuInstance_t gpuInstance, unsigned int profile,                      \
+     unsigned int engProfile, nvmlComputeInstanceProfileInfo_t* info))         \
+  X(nvmlGpuInstanceGetComputeInstanceProfileInfoV,                             \
+    (nvmlGpuInstance_t gpuInstance, unsigned int profile,                      \
+     unsigned int engProfile, nvmlComputeInstanceProfileInfo_v2_t* info))      \
+  X(nvmlGpuInstanceGetComputeInstanceById,                                     \
+    (nvmlGpuInstance_t gpuInstance, unsigned int id,                           \
+     nvmlComputeInstance_t* computeInstance))                                  \
+  X(nvmlComputeInstanceGetInfo_v2,                                             \
     (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t * info)) \
-  X(nvmlComputeInstanceGetInfo,                                               \
+  X(nvmlComputeInstanceGetInfo,                                                \
     (nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t * info)) \
-  X(nvmlEventSetCreate, (nvmlEventSet_t * set))                               \
-  X(nvmlDeviceGetSupportedEventTypes,                                         \
-    (nvmlDevice_t device, unsigned long long* eventTypes))                    \
-  X(nvmlDeviceRegisterEvents,                                                 \
-    (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)) \
-  X(nvmlEventSetWait_v2,                                                      \
-    (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))     \
-  X(nvmlEventSetWait,                                                         \
-    (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))     \
-  X(nvmlEventSetFree, (nvmlEventSet_t set))                                   \
-  X(nvmlDeviceGetTopologyCommonAncestor,                                      \
-    (nvmlDevice_t device1, nvmlDevice_t device2,                              \
-     nvmlGpuTopologyLevel_t * pathInfo))                                      \
-  X(nvmlDeviceGetNvLinkState,                                                 \
-    (nvmlDevice_t device, unsigned int link, nvmlEnableState_t * isActive))   \
-  X(nvmlDeviceGetNvLinkRemotePciInfo_v2,                                      \
-    (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t * pci))            \
-  X(nvmlDeviceGetNvLinkRemotePciInfo,                                         \
-    (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t * pci))            \
-  X(nvmlDeviceGetNvLinkRemoteDeviceType,                                      \
-    (nvmlDevice_t device, unsigned int link,                                  \
-     nvmlIntNvLinkDeviceType_t * pNvLinkDeviceType))                          \
-  X(nvmlDeviceGetP2PStatus,                                                   \
-    (nvmlDevice_t device1, nvmlDevice_t device2,                              \
-     nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t * p2pStatus))         \
-  X(nvmlDeviceGetCpuAffinity,                                                 \
+  X(nvmlEventSetCreate, (nvmlEventSet_t * set))                                \
+  X(nvmlDeviceGetSupportedEventTypes,                                          \
+    (nvmlDevice_t device, unsigned long long* eventTypes))                     \
+  X(nvmlDeviceRegisterEvents,                                                  \
+    (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))  \
+  X(nvmlEventSetWait_v2,                                                       \
+    (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))      \
+  X(nvmlEventSetWait,                                                          \
+    (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))      \
+  X(nvmlEventSetFree, (nvmlEventSet_t set))                                    \
+  X(nvmlDeviceGetTopologyCommonAncestor,                                       \
+    (nvmlDevice_t device1, nvmlDevice_t device2,                               \
+     nvmlGpuTopologyLevel_t * pathInfo))                                       \
+  X(nvmlDeviceGetNvLinkState,                                                  \
+    (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive))     \
+  X(nvmlDeviceGetNvLinkRemotePciInfo_v2,                                       \
+    (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci))              \
+  X(nvmlDeviceGetNvLinkRemotePciInfo,                                          \
+    (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci))              \
+  X(nvmlDeviceGetNvLinkRemoteDeviceType,                                       \
+    (nvmlDevice_t device, unsigned int link,                                   \
+     nvmlIntNvLinkDeviceType_t* pNvLinkDeviceType))                            \
+  X(nvmlDeviceGetP2PStatus,                                                    \
+    (nvmlDevice_t device1, nvmlDevice_t device2,                               \
+     nvmlGpuP2PCapsIndex_t p2pIndex, nvmlGpuP2PStatus_t * p2pStatus))          \
+  X(nvmlDeviceGetCpuAffinity,                                                  \
     (nvmlDevice_t device, unsigned int cpuSetSize, unsigned long* cpuSet))     \
-  X(nvmlDeviceGetGpuFabricInfo,                                              \
-    (nvmlDevice_t device, nvmlGpuFabricInfo_t * gpuFabricInfo))               \
-  X(nvmlDeviceGetGpuFabricInfoV,                                              \
+  X(nvmlDeviceGetGpuFabricInfo,                                                \
+    (nvmlDevice_t device, nvmlGpuFabricInfo_t * gpuFabricInfo))                \
+  X(nvmlDeviceGetGpuFabricInfoV,                                               \
     (nvmlDevice_t device, nvmlGpuFabricInfoV_t * gpuFabricInfo))
 
 #define GPULET_NVML_DECLARE(name, params) nvmlReturn_t name params;

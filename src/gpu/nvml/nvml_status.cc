@@ -4,9 +4,6 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
-
-#include <string>
-
 #include "absl/strings/str_cat.h"
 
 namespace gpulet::nvml {

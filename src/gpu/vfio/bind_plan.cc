@@ -39,8 +39,8 @@ absl::StatusOr<BindPlan> PlanBind(const Roots& roots, const Gpu& gpu) {
   plan.group = gpu.function.iommu_group;
   if (plan.group < 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "GPU ", plan.gpu, ": ", (roots.sys / "bus/pci/devices" / plan.gpu /
-                                 "iommu_group").string(),
+        "GPU ", plan.gpu, ": ",
+        (roots.sys / "bus/pci/devices" / plan.gpu / "iommu_group").string(),
         " is missing: no IOMMU group, so no VFIO (is the IOMMU on? "
         "intel_iommu=on or amd_iommu=on)"));
   }
@@ -52,7 +52,8 @@ absl::StatusOr<BindPlan> PlanBind(const Roots& roots, const Gpu& gpu) {
     return absl::FailedPreconditionError(absl::StrCat(
         "GPU ", plan.gpu, ": refusing to bind IOMMU group ", plan.group,
         ": it also holds ", Describe(fn), ", which the host uses through ",
-        fn.driver, "; a VM given the GPU would take it too. Move the GPU to "
+        fn.driver,
+        "; a VM given the GPU would take it too. Move the GPU to "
         "a slot with its own group, or unbind that device first if the host "
         "can do without it"));
   }
@@ -60,7 +61,8 @@ absl::StatusOr<BindPlan> PlanBind(const Roots& roots, const Gpu& gpu) {
     if (fn->IsBridge() || fn->driver == kVfioPci) continue;
     if (fn->address != plan.gpu && fn->IsNvidiaGpu()) {
       plan.notes.push_back(absl::StrCat("also binds GPU ", fn->address,
-                                        ": it shares IOMMU group ", plan.group));
+                                        ": it shares IOMMU group ",
+                                        plan.group));
     }
     plan.previous[fn->address] = fn->driver;
     const std::filesystem::path dir = PciBus(roots) / "devices" / fn->address;
@@ -76,8 +78,7 @@ absl::StatusOr<BindPlan> PlanBind(const Roots& roots, const Gpu& gpu) {
   return plan;
 }
 
-BindPlan PlanUnbind(const Roots& roots,
-                    const Gpu& gpu,
+BindPlan PlanUnbind(const Roots& roots, const Gpu& gpu,
                     const std::map<std::string, std::string>& remembered) {
   BindPlan plan;
   plan.gpu = gpu.function.address;
@@ -88,7 +89,8 @@ BindPlan PlanUnbind(const Roots& roots,
     if (fn->driver != kVfioPci) continue;
     if (fn->address != plan.gpu && fn->IsNvidiaGpu()) {
       plan.notes.push_back(absl::StrCat("also unbinds GPU ", fn->address,
-                                        ": it shares IOMMU group ", plan.group));
+                                        ": it shares IOMMU group ",
+                                        plan.group));
     }
     plan.previous[fn->address] = kVfioPci;
     const std::filesystem::path dir = PciBus(roots) / "devices" / fn->address;
@@ -100,7 +102,8 @@ BindPlan PlanUnbind(const Roots& roots,
     if (it != remembered.end() && !it->second.empty() &&
         it->second != kVfioPci) {
       plan.writes.push_back({PciBus(roots) / "drivers" / it->second / "bind",
-                             fn->address, fn->address, true, it->second, false});
+                             fn->address, fn->address, true, it->second,
+                             false});
     } else if (it == remembered.end()) {
       plan.writes.push_back({PciBus(roots) / "drivers_probe", fn->address,
                              fn->address, true, "", true});

@@ -42,8 +42,9 @@ std::vector<std::string> Lines(const BindPlan& plan) {
 const Roots kRoots{"/s", "/d"};
 
 TEST(PlanBindTest, CompanionsFirstThenGpuBridgeStays) {
-  Gpu gpu = GpuWith("nvidia", {Fn("0000:3a:00.0", 0x1000, 0x060400, "pcieport"),
-                               Fn("0000:3b:00.1", 0x10de, 0x040300, "snd_hda_intel")});
+  Gpu gpu = GpuWith("nvidia",
+                    {Fn("0000:3a:00.0", 0x1000, 0x060400, "pcieport"),
+                     Fn("0000:3b:00.1", 0x10de, 0x040300, "snd_hda_intel")});
   absl::StatusOr<BindPlan> plan = PlanBind(kRoots, gpu);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(Lines(*plan),
@@ -63,21 +64,22 @@ TEST(PlanBindTest, CompanionsFirstThenGpuBridgeStays) {
 
 TEST(PlanBindTest, AlreadyBoundIsEmpty) {
   absl::StatusOr<BindPlan> plan = PlanBind(
-      kRoots, GpuWith("vfio-pci", {Fn("0000:3b:00.1", 0x10de, 0x040300, "vfio-pci")}));
+      kRoots,
+      GpuWith("vfio-pci", {Fn("0000:3b:00.1", 0x10de, 0x040300, "vfio-pci")}));
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(plan->writes.empty());
 }
 
 TEST(PlanBindTest, UnboundFunctionIsProbedWithoutUnbind) {
-  absl::StatusOr<BindPlan> plan =
-      PlanBind(kRoots, GpuWith("", {}));
+  absl::StatusOr<BindPlan> plan = PlanBind(kRoots, GpuWith("", {}));
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->writes.size(), 2u);
 }
 
 TEST(PlanBindTest, RefusesAForeignDeviceTheHostUses) {
   absl::StatusOr<BindPlan> plan = PlanBind(
-      kRoots, GpuWith("nvidia", {Fn("0000:3c:00.0", 0x144d, 0x010802, "nvme")}));
+      kRoots,
+      GpuWith("nvidia", {Fn("0000:3c:00.0", 0x144d, 0x010802, "nvme")}));
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(plan.status().message()),
@@ -95,10 +97,12 @@ TEST(PlanBindTest, ForeignDeviceWithoutDriverMovesToo) {
 
 TEST(PlanBindTest, SharedGroupNotesTheOtherGpu) {
   absl::StatusOr<BindPlan> plan = PlanBind(
-      kRoots, GpuWith("nvidia", {Fn("0000:3c:00.0", 0x10de, 0x030200, "nvidia")}));
+      kRoots,
+      GpuWith("nvidia", {Fn("0000:3c:00.0", 0x10de, 0x030200, "nvidia")}));
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->notes.size(), 1u);
-  EXPECT_EQ(plan->notes[0], "also binds GPU 0000:3c:00.0: it shares IOMMU group 17");
+  EXPECT_EQ(plan->notes[0],
+            "also binds GPU 0000:3c:00.0: it shares IOMMU group 17");
 }
 
 TEST(PlanBindTest, NoGroup) {
@@ -106,15 +110,17 @@ TEST(PlanBindTest, NoGroup) {
   gpu.function.iommu_group = -1;
   absl::StatusOr<BindPlan> plan = PlanBind(kRoots, gpu);
   ASSERT_FALSE(plan.ok());
-  EXPECT_THAT(std::string(plan.status().message()),
-              HasSubstr("/s/bus/pci/devices/0000:3b:00.0/iommu_group is missing"));
+  EXPECT_THAT(
+      std::string(plan.status().message()),
+      HasSubstr("/s/bus/pci/devices/0000:3b:00.0/iommu_group is missing"));
 }
 
 TEST(PlanUnbindTest, GpuFirstBackToRememberedOrProbed) {
-  Gpu gpu = GpuWith("vfio-pci", {Fn("0000:3b:00.1", 0x10de, 0x040300, "vfio-pci"),
-                                 Fn("0000:3b:00.2", 0x10de, 0x0c0330, "vfio-pci")});
-  BindPlan plan = PlanUnbind(kRoots, gpu,
-                             {{"0000:3b:00.0", "nvidia"}, {"0000:3b:00.2", ""}});
+  Gpu gpu =
+      GpuWith("vfio-pci", {Fn("0000:3b:00.1", 0x10de, 0x040300, "vfio-pci"),
+                           Fn("0000:3b:00.2", 0x10de, 0x0c0330, "vfio-pci")});
+  BindPlan plan = PlanUnbind(
+      kRoots, gpu, {{"0000:3b:00.0", "nvidia"}, {"0000:3b:00.2", ""}});
   EXPECT_THAT(Lines(plan),
               ::testing::ElementsAre(
                   " > /s/bus/pci/devices/0000:3b:00.0/driver_override",

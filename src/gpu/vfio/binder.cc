@@ -76,8 +76,8 @@ absl::Status Binder::Unbind(const Gpu& gpu) {
   std::vector<std::string> now;
   for (const auto& [address, unused] : plan.previous) {
     const std::string driver = DriverOf(roots_, address);
-    now.push_back(absl::StrCat(address, " on ",
-                               driver.empty() ? "no driver" : driver));
+    now.push_back(
+        absl::StrCat(address, " on ", driver.empty() ? "no driver" : driver));
   }
   out_ << "GPU " << plan.gpu << ": IOMMU group " << plan.group
        << " unbound from vfio-pci: " << absl::StrJoin(now, ", ") << "\n";
@@ -101,9 +101,9 @@ absl::Status Binder::Perform(const BindPlan& plan) {
 
 absl::Status Binder::Apply(const BindPlan& plan, const SysfsWrite& write) {
   if (absl::Status s = WriteAttribute(write.path, write.value); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("GPU ", plan.gpu, ": write ",
-                                               Shown(write.value), " to ",
-                                               s.message()));
+    return absl::Status(
+        s.code(), absl::StrCat("GPU ", plan.gpu, ": write ", Shown(write.value),
+                               " to ", s.message()));
   }
   if (!write.wait) return absl::OkStatus();
   const Clock::time_point deadline = Clock::now() + options_.timeout;
@@ -153,7 +153,8 @@ absl::Status Binder::Remember(const BindPlan& plan) {
     const fs::path file = options_.state_dir / address;
     // An earlier, interrupted bind already recorded the original driver.
     if (fs::exists(file, ec)) continue;
-    GPULET_RETURN_IF_ERROR(common::WriteFileAtomic(file.string(), driver + "\n"));
+    GPULET_RETURN_IF_ERROR(
+        common::WriteFileAtomic(file.string(), driver + "\n"));
   }
   return absl::OkStatus();
 }
@@ -163,7 +164,8 @@ std::map<std::string, std::string> Binder::Remembered(const Gpu& gpu) const {
   for (const PciFunction& fn : gpu.group) {
     absl::StatusOr<std::string> text =
         common::ReadFile((options_.state_dir / fn.address).string());
-    if (text.ok()) out[fn.address] = std::string(absl::StripAsciiWhitespace(*text));
+    if (text.ok())
+      out[fn.address] = std::string(absl::StripAsciiWhitespace(*text));
   }
   return out;
 }

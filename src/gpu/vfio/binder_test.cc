@@ -115,10 +115,13 @@ TEST_F(BinderTest, DryRunPrintsEveryWriteAndChangesNothing) {
   ASSERT_TRUE(Bind("0000:ca:00.0").ok() == false);
   ASSERT_TRUE(Bind("0000:17:00.0").ok());
   const std::string sys = tree_.root() + "/sys";
-  EXPECT_EQ(out_.str(),
-            "echo vfio-pci > " + sys + "/bus/pci/devices/0000:17:00.1/driver_override\n"
-            "echo 0000:17:00.1 > " + sys + "/bus/pci/drivers/snd_hda_intel/unbind\n"
-            "echo 0000:17:00.1 > " + sys + "/bus/pci/drivers_probe\n");
+  EXPECT_EQ(out_.str(), "echo vfio-pci > " + sys +
+                            "/bus/pci/devices/0000:17:00.1/driver_override\n"
+                            "echo 0000:17:00.1 > " +
+                            sys +
+                            "/bus/pci/drivers/snd_hda_intel/unbind\n"
+                            "echo 0000:17:00.1 > " +
+                            sys + "/bus/pci/drivers_probe\n");
   EXPECT_EQ(Driver("0000:17:00.1"), "snd_hda_intel");
   std::ifstream override_file(tree_.Pci("0000:17:00.1") + "/driver_override");
   std::string value;
@@ -128,12 +131,14 @@ TEST_F(BinderTest, DryRunPrintsEveryWriteAndChangesNothing) {
 }
 
 TEST_F(BinderTest, MissingSysfsFileNamesTheGpuAndThePath) {
-  const std::string unbind = tree_.root() + "/sys/bus/pci/drivers/snd_hda_intel/unbind";
+  const std::string unbind =
+      tree_.root() + "/sys/bus/pci/drivers/snd_hda_intel/unbind";
   fs::remove(unbind);
   absl::Status s = Bind("0000:17:00.0");
   ASSERT_FALSE(s.ok());
-  EXPECT_THAT(std::string(s.message()),
-              HasSubstr("GPU 0000:17:00.0: write 0000:17:00.1 to open " + unbind));
+  EXPECT_THAT(
+      std::string(s.message()),
+      HasSubstr("GPU 0000:17:00.0: write 0000:17:00.1 to open " + unbind));
 }
 
 }  // namespace

@@ -61,13 +61,16 @@ absl::StatusOr<PciFunction> ReadFunction(const fs::path& dir) {
   fn.vendor = static_cast<uint16_t>(vendor);
   fn.device = static_cast<uint16_t>(device);
   // Optional attributes: absent on some virtual functions and old kernels.
-  if (absl::StatusOr<uint32_t> v = ReadHex(dir / "subsystem_vendor", 0xffff); v.ok()) {
+  if (absl::StatusOr<uint32_t> v = ReadHex(dir / "subsystem_vendor", 0xffff);
+      v.ok()) {
     fn.subsystem_vendor = static_cast<uint16_t>(*v);
   }
-  if (absl::StatusOr<uint32_t> v = ReadHex(dir / "subsystem_device", 0xffff); v.ok()) {
+  if (absl::StatusOr<uint32_t> v = ReadHex(dir / "subsystem_device", 0xffff);
+      v.ok()) {
     fn.subsystem_device = static_cast<uint16_t>(*v);
   }
-  if (absl::StatusOr<std::string> numa = ReadTrimmed(dir / "numa_node"); numa.ok()) {
+  if (absl::StatusOr<std::string> numa = ReadTrimmed(dir / "numa_node");
+      numa.ok()) {
     if (!absl::SimpleAtoi(*numa, &fn.numa_node)) fn.numa_node = -1;
   }
   fn.driver = LinkBasename(dir / "driver");
@@ -108,7 +111,8 @@ std::vector<std::string> ReadVirtualFunctions(const fs::path& dir) {
   for (const std::string& name : ListDir(dir)) {
     absl::string_view rest = name;
     int index = 0;
-    if (absl::ConsumePrefix(&rest, "virtfn") && absl::SimpleAtoi(rest, &index)) {
+    if (absl::ConsumePrefix(&rest, "virtfn") &&
+        absl::SimpleAtoi(rest, &index)) {
       by_index[index] = LinkBasename(dir / name);
     }
   }

@@ -62,9 +62,9 @@ TEST(DiscoverTest, GroupsHoldCompanionsBridgesAndForeignDevices) {
   ASSERT_NE(shared, nullptr);
   std::vector<std::string> members;
   for (const PciFunction& fn : shared->group) members.push_back(fn.address);
-  EXPECT_THAT(members, ElementsAre("0000:31:00.0", "0000:32:00.0",
-                                   "0000:32:00.1", "0000:33:00.0",
-                                   "0000:33:00.1"));
+  EXPECT_THAT(members,
+              ElementsAre("0000:31:00.0", "0000:32:00.0", "0000:32:00.1",
+                          "0000:33:00.0", "0000:33:00.1"));
   EXPECT_TRUE(shared->group[0].IsBridge());
   const Gpu* nvme = Find(*inv, "0000:ca:00.0");
   ASSERT_NE(nvme, nullptr);
@@ -163,11 +163,13 @@ TEST(DiscoverTest, UnreadableOrMalformedAttributesNameThePath) {
   fs::remove(vendor);
   inv = Discover(tree.roots());
   ASSERT_FALSE(inv.ok());
-  EXPECT_THAT(std::string(inv.status().message()), HasSubstr("0000:43:00.0/vendor"));
+  EXPECT_THAT(std::string(inv.status().message()),
+              HasSubstr("0000:43:00.0/vendor"));
 }
 
 TEST(DiscoverTest, NoSysfsRoot) {
-  absl::StatusOr<Inventory> inv = Discover({"/nonexistent/sys", "/nonexistent/dev"});
+  absl::StatusOr<Inventory> inv =
+      Discover({"/nonexistent/sys", "/nonexistent/dev"});
   ASSERT_FALSE(inv.ok());
   EXPECT_EQ(inv.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(inv.status().message()),

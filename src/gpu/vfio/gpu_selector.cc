@@ -19,9 +19,9 @@ absl::Status NotFound(const Inventory& inventory, const std::string& argument,
   for (size_t i = 0; i < inventory.gpus.size(); ++i) {
     listed.push_back(absl::StrCat(i, " ", inventory.gpus[i].function.address));
   }
-  return absl::NotFoundError(absl::StrCat(
-      "GPU \"", argument, "\": ", why, " (NVIDIA GPUs: ",
-      listed.empty() ? "none" : absl::StrJoin(listed, ", "), ")"));
+  return absl::NotFoundError(
+      absl::StrCat("GPU \"", argument, "\": ", why, " (NVIDIA GPUs: ",
+                   listed.empty() ? "none" : absl::StrJoin(listed, ", "), ")"));
 }
 
 const Gpu* ByAddress(const Inventory& inventory, const std::string& address) {
@@ -94,8 +94,8 @@ std::string SelectsNothing(size_t index,
                              selector.device_id);
       break;
   }
-  return absl::StrCat("passthrough.devices[", index, "]: selects nothing: ",
-                      what);
+  return absl::StrCat("passthrough.devices[", index,
+                      "]: selects nothing: ", what);
 }
 
 std::vector<const Gpu*> SelectedGpus(const Inventory& inventory,

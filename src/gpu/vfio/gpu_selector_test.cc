@@ -23,7 +23,8 @@ TEST(SelectGpuTest, IndexAddressUuid) {
   const std::map<std::string, std::string> uuids = {
       {"GPU-9605369A-4CEF-521F-904B-CAFB54DF34D0", "0000:1b:00.0"}};
   EXPECT_EQ((*SelectGpu(inv, "1", uuids))->function.address, "0000:9d:00.0");
-  EXPECT_EQ((*SelectGpu(inv, "9D:00.0", uuids))->function.address, "0000:9d:00.0");
+  EXPECT_EQ((*SelectGpu(inv, "9D:00.0", uuids))->function.address,
+            "0000:9d:00.0");
   EXPECT_EQ((*SelectGpu(inv, "00000000:1B:00.0", uuids))->function.address,
             "0000:1b:00.0");
   EXPECT_EQ((*SelectGpu(inv, "GPU-9605369a-4cef-521f-904b-cafb54df34d0", uuids))

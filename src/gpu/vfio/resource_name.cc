@@ -113,7 +113,8 @@ std::string FindInPciIds(absl::string_view text, uint16_t device_id) {
     }
     if (!in_nvidia || (line.size() > 1 && line[1] == '\t')) continue;
     absl::string_view entry = line.substr(1);
-    if (entry.size() > 4 && absl::AsciiStrToLower(entry.substr(0, 4)) == wanted) {
+    if (entry.size() > 4 &&
+        absl::AsciiStrToLower(entry.substr(0, 4)) == wanted) {
       return std::string(absl::StripAsciiWhitespace(entry.substr(4)));
     }
   }
@@ -133,7 +134,8 @@ std::string ResourceName(uint16_t device_id,
   if (!pci_ids.empty()) {
     if (absl::StatusOr<std::string> text = common::ReadFile(pci_ids.string());
         text.ok()) {
-      const std::string name = DeriveResourceName(FindInPciIds(*text, device_id));
+      const std::string name =
+          DeriveResourceName(FindInPciIds(*text, device_id));
       if (!name.empty()) return name;
     }
   }

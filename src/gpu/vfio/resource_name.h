@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace gpulet::vfio {

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "gtest/gtest.h"
-#include "src/base/common/file_util.h"
 #include "sim/gpu_models.h"
+#include "src/base/common/file_util.h"
 #include "src/gpu/vfio/vfio.h"
 
 namespace gpulet::vfio {
@@ -78,7 +78,8 @@ TEST(ResourceNameTest, EveryTableEntryHasItsPinnedName) {
 TEST(ResourceNameTest, TableAgreesWithThePciIdDatabase) {
   const std::string path = "/usr/share/misc/pci.ids";
   absl::StatusOr<std::string> db = common::ReadFile(path);
-  ASSERT_TRUE(db.ok()) << db.status() << " (scripts/bootstrap installs pci.ids)";
+  ASSERT_TRUE(db.ok()) << db.status()
+                       << " (scripts/bootstrap installs pci.ids)";
   const std::map<uint16_t, std::string> older = {
       {0x2330, "GH100[H100 SXM5 80GB]"}, {0x2321, "GH100"}};
   int compared = 0;
@@ -188,9 +189,10 @@ TEST(ResourceNameTest, DocumentedNamesAreTheTablesNames) {
   std::string line;
   int checked = 0;
   while (std::getline(in, line)) {
-    if (line.rfind("| ", 0) != 0 || line.find("_") == std::string::npos) continue;
-    for (std::sregex_iterator it(line.begin(), line.end(), code), end; it != end;
-         ++it) {
+    if (line.rfind("| ", 0) != 0 || line.find("_") == std::string::npos)
+      continue;
+    for (std::sregex_iterator it(line.begin(), line.end(), code), end;
+         it != end; ++it) {
       const std::string name = (*it)[1];
       if (name.find('_') == std::string::npos || name.rfind("10DE_", 0) == 0) {
         continue;
@@ -203,7 +205,8 @@ TEST(ResourceNameTest, DocumentedNamesAreTheTablesNames) {
 }
 
 TEST(DeriveResourceNameTest, Rule) {
-  EXPECT_EQ(DeriveResourceName("GH100 [H100 SXM5 80GB]"), "GH100_H100_SXM5_80GB");
+  EXPECT_EQ(DeriveResourceName("GH100 [H100 SXM5 80GB]"),
+            "GH100_H100_SXM5_80GB");
   EXPECT_EQ(DeriveResourceName("GA107GL [A2 / A16]"), "GA107GL_A2___A16");
   EXPECT_EQ(DeriveResourceName("GA100 [A100-SXM-64GB]"), "GA100_A100_SXM_64GB");
   EXPECT_EQ(DeriveResourceName("a\t\tb"), "A_B");

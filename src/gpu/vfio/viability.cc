@@ -40,15 +40,13 @@ Viability CheckViability(const Gpu& gpu) {
   }
   for (const PciFunction& member : gpu.group) {
     if (member.driver == "vfio-pci" || member.IsBridge()) continue;
-    return {false,
-            absl::StrFormat("IOMMU group %d: %s (%s, %04x:%04x) is %s, not "
-                            "vfio-pci",
-                            fn.iommu_group, member.address,
-                            Kind(member.class_code), member.vendor,
-                            member.device,
-                            member.driver.empty()
-                                ? std::string("bound to no driver")
-                                : "bound to " + member.driver)};
+    return {false, absl::StrFormat(
+                       "IOMMU group %d: %s (%s, %04x:%04x) is %s, not "
+                       "vfio-pci",
+                       fn.iommu_group, member.address, Kind(member.class_code),
+                       member.vendor, member.device,
+                       member.driver.empty() ? std::string("bound to no driver")
+                                             : "bound to " + member.driver)};
   }
   return {true, ""};
 }

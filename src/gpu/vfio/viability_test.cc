@@ -19,8 +19,8 @@ PciFunction Fn(const std::string& address, uint16_t vendor, uint16_t device,
   return fn;
 }
 
-Gpu GpuWith(std::vector<PciFunction> others, const std::string& driver = "vfio-pci",
-            int group = 17) {
+Gpu GpuWith(std::vector<PciFunction> others,
+            const std::string& driver = "vfio-pci", int group = 17) {
   Gpu gpu;
   gpu.function = Fn("0000:3b:00.0", 0x10de, 0x2330, 0x030200, driver, group);
   gpu.group = std::move(others);
@@ -47,13 +47,15 @@ INSTANTIATE_TEST_SUITE_P(
     Groups, ViabilityTest,
     ::testing::Values(
         Case{"AloneOnVfio", GpuWith({}), true, ""},
-        Case{"CompanionsOnVfio",
-             GpuWith({Fn("0000:3b:00.1", 0x10de, 0x22e8, 0x040300, "vfio-pci"),
-                      Fn("0000:3b:00.2", 0x10de, 0x1ad8, 0x0c0330, "vfio-pci")}),
-             true, ""},
-        Case{"BridgeMayStay",
-             GpuWith({Fn("0000:3a:00.0", 0x1000, 0xc030, 0x060400, "pcieport")}),
-             true, ""},
+        Case{
+            "CompanionsOnVfio",
+            GpuWith({Fn("0000:3b:00.1", 0x10de, 0x22e8, 0x040300, "vfio-pci"),
+                     Fn("0000:3b:00.2", 0x10de, 0x1ad8, 0x0c0330, "vfio-pci")}),
+            true, ""},
+        Case{
+            "BridgeMayStay",
+            GpuWith({Fn("0000:3a:00.0", 0x1000, 0xc030, 0x060400, "pcieport")}),
+            true, ""},
         Case{"AudioOnHostDriver",
              GpuWith({Fn("0000:3b:00.1", 0x10de, 0x22e8, 0x040300,
                          "snd_hda_intel")}),

@@ -156,15 +156,16 @@ INSTANTIATE_TEST_SUITE_P(
                               value: "k8s.device-plugin.nvidia.com/gpu=GPU-b,k8s.device-plugin.nvidia.com/gpu=GPU-a" }
                 cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-b" }
                 cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" })"},
-        Case{"cdi_only_skips_specs_and_feature_envs",
-             [](auto& o) {
-               Strategies(o, {DLS::kCdiCri});
-               o.pass_device_specs = true;
-               o.control_nodes = {"/dev/nvidiactl"};
-               o.gds_enabled = o.mofed_enabled = o.gdrcopy_enabled = true;
-             },
-             {"GPU-a"},
-             R"(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" })"},
+        Case{
+            "cdi_only_skips_specs_and_feature_envs",
+            [](auto& o) {
+              Strategies(o, {DLS::kCdiCri});
+              o.pass_device_specs = true;
+              o.control_nodes = {"/dev/nvidiactl"};
+              o.gds_enabled = o.mofed_enabled = o.gdrcopy_enabled = true;
+            },
+            {"GPU-a"},
+            R"(cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-a" })"},
         Case{"envvar_with_cdi_keeps_specs_and_feature_envs",
              [](auto& o) {
                Strategies(o, {DLS::kCdiCri, DLS::kEnvvar});

@@ -5,8 +5,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/testing/test_topologies.h"
 #include "sim/profiles.h"
+#include "src/model/testing/test_topologies.h"
 
 namespace gpulet::allocation {
 namespace {

@@ -24,7 +24,8 @@ absl::StatusOr<std::vector<std::string>> PreferredAllocation(
     // One device per GPU: the exact full-GPU search (a handful of devices,
     // so its own validation pass costs nothing).
     if (m == nullptr || request->unplaced) {
-      return allocation::SimplePreferred(snapshot, available, must_include, size);
+      return allocation::SimplePreferred(snapshot, available, must_include,
+                                         size);
     }
     return TopologyPreferred(*m, snapshot, available, must_include, size);
   }
@@ -34,7 +35,8 @@ absl::StatusOr<std::vector<std::string>> PreferredAllocation(
              : PickMig(model);
   std::vector<std::string> answer;
   answer.reserve(request->size);
-  for (const pluginapi::Device* d : request->must_include) answer.push_back(d->id);
+  for (const pluginapi::Device* d : request->must_include)
+    answer.push_back(d->id);
   for (const pluginapi::Device* d : picked) answer.push_back(d->id);
   return answer;
 }

@@ -8,8 +8,8 @@
 //   - MIG devices: PickMig (same GPU first, then connected GPUs).
 // Without a matrix (or when it misses a GPU of the snapshot) replicas and
 // MIG devices are scored by NUMA locality only (NumaMatrix). Devices
-// without a GPU index fall back to allocation::SimplePreferred. docs/allocation.md
-// describes each policy.
+// without a GPU index fall back to allocation::SimplePreferred.
+// docs/allocation.md describes each policy.
 //
 // Ownership: the handler keeps the matrix alive through a shared_ptr.
 // Thread safety: pure over immutable data; callable from any gRPC thread.

@@ -85,7 +85,7 @@ std::vector<int> GroupedExtras(const ScoreMatrix& m,
 }
 
 std::vector<const pluginapi::Device*> Distributed(const UnitModel& model,
-                                               bool units_share_gpus) {
+                                                  bool units_share_gpus) {
   const std::vector<Unit>& units = model.units;
   WaterFill w = FillToLevel(units, model.needed);
   if (w.extras > 0) {
@@ -168,8 +168,8 @@ WaterFill FillToLevel(const std::vector<Unit>& units, int needed) {
 }
 
 std::vector<const pluginapi::Device*> PickReplicas(const UnitModel& model,
-                                                SharedPolicy policy,
-                                                bool units_share_gpus) {
+                                                   SharedPolicy policy,
+                                                   bool units_share_gpus) {
   if (policy == SharedPolicy::kPacked) return Packed(model);
   return Distributed(model, units_share_gpus);
 }

@@ -46,7 +46,7 @@ WaterFill FillToLevel(const std::vector<Unit>& units, int needed);
 // still needed, then the best-connected to the answer's GPUs, then the most
 // free replicas, then the lowest position; it is drained before the next.
 std::vector<const pluginapi::Device*> PickReplicas(const UnitModel& model,
-                                                SharedPolicy policy,
-                                                bool units_share_gpus);
+                                                   SharedPolicy policy,
+                                                   bool units_share_gpus);
 
 }  // namespace gpulet::allocation

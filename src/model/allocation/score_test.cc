@@ -1,8 +1,8 @@
 #include "src/model/allocation/score.h"
 
 #include "gtest/gtest.h"
-#include "src/model/testing/test_topologies.h"
 #include "sim/profiles.h"
+#include "src/model/testing/test_topologies.h"
 
 namespace gpulet::allocation {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "src/model/allocation/preferred_handler.h"
-#include "src/model/testing/test_topologies.h"
 #include "src/model/pluginapi/preferred_request.h"
+#include "src/model/testing/test_topologies.h"
 
 namespace gpulet::allocation {
 namespace {
@@ -87,7 +87,8 @@ std::vector<std::string> Answer(const Case& c, SharedPolicy policy) {
       PreferredAllocation(c.m, {policy}, c.snap, c.available, c.must, c.size);
   EXPECT_TRUE(got.ok()) << got.status();
   if (!got.ok()) return {};
-  auto request = pluginapi::ValidatePreferred(c.snap, c.available, c.must, c.size);
+  auto request =
+      pluginapi::ValidatePreferred(c.snap, c.available, c.must, c.size);
   EXPECT_TRUE(request.ok());
   EXPECT_TRUE(pluginapi::CheckPreferredAnswer(*request, *got).ok());
   // Deterministic, and independent of the order the kubelet lists devices.

@@ -23,7 +23,8 @@ namespace gpulet::allocation {
 // Duplicates in the inputs count once. INVALID_ARGUMENT naming the ID or
 // field when the request cannot be met: size < 1, size above the number of
 // available devices, an ID not in the snapshot, a must_include ID not in
-// available, or more must_include IDs than size. Matches pluginapi::PreferredHandler.
+// available, or more must_include IDs than size. Matches
+// pluginapi::PreferredHandler.
 absl::StatusOr<std::vector<std::string>> SimplePreferred(
     const pluginapi::DeviceSnapshot& snapshot,
     const std::vector<std::string>& available,

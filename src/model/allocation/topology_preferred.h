@@ -2,7 +2,8 @@
 // score-matrix positions through each device's gpu_index, asks BestSet for
 // the best set, and maps the answer back to IDs. Requests it cannot map
 // (a device without a GPU index, an index the matrix does not know, two
-// devices on one GPU as with replicas) fall back to allocation::SimplePreferred.
+// devices on one GPU as with replicas) fall back to
+// allocation::SimplePreferred.
 //
 // Ownership: the handler keeps the matrix alive through a shared_ptr.
 // Thread safety: the handler is a pure function over immutable data and may

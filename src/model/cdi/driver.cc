@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "src/model/cdi/ld_cache.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
+#include "src/model/cdi/ld_cache.h"
 
 namespace gpulet::cdi {
 namespace {
@@ -218,9 +218,9 @@ absl::StatusOr<std::string> FindDriverBinary(const std::string& root,
     std::string path = UnderRoot(root, absl::StrCat(dir, "/", name));
     if (IsRegularFile(path)) return path;
   }
-  return absl::NotFoundError(absl::StrCat(
-      name, " not found in ", absl::StrJoin(kBinaryDirs, ", "),
-      " under the driver root ", root.empty() ? "/" : root));
+  return absl::NotFoundError(
+      absl::StrCat(name, " not found in ", absl::StrJoin(kBinaryDirs, ", "),
+                   " under the driver root ", root.empty() ? "/" : root));
 }
 
 std::string UnderRoot(const std::string& root, const std::string& path) {

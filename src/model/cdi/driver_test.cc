@@ -181,7 +181,8 @@ TEST(FindDriverBinaryTest, FirstStandardDirectoryThatHasIt) {
   EXPECT_TRUE(absl::IsNotFound(missing.status()));
   EXPECT_EQ(missing.status().message(),
             "nvidia-smi not found in /usr/bin, /usr/sbin, /bin, /sbin, "
-            "/usr/local/bin under the driver root " + root.path());
+            "/usr/local/bin under the driver root " +
+                root.path());
 }
 
 TEST(UnderRootTest, JoinsWithoutDoubleSlashes) {

@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/testing/test_root.h"
 #include "src/base/common/file_util.h"
+#include "src/model/testing/test_root.h"
 
 namespace gpulet::cdi {
 namespace {

@@ -33,8 +33,8 @@ absl::StatusOr<Spec> BuildPassthroughSpec(const vfio::Inventory& inventory,
     }
     Device device;
     device.name = gpu.function.address;
-    device.edits.device_nodes.push_back(Node(
-        dev_root, absl::StrCat("/dev/vfio/", gpu.function.iommu_group)));
+    device.edits.device_nodes.push_back(
+        Node(dev_root, absl::StrCat("/dev/vfio/", gpu.function.iommu_group)));
     if (inventory.iommufd && !gpu.vfio_cdev.empty()) {
       device.edits.device_nodes.push_back(
           Node(dev_root, absl::StrCat("/dev/vfio/devices/", gpu.vfio_cdev)));

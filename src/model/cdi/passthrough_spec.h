@@ -14,8 +14,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "src/model/cdi/spec.h"
 #include "src/gpu/vfio/vfio.h"
+#include "src/model/cdi/spec.h"
 
 namespace gpulet::cdi {
 

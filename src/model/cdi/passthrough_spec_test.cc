@@ -14,8 +14,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-vfio::Gpu Gpu(const std::string& address, const std::string& driver,
-              int group, const std::string& cdev = "") {
+vfio::Gpu Gpu(const std::string& address, const std::string& driver, int group,
+              const std::string& cdev = "") {
   vfio::Gpu gpu;
   gpu.function.address = address;
   gpu.function.vendor = 0x10de;

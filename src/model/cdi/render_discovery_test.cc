@@ -13,13 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/cdi/driver.h"
-#include "src/model/cdi/spec_builder.h"
+#include "sim/node_render.h"
+#include "sim/profiles.h"
 #include "src/gpu/device/device_nodes.h"
 #include "src/gpu/device/discovery.h"
 #include "src/gpu/device/mig_minors.h"
-#include "sim/node_render.h"
-#include "sim/profiles.h"
+#include "src/model/cdi/driver.h"
+#include "src/model/cdi/spec_builder.h"
 
 namespace gpulet::cdi {
 namespace {
@@ -71,7 +71,8 @@ class RenderedNodeTest : public ::testing::TestWithParam<std::string> {
     o.root = root_;
     // Real nodes need root; as anyone else the nodes are files, which
     // discovery rightly ignores (checked below).
-    o.dev_nodes = ::geteuid() == 0 ? sim::DevNodes::kMknod : sim::DevNodes::kFiles;
+    o.dev_nodes =
+        ::geteuid() == 0 ? sim::DevNodes::kMknod : sim::DevNodes::kFiles;
     ASSERT_TRUE(sim::RenderNode(machine_, o).ok());
   }
   void TearDown() override {
@@ -93,11 +94,11 @@ TEST_P(RenderedNodeTest, CdiDiscoveryFindsTheDriver) {
   ASSERT_TRUE(driver.ok()) << driver.status();
   std::vector<std::string> libs;
   for (const HostFile& f : driver->libraries) libs.push_back(f.path);
-  for (const char* stem : {"libcuda.so", "libnvidia-ml.so", "libnvidia-cfg.so",
-                           "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so",
-                           "libnvidia-opencl.so", "libnvidia-gpucomp.so",
-                           "libnvidia-allocator.so", "libnvidia-encode.so",
-                           "libnvcuvid.so", "libvdpau_nvidia.so"}) {
+  for (const char* stem :
+       {"libcuda.so", "libnvidia-ml.so", "libnvidia-cfg.so",
+        "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so",
+        "libnvidia-opencl.so", "libnvidia-gpucomp.so", "libnvidia-allocator.so",
+        "libnvidia-encode.so", "libnvcuvid.so", "libvdpau_nvidia.so"}) {
     const std::string want = absl::StrCat("/usr/lib/x86_64-linux-gnu/", stem,
                                           ".", machine_.driver_version);
     EXPECT_NE(std::find(libs.begin(), libs.end(), want), libs.end()) << want;

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "src/model/cdi/validate.h"
 #include "src/base/common/logging.h"
+#include "src/model/cdi/validate.h"
 
 namespace gpulet::cdi {
 namespace {

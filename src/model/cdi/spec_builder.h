@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "src/gpu/device/gpu.h"
 #include "src/model/cdi/driver.h"
 #include "src/model/cdi/spec.h"
-#include "src/gpu/device/gpu.h"
 
 namespace gpulet::cdi {
 

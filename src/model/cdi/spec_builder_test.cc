@@ -2,15 +2,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "src/model/testing/test_hooks.h"
 #include "src/model/cdi/validate.h"
+#include "src/model/testing/test_hooks.h"
 
 namespace gpulet::cdi {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::ExpectEveryHookConfined;
+using ::testing::HasSubstr;
 
 device::Node TwoGpus() {
   device::Node node;

@@ -9,8 +9,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "src/model/cdi/spec_codec.h"
 #include "src/base/config/yaml_json.h"
+#include "src/model/cdi/spec_codec.h"
 
 namespace gpulet::cdi {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "src/model/cdi/validate.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
+#include "src/model/cdi/validate.h"
 
 namespace gpulet::cdi {
 namespace {

@@ -9,11 +9,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/gpu/device/gpu.h"
 #include "src/model/cdi/driver.h"
 #include "src/model/cdi/spec.h"
 #include "src/model/cdi/spec_builder.h"
 #include "src/model/cdi/spec_codec.h"
-#include "src/gpu/device/gpu.h"
 
 namespace gpulet::cdi {
 

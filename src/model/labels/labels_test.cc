@@ -115,9 +115,8 @@ TEST(LabelsTest, SharingRules) {
        TimeSliced(4, "nvidia.com/gpu.shared"), "NVIDIA-A100-SXM4-40GB", "4",
        "time-slicing"},
       {"one replica is not shared", one, "NVIDIA-A100-SXM4-40GB", "1", "none"},
-      {"another resource shared",
-       TimeSliced(4, "", "nvidia.com/mig-1g.5gb"), "NVIDIA-A100-SXM4-40GB",
-       "1", "none"},
+      {"another resource shared", TimeSliced(4, "", "nvidia.com/mig-1g.5gb"),
+       "NVIDIA-A100-SXM4-40GB", "1", "none"},
       {"mps", mps, "NVIDIA-A100-SXM4-40GB-SHARED", "3", "mps"},
   };
   for (const SharingCase& c : cases) {
@@ -275,9 +274,9 @@ TEST(LabelsTest, VersionsNvidiaWouldNotPrintAreLeftOut) {
 
 TEST(LabelsTest, ArchFamilies) {
   const std::vector<std::tuple<int, int, std::string>> cases = {
-      {3, 7, "kepler"},  {6, 0, "pascal"},        {7, 0, "volta"},
-      {7, 5, "turing"},  {8, 6, "ampere"},        {8, 9, "ada-lovelace"},
-      {9, 0, "hopper"},  {10, 0, "blackwell"},    {12, 0, "blackwell"},
+      {3, 7, "kepler"},    {6, 0, "pascal"},     {7, 0, "volta"},
+      {7, 5, "turing"},    {8, 6, "ampere"},     {8, 9, "ada-lovelace"},
+      {9, 0, "hopper"},    {10, 0, "blackwell"}, {12, 0, "blackwell"},
       {4, 0, "undefined"}, {11, 0, "undefined"},
   };
   for (const auto& [major, minor, family] : cases) {

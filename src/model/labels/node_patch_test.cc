@@ -33,13 +33,14 @@ TEST(NodeLabelPatchTest, FirstPatchSetsEveryLabelAndTheAnnotation) {
                      {{"nvidia.com/gpu.count", "8"},
                       {"nvidia.com/gpu.product", "NVIDIA-H100"}});
   ASSERT_TRUE(patch.has_value());
-  EXPECT_EQ(*patch, (Json{{"metadata",
-                           {{"labels",
-                             {{"nvidia.com/gpu.count", "8"},
-                              {"nvidia.com/gpu.product", "NVIDIA-H100"}}},
-                            {"annotations",
-                             {{kOwnedLabelsAnnotation,
-                               "nvidia.com/gpu.count,nvidia.com/gpu.product"}}}}}}));
+  EXPECT_EQ(*patch,
+            (Json{{"metadata",
+                   {{"labels",
+                     {{"nvidia.com/gpu.count", "8"},
+                      {"nvidia.com/gpu.product", "NVIDIA-H100"}}},
+                    {"annotations",
+                     {{kOwnedLabelsAnnotation,
+                       "nvidia.com/gpu.count,nvidia.com/gpu.product"}}}}}}));
 }
 
 TEST(NodeLabelPatchTest, StaleOwnedLabelsGoOthersStay) {
@@ -49,7 +50,8 @@ TEST(NodeLabelPatchTest, StaleOwnedLabelsGoOthersStay) {
                         {"team", "a"}},
                        "nvidia.com/gpu.count,nvidia.com/gpu.replicas,team,"
                        "nvidia.com/gone");
-  std::optional<Json> patch = NodeLabelPatch(node, {{"nvidia.com/gpu.count", "8"}});
+  std::optional<Json> patch =
+      NodeLabelPatch(node, {{"nvidia.com/gpu.count", "8"}});
   ASSERT_TRUE(patch.has_value());
   // The replicas label goes; "team" is listed but not under nvidia.com/, and
   // "nvidia.com/gone" is no longer on the node: both left alone.
@@ -85,7 +87,9 @@ TEST(NodeLabelPatchTest, ChangedValuesAndAnOutdatedAnnotationArePatched) {
 TEST(NodeLabelPatchTest, OddNodeObjectsAreReadAsUnlabelled) {
   for (const Json& node :
        {Json(nullptr), Json::array(), Json{{"metadata", 3}},
-        Json{{"metadata", {{"labels", "x"}, {"annotations", {{kOwnedLabelsAnnotation, 5}}}}}}}) {
+        Json{{"metadata",
+              {{"labels", "x"},
+               {"annotations", {{kOwnedLabelsAnnotation, 5}}}}}}}) {
     std::optional<Json> patch =
         NodeLabelPatch(node, {{"nvidia.com/gpu.count", "1"}});
     ASSERT_TRUE(patch.has_value()) << node.dump();

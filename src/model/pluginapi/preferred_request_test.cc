@@ -42,7 +42,9 @@ TEST(ValidatePreferredTest, RejectsWhatCannotBeMetNamingTheCause) {
       {{"GPU-0", "GPU-9"}, {}, 1, "unknown device: GPU-9"},
       {{"GPU-0"}, {"GPU-1"}, 1, "GPU-1 is not in available_deviceIDs"},
       {{"GPU-0"}, {"GPU-9"}, 1, "(unknown device)"},
-      {{"GPU-0", "GPU-1"}, {"GPU-0", "GPU-1"}, 1,
+      {{"GPU-0", "GPU-1"},
+       {"GPU-0", "GPU-1"},
+       1,
        "holds 2 devices, more than allocation_size 1"},
       {{"GPU-0", "GPU-1"}, {}, 3, "allocation_size 3 exceeds the 2 available"},
   };

@@ -49,9 +49,10 @@ std::string WhyNoMatch(const DeviceMap& all, const std::string& resource,
   }
   if (!mig_of_gpu.empty()) {
     return absl::StrCat(
-        " (GPU ", ref, " is MIG-enabled and advertised as its MIG devices, "
-        "not as a device of ", resource, ": ",
-        absl::StrJoin(mig_of_gpu, ", "),
+        " (GPU ", ref,
+        " is MIG-enabled and advertised as its MIG devices, "
+        "not as a device of ",
+        resource, ": ", absl::StrJoin(mig_of_gpu, ", "),
         "; name MIG devices as <gpu>:<mig> or by their MIG UUID)");
   }
   return by_index ? " (no GPU or MIG device of this node has that index)"
@@ -68,15 +69,15 @@ absl::StatusOr<size_t> FindRef(const DeviceMap& all,
   for (size_t i = 0; i < devices.size(); ++i) {
     if (Matches(devices[i], ref, by_index)) return i;
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      by_index ? "no matching device at index: "
-               : "no matching device with UUID: ",
-      ref, WhyNoMatch(all, resource, ref, by_index)));
+  return absl::FailedPreconditionError(
+      absl::StrCat(by_index ? "no matching device at index: "
+                            : "no matching device with UUID: ",
+                   ref, WhyNoMatch(all, resource, ref, by_index)));
 }
 
 // Positions in `devices` the entry selects, in device order.
-absl::StatusOr<std::vector<size_t>> Select(const DeviceMap& all,
-                                           const config::ReplicatedResource& r) {
+absl::StatusOr<std::vector<size_t>> Select(
+    const DeviceMap& all, const config::ReplicatedResource& r) {
   const std::vector<MappedDevice>& devices = all.at(r.name);
   std::vector<size_t> picked;
   switch (r.devices.kind) {
@@ -85,10 +86,10 @@ absl::StatusOr<std::vector<size_t>> Select(const DeviceMap& all,
       break;
     case config::ReplicaDevices::Kind::kCount:
       if (static_cast<size_t>(r.devices.count) > devices.size()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "requested ", r.devices.count,
-            " devices to be replicated, but only ", devices.size(),
-            " devices available"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("requested ", r.devices.count,
+                         " devices to be replicated, but only ", devices.size(),
+                         " devices available"));
       }
       for (int i = 0; i < r.devices.count; ++i) picked.push_back(i);
       break;
@@ -132,10 +133,10 @@ absl::StatusOr<DeviceMap> ApplyReplicas(
     for (size_t at : *picked) {
       auto [it, added] = taken[r.name].emplace(at, e);
       if (!added) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            entry, ".devices: device ", base->second[at].uuid,
-            " is already shared by ", section_path, ".resources[", it->second,
-            "]"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(entry, ".devices: device ", base->second[at].uuid,
+                         " is already shared by ", section_path, ".resources[",
+                         it->second, "]"));
       }
       for (int n = 0; n < r.replicas; ++n) {
         pluginapi::Device d = base->second[at].device;

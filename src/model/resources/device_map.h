@@ -18,10 +18,10 @@ namespace gpulet::resources {
 
 struct MappedDevice {
   pluginapi::Device device;  // id = uuid; replica = -1
-  std::string uuid;       // "GPU-…" / "MIG-…"
-  std::string index;      // "3", MIG "3:1"
-  std::string parent_uuid;  // MIG devices: the GPU's UUID, else empty
-  int order = 0;            // position on the node: GPU, then MIG device
+  std::string uuid;          // "GPU-…" / "MIG-…"
+  std::string index;         // "3", MIG "3:1"
+  std::string parent_uuid;   // MIG devices: the GPU's UUID, else empty
+  int order = 0;             // position on the node: GPU, then MIG device
 };
 
 // Resource name -> its devices in advertising order.
@@ -35,8 +35,8 @@ std::string ReplicaId(const std::string& id, int n);
 // timeSlicing") names entries in errors. Entries naming a resource the node
 // does not have are skipped, as NVIDIA skips them. Several entries may name
 // one resource when their selections are disjoint.
-absl::StatusOr<DeviceMap> ApplyReplicas(const config::ReplicatedResources& section,
-                                        const std::string& section_path,
-                                        DeviceMap devices);
+absl::StatusOr<DeviceMap> ApplyReplicas(
+    const config::ReplicatedResources& section, const std::string& section_path,
+    DeviceMap devices);
 
 }  // namespace gpulet::resources

@@ -33,7 +33,8 @@ class OwnRoot {
     dir_ = made == nullptr ? "" : made;
     std::filesystem::create_directories(dir_ + "/dev");
     for (const std::string& node : nodes) {
-      int fd = ::open((dir_ + "/dev/" + node).c_str(), O_CREAT | O_WRONLY, 0600);
+      int fd =
+          ::open((dir_ + "/dev/" + node).c_str(), O_CREAT | O_WRONLY, 0600);
       EXPECT_GE(fd, 0) << node;
       if (fd >= 0) ::close(fd);
     }
@@ -58,8 +59,10 @@ ResourceSpec OneGpu() {
   return spec;
 }
 
-std::string Specs(const std::string& dev, const std::vector<std::string>& paths) {
-  std::string text = "envs { key: \"NVIDIA_VISIBLE_DEVICES\" value: \"GPU-0\" }\n";
+std::string Specs(const std::string& dev,
+                  const std::vector<std::string>& paths) {
+  std::string text =
+      "envs { key: \"NVIDIA_VISIBLE_DEVICES\" value: \"GPU-0\" }\n";
   for (const std::string& p : paths) {
     text += "devices { container_path: \"" + p + "\" host_path: \"" + dev + p +
             "\" permissions: \"rw\" }\n";
@@ -75,10 +78,10 @@ const std::vector<std::string> kAllPaths = {
 
 struct Layout {
   std::string name;
-  std::string driver_root;  // flags.nvidiaDriverRoot
-  std::string dev_root;     // flags.nvidiaDevRoot, "" = unset
+  std::string driver_root;           // flags.nvidiaDriverRoot
+  std::string dev_root;              // flags.nvidiaDevRoot, "" = unset
   std::vector<std::string> own_dev;  // nodes in the plugin's own /dev
-  std::string want;         // NVIDIA v0.20's ContainerAllocateResponse
+  std::string want;                  // NVIDIA v0.20's ContainerAllocateResponse
 };
 
 TEST(DeviceRootTest, PassDeviceSpecsAnswersAsNvidiaInEveryLayout) {
@@ -93,11 +96,17 @@ TEST(DeviceRootTest, PassDeviceSpecsAnswersAsNvidiaInEveryLayout) {
        kAllNodes, Specs("/host", kAllPaths)},
       {"devRoot apart from a driver container root", "/run/nvidia/driver",
        "/host", kAllNodes, Specs("/host", kAllPaths)},
-      {"nvidia-uvm not loaded yet", "/", "/host",
+      {"nvidia-uvm not loaded yet",
+       "/",
+       "/host",
        {"nvidiactl", "nvidia-modeset", "nvidia0"},
-       Specs("/host", {"/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia0"})},
+       Specs("/host",
+             {"/dev/nvidiactl", "/dev/nvidia-modeset", "/dev/nvidia0"})},
       {"no control node visible to the plugin: the GPU node still goes out",
-       "/", "/host", {}, Specs("/host", {"/dev/nvidia0"})},
+       "/",
+       "/host",
+       {},
+       Specs("/host", {"/dev/nvidia0"})},
   };
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.name);
@@ -114,7 +123,8 @@ TEST(DeviceRootTest, PassDeviceSpecsAnswersAsNvidiaInEveryLayout) {
     ASSERT_TRUE(options.ok()) << options.status();
     pluginapi::DeviceSnapshot snapshot;
     snapshot.devices = spec.devices;
-    auto response = allocation::BuildAllocateResponse(*options, snapshot, {"GPU-0"});
+    auto response =
+        allocation::BuildAllocateResponse(*options, snapshot, {"GPU-0"});
     ASSERT_TRUE(response.ok()) << response.status();
     v1beta1::ContainerAllocateResponse want;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(l.want, &want));

@@ -47,8 +47,8 @@ std::string Listed(const std::vector<std::string>& items) {
   constexpr size_t kShown = 8;
   if (items.size() <= kShown) return absl::StrJoin(items, ", ");
   std::vector<std::string> head(items.begin(), items.begin() + kShown);
-  return absl::StrCat(absl::StrJoin(head, ", "), " and ",
-                      items.size() - kShown, " more");
+  return absl::StrCat(absl::StrJoin(head, ", "), " and ", items.size() - kShown,
+                      " more");
 }
 
 // Any valid answer: must_include, then the available IDs in order.
@@ -164,8 +164,7 @@ absl::StatusOr<std::vector<std::string>> Preferred(
     }
     out = TakeFrom(free_ids[chosen], must_include, size);
     if (!o.reserve) break;
-    absl::Status s =
-        o.reserve(table.gpus[chosen].uuid, size, out, version);
+    absl::Status s = o.reserve(table.gpus[chosen].uuid, size, out, version);
     if (s.code() != absl::StatusCode::kAborted) break;
     if (attempt == kMaxPreferredChoices) {
       GPULET_LOG(WARNING) << "memory units: the Node kept changing under "
@@ -221,9 +220,11 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
     by_gpu[uuid].insert(k);
   }
   if (!unknown.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown memory units: ", Listed(unknown), " (not <GPU-uuid>::m<k> "
-        "units of ", o.resource_name, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown memory units: ", Listed(unknown),
+                     " (not <GPU-uuid>::m<k> "
+                     "units of ",
+                     o.resource_name, ")"));
   }
   if (by_gpu.empty()) {
     return absl::InvalidArgumentError("no memory units requested");
@@ -242,14 +243,16 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
     }
     const std::string size_note =
         asked > largest
-            ? absl::StrCat(asked, " units asked for, more than the largest GPU "
-                                  "has (", largest, ")")
+            ? absl::StrCat(asked,
+                           " units asked for, more than the largest GPU "
+                           "has (",
+                           largest, ")")
             : absl::StrCat(asked, " units asked for; the largest GPU has ",
                            largest);
     return absl::InvalidArgumentError(absl::StrCat(
         "memory units ", Listed(ids), " span GPUs ", Listed(gpus),
-        ": a container's memory units must all come from one GPU (",
-        size_note, ")"));
+        ": a container's memory units must all come from one GPU (", size_note,
+        ")"));
   }
   absl::StatusOr<v1beta1::ContainerAllocateResponse> response =
       base(snapshot, ids);

@@ -30,8 +30,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "src/model/pluginapi/handlers.h"
 #include "src/gpu/mps/mps_paths.h"
+#include "src/model/pluginapi/handlers.h"
 #include "src/model/sharing/pack.h"
 
 namespace gpulet::resources {

@@ -193,8 +193,7 @@ TEST(MemoryPreferred, KeepsPendingPodsFitting) {
   int reads = 0;
   o.pending = [&](bool, std::string*) {
     ++reads;
-    return std::vector<sharing::Request>{
-        {"u1/c", 2}, {"u2/c", 4}, {"u3/c", 3}};
+    return std::vector<sharing::Request>{{"u1/c", 2}, {"u2/c", 4}, {"u3/c", 3}};
   };
   auto preferred = MakeMemoryPreferredHandler(o);
   // GPU-0 has 4 free, GPU-1 5. Binpack alone would put the 2 on GPU-0 and
@@ -215,7 +214,8 @@ TEST(MemoryPreferred, ReadsTheNodeForEveryChoice) {
   std::vector<bool> refreshes;
   o.pending = [&](bool refresh, std::string*) {
     refreshes.push_back(refresh);
-    return refresh ? std::vector<sharing::Request>{{"u1/c", 3}, {"u2/c", 4},
+    return refresh ? std::vector<sharing::Request>{{"u1/c", 3},
+                                                   {"u2/c", 4},
                                                    {"u3/c", 2}}
                    : std::vector<sharing::Request>{{"u1/c", 3}};
   };
@@ -271,13 +271,13 @@ TEST(MemoryPreferred, KeepsTheChoiceWhenItCannotBeRecorded) {
     version->clear();
     return std::vector<sharing::Request>{};
   };
-  o.reserve = [&](const std::string&, int64_t,
-                  const std::vector<std::string>&, const std::string&) {
+  o.reserve = [&](const std::string&, int64_t, const std::vector<std::string>&,
+                  const std::string&) {
     return absl::UnavailableError("connection refused");
   };
   auto preferred = MakeMemoryPreferredHandler(o);
-  auto r = preferred(Snapshot(4), Concat(Units(0, {1, 3}), Units(1, {0, 1})),
-                     {}, 2);
+  auto r =
+      preferred(Snapshot(4), Concat(Units(0, {1, 3}), Units(1, {0, 1})), {}, 2);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(*r, ElementsAre("GPU-0::m1", "GPU-0::m3"));
   EXPECT_EQ(reads, 1);

@@ -55,8 +55,8 @@ absl::StatusOr<std::vector<Whole>> Select(const config::ReplicaDevices& sel,
   std::vector<Whole> picked;
   std::set<const MappedDevice*> seen;
   for (const std::string& ref : sel.list) {
-    const bool by_index = config::ClassifyDeviceRef(ref) ==
-                          config::DeviceRefKind::kGpuIndex;
+    const bool by_index =
+        config::ClassifyDeviceRef(ref) == config::DeviceRefKind::kGpuIndex;
     auto it = std::find_if(whole.begin(), whole.end(), [&](const Whole& w) {
       return by_index ? w.device->index == ref : w.device->uuid == ref;
     });
@@ -97,10 +97,9 @@ absl::StatusOr<DeviceMap> ApplyMemoryShares(const config::MemoryShares& memory,
   std::map<std::string, std::set<size_t>> taken;
   std::vector<MappedDevice> units;
   for (const Whole& w : *picked) {
-    auto gpu = std::find_if(node.gpus.begin(), node.gpus.end(),
-                            [&](const device::Gpu& g) {
-                              return g.uuid == w.device->uuid;
-                            });
+    auto gpu = std::find_if(
+        node.gpus.begin(), node.gpus.end(),
+        [&](const device::Gpu& g) { return g.uuid == w.device->uuid; });
     const int64_t n =
         gpu == node.gpus.end() ? 0 : MemoryUnitsOf(*gpu, memory.unit_mib);
     if (static_cast<int64_t>(units.size()) + n > memory.max_devices_per_node) {
@@ -114,8 +113,10 @@ absl::StatusOr<DeviceMap> ApplyMemoryShares(const config::MemoryShares& memory,
       }
       return absl::FailedPreconditionError(absl::StrCat(
           "sharing.memory.maxDevicesPerNode: the selected GPUs make ", total,
-          " memory units (", memory.unit_mib, " MiB each), more than "
-          "maxDevicesPerNode (", memory.max_devices_per_node,
+          " memory units (", memory.unit_mib,
+          " MiB each), more than "
+          "maxDevicesPerNode (",
+          memory.max_devices_per_node,
           "); choose a larger sharing.memory.unit or raise "
           "sharing.memory.maxDevicesPerNode"));
     }

@@ -61,9 +61,9 @@ TEST(MemoryShares, AllGpusLeaveNoWholeGpuResource) {
   auto specs = BuildResources(Node({2, 3}), WithMemory({}));
   ASSERT_TRUE(specs.ok()) << specs.status();
   ASSERT_EQ(specs->size(), 1u);
-  EXPECT_THAT(Ids((*specs)[0]), ElementsAre("GPU-0::m0", "GPU-0::m1",
-                                            "GPU-1::m0", "GPU-1::m1",
-                                            "GPU-1::m2"));
+  EXPECT_THAT(Ids((*specs)[0]),
+              ElementsAre("GPU-0::m0", "GPU-0::m1", "GPU-1::m0", "GPU-1::m1",
+                          "GPU-1::m2"));
 }
 
 TEST(MemoryShares, TimeSlicingSharesTheRest) {

@@ -53,18 +53,20 @@ device::Node Node() {
 struct Request {
   std::string resource;
   std::vector<std::string> ids;
-  std::string want;  // text proto of the ContainerAllocateResponse, or
+  std::string want;   // text proto of the ContainerAllocateResponse, or
   std::string error;  // the expected error message
 };
 
 struct Case {
-  std::string file;  // under src/base/config/testdata or src/model/resources/testdata
+  std::string
+      file;  // under src/base/config/testdata or src/model/resources/testdata
   std::map<std::string, int> resources;  // name -> device count
   std::vector<Request> requests;
 };
 
 std::string Path(const std::string& file) {
-  std::string dir = absl::StrContains(file, "/") ? "" : "/src/base/config/testdata/";
+  std::string dir =
+      absl::StrContains(file, "/") ? "" : "/src/base/config/testdata/";
   return std::string(GPULET_SOURCE_DIR) + dir + file;
 }
 
@@ -123,7 +125,10 @@ const Case kCases[] = {
               permissions: "rw"
             })pb",
        ""},
-      {"nvidia.com/gpu", {"GPU-7"}, "", "invalid request: unknown device: GPU-7"}}},
+      {"nvidia.com/gpu",
+       {"GPU-7"},
+       "",
+       "invalid request: unknown device: GPU-7"}}},
 };
 
 TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
@@ -131,9 +136,9 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
     SCOPED_TRACE(c.file);
     auto file = config::LoadConfigFile(Path(c.file));
     ASSERT_TRUE(file.ok()) << file.status();
-    auto config = config::Resolve({}, [](const std::string&) {
-      return std::optional<std::string>();
-    }, *file);
+    auto config = config::Resolve(
+        {}, [](const std::string&) { return std::optional<std::string>(); },
+        *file);
     ASSERT_TRUE(config.ok()) << config.status();
     auto specs = BuildResources(Node(), *config);
     ASSERT_TRUE(specs.ok()) << specs.status();
@@ -156,7 +161,8 @@ TEST(NvidiaConfigsTest, ResourcesAndAllocateResponses) {
       ASSERT_TRUE(options.ok()) << options.status();
       pluginapi::DeviceSnapshot snapshot;
       snapshot.devices = spec.devices;
-      auto response = allocation::BuildAllocateResponse(*options, snapshot, r.ids);
+      auto response =
+          allocation::BuildAllocateResponse(*options, snapshot, r.ids);
       if (!r.error.empty()) {
         ASSERT_FALSE(response.ok());
         EXPECT_EQ(response.status().message(), r.error);
@@ -190,19 +196,22 @@ TEST(NvidiaConfigsTest, CdiAnnotationsWithEnvvar) {
   ASSERT_TRUE(specs.ok()) << specs.status();
   const ResourceSpec& mig = (*specs)[1];
   ASSERT_EQ(mig.resource_name, "nvidia.com/mig-1g.5gb");
-  auto options = AllocateOptionsFor(*config, mig, HostView{"/", "/nonexistent", "/"});
+  auto options =
+      AllocateOptionsFor(*config, mig, HostView{"/", "/nonexistent", "/"});
   ASSERT_TRUE(options.ok());
   pluginapi::DeviceSnapshot snapshot;
   snapshot.devices = mig.devices;
-  auto response =
-      allocation::BuildAllocateResponse(*options, snapshot, {"MIG-2b", "MIG-2a"});
+  auto response = allocation::BuildAllocateResponse(*options, snapshot,
+                                                    {"MIG-2b", "MIG-2a"});
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->envs().at("NVIDIA_VISIBLE_DEVICES"), "2:1,2:0");
   ASSERT_EQ(response->annotations_size(), 1);
   const auto& [key, value] = *response->annotations().begin();
   EXPECT_TRUE(absl::StartsWith(key, "cdi.k8s.io/nvidia-device-plugin_")) << key;
   EXPECT_LE(key.size() - std::string("cdi.k8s.io/").size(), 63u);
-  EXPECT_EQ(value, "k8s.device-plugin.nvidia.com/gpu=2:1,k8s.device-plugin.nvidia.com/gpu=2:0");
+  EXPECT_EQ(value,
+            "k8s.device-plugin.nvidia.com/gpu=2:1,k8s.device-plugin.nvidia.com/"
+            "gpu=2:0");
   EXPECT_EQ(response->cdi_devices_size(), 0);
 }
 

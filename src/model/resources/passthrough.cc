@@ -11,8 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/gpu/device/pci_address.h"
-#include "src/model/resources/passthrough_mdev.h"
 #include "src/gpu/vfio/gpu_selector.h"
+#include "src/model/resources/passthrough_mdev.h"
 
 namespace gpulet::resources {
 namespace {
@@ -91,8 +91,8 @@ PassthroughHealth CheckPassthroughHealth(const vfio::Gpu& gpu,
   std::filesystem::path node =
       vfio::GroupDevicePath(roots, gpu.function.iommu_group);
   if (!Exists(node)) {
-    return {false, absl::StrCat("IOMMU group ", gpu.function.iommu_group,
-                                ": ", node.string(), " does not exist")};
+    return {false, absl::StrCat("IOMMU group ", gpu.function.iommu_group, ": ",
+                                node.string(), " does not exist")};
   }
   return {true, ""};
 }
@@ -123,10 +123,10 @@ PassthroughPlan PlanPassthrough(const vfio::Inventory& inventory,
       continue;
     }
     PassthroughHealth health = CheckPassthroughHealth(gpu, roots);
-    const std::string name = absl::StrCat(
-        "nvidia.com/", vfio::ResourceName(gpu.function.device,
-                                          config.resource_names,
-                                          config.pci_ids));
+    const std::string name =
+        absl::StrCat("nvidia.com/",
+                     vfio::ResourceName(gpu.function.device,
+                                        config.resource_names, config.pci_ids));
     ResourceSpec& spec = by_name[name];
     spec.resource_name = name;
     spec.socket_name = SocketNameFor(socket_prefix, name);

@@ -32,9 +32,9 @@
 
 #include "src/base/config/config.h"
 #include "src/gpu/device/gpu.h"
+#include "src/gpu/vfio/vfio.h"
 #include "src/model/pluginapi/handlers.h"
 #include "src/model/resources/resources.h"
-#include "src/gpu/vfio/vfio.h"
 
 namespace gpulet::resources {
 

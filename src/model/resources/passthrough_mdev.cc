@@ -56,10 +56,10 @@ PassthroughHealth CheckMdevHealth(const vfio::Mdev& mdev,
   }
   const std::string& driver = parent->function.driver;
   if (driver.empty() || driver == kVfioPci) {
-    return {false, absl::StrCat(who, ": parent GPU ", mdev.parent,
-                                " is bound to ",
-                                driver.empty() ? "no driver" : driver,
-                                ", not the vGPU manager's driver")};
+    return {false,
+            absl::StrCat(who, ": parent GPU ", mdev.parent, " is bound to ",
+                         driver.empty() ? "no driver" : driver,
+                         ", not the vGPU manager's driver")};
   }
   return {true, ""};
 }
@@ -75,9 +75,9 @@ void internal::PlanMdevs(const vfio::Inventory& inventory,
     if (suffix.empty()) {
       plan.errors.push_back(absl::StrCat(
           "mediated device ", mdev.uuid, " is not advertised: ",
-          mdev.type_id.empty() ? "no mdev_type link"
-                               : absl::StrCat("type ", mdev.type_id,
-                                              " has no usable name"),
+          mdev.type_id.empty()
+              ? "no mdev_type link"
+              : absl::StrCat("type ", mdev.type_id, " has no usable name"),
           " (sysfs under ", config.sys_root, ")"));
       continue;
     }

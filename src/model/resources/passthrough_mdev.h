@@ -9,9 +9,9 @@
 #include <string>
 
 #include "src/base/config/config.h"
+#include "src/gpu/vfio/vfio.h"
 #include "src/model/resources/passthrough.h"
 #include "src/model/resources/resources.h"
-#include "src/gpu/vfio/vfio.h"
 
 namespace gpulet::resources::internal {
 

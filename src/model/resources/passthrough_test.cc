@@ -56,10 +56,10 @@ vfio::PciFunction Function(std::string address, uint16_t device,
 vfio::Gpu Gpu(const std::string& bus, int group, std::string driver,
               std::string audio_driver = "vfio-pci", int numa = 0) {
   vfio::Gpu gpu;
-  gpu.function = Function("0000:" + bus + ":00.0", 0x2330, 0x030200, driver,
-                          group, numa);
-  gpu.group = {gpu.function, Function("0000:" + bus + ":00.1", 0x22e8,
-                                      0x040300, audio_driver, group, numa)};
+  gpu.function =
+      Function("0000:" + bus + ":00.0", 0x2330, 0x030200, driver, group, numa);
+  gpu.group = {gpu.function, Function("0000:" + bus + ":00.1", 0x22e8, 0x040300,
+                                      audio_driver, group, numa)};
   return gpu;
 }
 
@@ -108,8 +108,7 @@ TEST(PassthroughTest, NonViableGroupIsUnhealthyWithTheReason) {
   PassthroughPlan plan = PlanPassthrough(inv, Config(dev), "gpulet");
   ASSERT_EQ(plan.resources.size(), 1u);
   EXPECT_FALSE(plan.resources[0].devices[0].healthy);
-  EXPECT_THAT(plan.health["0000:3b:00.0"].reason,
-              HasSubstr("0000:3b:00.1"));
+  EXPECT_THAT(plan.health["0000:3b:00.0"].reason, HasSubstr("0000:3b:00.1"));
   EXPECT_THAT(plan.health["0000:3b:00.0"].reason, HasSubstr("snd_hda_intel"));
 }
 
@@ -127,7 +126,8 @@ TEST(PassthroughTest, MissingGroupNodeIsUnhealthy) {
 TEST(PassthroughTest, SelectedByAddressStillOnNvidiaIsUnhealthyNotContainer) {
   TempDev dev;
   vfio::Inventory inv;
-  inv.gpus = {Gpu("3b", 17, "nvidia", "snd_hda_intel"), Gpu("5e", 18, "nvidia")};
+  inv.gpus = {Gpu("3b", 17, "nvidia", "snd_hda_intel"),
+              Gpu("5e", 18, "nvidia")};
   config::Passthrough c = Config(dev);
   c.devices = {{Kind::kPciAddress, "0000:3b:00.0", 0},
                {Kind::kPciAddress, "0000:99:00.0", 0},
@@ -239,15 +239,14 @@ TEST(PassthroughTest, AllocateWithIommufdAddsIommuAndCdev) {
   inv.iommufd = true;
   PassthroughPlan plan = PlanPassthrough(inv, Config(dev), "gpulet");
   absl::StatusOr<v1beta1::ContainerAllocateResponse> r =
-      MakePassthroughAllocate(
-          {"nvidia.com/H100", dev.root(), "/host/dev", true, nullptr})(
-          Snapshot(plan), {"0000:3b:00.0"});
+      MakePassthroughAllocate({"nvidia.com/H100", dev.root(), "/host/dev", true,
+                               nullptr})(Snapshot(plan), {"0000:3b:00.0"});
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<std::string> paths;
   for (const auto& d : r->devices()) paths.push_back(d.host_path());
-  EXPECT_THAT(paths, ElementsAre("/host/dev/iommu", "/host/dev/vfio/vfio",
-                                 "/host/dev/vfio/17",
-                                 "/host/dev/vfio/devices/vfio3"));
+  EXPECT_THAT(paths,
+              ElementsAre("/host/dev/iommu", "/host/dev/vfio/vfio",
+                          "/host/dev/vfio/17", "/host/dev/vfio/devices/vfio3"));
 }
 
 TEST(PassthroughTest, GroupVanishingBeforeAllocateFailsNamingIt) {

@@ -15,8 +15,7 @@ namespace {
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
-  return !path.empty() && ::stat(path.c_str(), &st) == 0 &&
-         S_ISDIR(st.st_mode);
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 allocation::DeviceListStrategy ToPlugin(config::DeviceListStrategy s) {
@@ -62,7 +61,8 @@ absl::StatusOr<allocation::AllocateOptions> AllocateOptionsFor(
     const HostView& view) {
   allocation::AllocateOptions o;
   o.strategies.clear();
-  for (config::DeviceListStrategy s : config.flags.plugin.device_list_strategy) {
+  for (config::DeviceListStrategy s :
+       config.flags.plugin.device_list_strategy) {
     o.strategies.push_back(ToPlugin(s));
   }
   o.resource_name = spec.resource_name;
@@ -96,7 +96,8 @@ absl::StatusOr<allocation::AllocateOptions> AllocateOptionsFor(
         mps || sharing->fail_requests_greater_than_one;
     if (mps) o.mps_root = config.flags.mps_root;
   }
-  if (absl::Status s = allocation::ValidateAllocateOptions(o); !s.ok()) return s;
+  if (absl::Status s = allocation::ValidateAllocateOptions(o); !s.ok())
+    return s;
   return o;
 }
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "src/model/allocation/allocate_response.h"
 #include "src/base/config/config.h"
+#include "src/model/allocation/allocate_response.h"
 #include "src/model/resources/resources.h"
 
 namespace gpulet::resources {
@@ -20,7 +20,7 @@ namespace gpulet::resources {
 // DaemonSet the host's driver root is mounted at
 // flags.plugin.containerDriverRoot; on the host itself it is the driver root.
 struct HostView {
-  std::string dev_root;   // host path of the dev root (flags.nvidiaDevRoot)
+  std::string dev_root;    // host path of the dev root (flags.nvidiaDevRoot)
   std::string probe_root;  // where this process sees that dev root
   std::string proc_root = "/";  // for /proc/driver/nvidia-caps/mig-minors
   // Where this process sees the host's driver root: NVML is loaded and the

@@ -50,8 +50,9 @@ TEST(AllocateOptionsForTest, CopiesFlags) {
   view.own_root = "/nonexistent-own-root";
   auto o = AllocateOptionsFor(config, Spec("nvidia.com/gpu", false), view);
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_THAT(o->strategies, ElementsAre(allocation::DeviceListStrategy::kVolumeMounts,
-                                         allocation::DeviceListStrategy::kCdiCri));
+  EXPECT_THAT(o->strategies,
+              ElementsAre(allocation::DeviceListStrategy::kVolumeMounts,
+                          allocation::DeviceListStrategy::kCdiCri));
   EXPECT_TRUE(o->pass_device_specs);
   EXPECT_TRUE(o->gds_enabled);
   EXPECT_FALSE(o->mofed_enabled);

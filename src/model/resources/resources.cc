@@ -124,8 +124,8 @@ absl::Status CheckMigLayout(const device::Node& node, bool uniform) {
                  mig.memory_bytes != first->memory_bytes) {
         return absl::FailedPreconditionError(absl::StrCat(
             "invalid MIG configuration: more than one MIG device type present "
-            "on node (", first->profile, " and ", mig.profile, " on GPU ",
-            gpu.index, ")"));
+            "on node (",
+            first->profile, " and ", mig.profile, " on GPU ", gpu.index, ")"));
       }
     }
   }
@@ -155,9 +155,10 @@ absl::StatusOr<DeviceMap> BaseDevices(const device::Node& node,
     // advertise; the daemon logs it.
     if (gpu.uuid.empty()) continue;
     if (!UsesMig(gpu, strategy)) {
-      auto match = std::find_if(
-          gpu_patterns.begin(), gpu_patterns.end(),
-          [&](const config::Resource& r) { return GlobMatch(r.pattern, gpu.name); });
+      auto match = std::find_if(gpu_patterns.begin(), gpu_patterns.end(),
+                                [&](const config::Resource& r) {
+                                  return GlobMatch(r.pattern, gpu.name);
+                                });
       // A failed GPU whose name was not read cannot be placed; it is left
       // out (the daemon logs it) rather than failing the whole node.
       if (match == gpu_patterns.end() && !gpu.failure.empty()) continue;

@@ -51,7 +51,7 @@ struct ResourceOptions {
   // The /dev/nvidia-caps/nvidia-cap<N> nodes of a MIG device's GPU instance
   // and compute instance; null or empty: none known.
   std::function<std::vector<std::string>(const device::Gpu&,
-                                          const device::MigDevice&)>
+                                         const device::MigDevice&)>
       mig_caps_nodes;
 };
 

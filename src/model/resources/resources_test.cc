@@ -310,7 +310,8 @@ TEST(BuildResourcesTest, TimeSlicingReplicas) {
   ASSERT_EQ(got->size(), 1u);
   EXPECT_THAT(Ids((*got)[0]),
               ElementsAre("GPU-0::0", "GPU-0::1", "GPU-1::0", "GPU-1::1"));
-  EXPECT_THAT(Visible((*got)[0]), ElementsAre("GPU-0", "GPU-0", "GPU-1", "GPU-1"));
+  EXPECT_THAT(Visible((*got)[0]),
+              ElementsAre("GPU-0", "GPU-0", "GPU-1", "GPU-1"));
   EXPECT_EQ((*got)[0].devices[3].replica, 1);
   EXPECT_EQ((*got)[0].devices[3].gpu_index, 1);
 
@@ -400,9 +401,8 @@ TEST(BuildResourcesTest, MigDevicesSharedByIndexAndLegacyUuid) {
       Shared("nvidia.com/gpu", 2, {Kind::kList, 0, {"0:1", "MIG-GPU-1/7/0"}})};
   auto got = BuildResources(UniformMigNode(), config);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_THAT(Ids((*got)[0]),
-              ElementsAre("MIG-0a", "MIG-0b::0", "MIG-0b::1", "MIG-1a::0",
-                          "MIG-1a::1", "MIG-1b"));
+  EXPECT_THAT(Ids((*got)[0]), ElementsAre("MIG-0a", "MIG-0b::0", "MIG-0b::1",
+                                          "MIG-1a::0", "MIG-1a::1", "MIG-1b"));
 }
 
 // docs/configuration.md's example names GPU 0 for nvidia.com/gpu under MIG
@@ -417,11 +417,12 @@ TEST(BuildResourcesTest, SharingErrorSaysWhyAnIndexDoesNotMatch) {
       Shared("nvidia.com/gpu", 2, {Kind::kList, 0, {"0"}})};
   auto got = BuildResources(MixedNode(), config);
   ASSERT_FALSE(got.ok());
-  EXPECT_THAT(std::string(got.status().message()),
-              HasSubstr("no matching device at index: 0 (GPU 0 is "
-                        "MIG-enabled and advertised as its MIG devices, not "
-                        "as a device of nvidia.com/gpu: 0:0 in "
-                        "nvidia.com/mig-1g.5gb, 0:1 in nvidia.com/mig-3g.20gb"));
+  EXPECT_THAT(
+      std::string(got.status().message()),
+      HasSubstr("no matching device at index: 0 (GPU 0 is "
+                "MIG-enabled and advertised as its MIG devices, not "
+                "as a device of nvidia.com/gpu: 0:0 in "
+                "nvidia.com/mig-1g.5gb, 0:1 in nvidia.com/mig-3g.20gb"));
   config.sharing.time_slicing->resources = {
       Shared("nvidia.com/gpu", 2, {Kind::kList, 0, {"9"}})};
   got = BuildResources(MixedNode(), config);

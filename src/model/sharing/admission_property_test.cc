@@ -28,7 +28,7 @@ struct Sim {
   std::mt19937 rng;
   NodeMemory node;  // the annotation: used, attributed pods, placements
   Pending pending;
-  std::vector<Allocated> placed;  // what each placement really served
+  std::vector<Allocated> placed;       // what each placement really served
   std::vector<std::string> allocated;  // "<uid>/<container>" admitted
   int bound = 0, admitted = 0;
 
@@ -126,9 +126,8 @@ void Attribute(Sim& r) {
     listed = &r.node.pods.back();
   }
   listed->containers.push_back({a.container, a.gpu, units});
-  std::erase_if(r.pending.pods, [&](const PendingPod& p) {
-    return Admitted(p, r.node);
-  });
+  std::erase_if(r.pending.pods,
+                [&](const PendingPod& p) { return Admitted(p, r.node); });
 }
 
 TEST(AdmissionProperty, EveryBoundPodIsAdmittedWhileTheExtenderBinds) {

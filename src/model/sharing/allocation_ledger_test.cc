@@ -71,13 +71,13 @@ TEST(AllocationLedger, AnAnswerLeavesOnceTheKubeletListsItsUnits) {
   AllocationLedger ledger;
   ledger.Record(Answer("GPU-a", Ids("GPU-a", 0, 2)));
   ledger.Record(Answer("GPU-a", Ids("GPU-a", 2, 4)));
-  ledger.Observe(List({{"p", "c", "GPU-a", Ids("GPU-a", 0, 2)}}),
-                 ledger.Mark(), kT0, kMaxAge);
+  ledger.Observe(List({{"p", "c", "GPU-a", Ids("GPU-a", 0, 2)}}), ledger.Mark(),
+                 kT0, kMaxAge);
   EXPECT_THAT(ledger.unmatched(), ElementsAre(Field(&Allocation::units, 4)));
   EXPECT_EQ(Used(ledger, "GPU-a"), 6);
   // Never listed: it leaves once older than the limit.
-  ledger.Observe(List({{"p", "c", "GPU-a", Ids("GPU-a", 0, 2)}}),
-                 ledger.Mark(), kT0 + absl::Minutes(6), kMaxAge);
+  ledger.Observe(List({{"p", "c", "GPU-a", Ids("GPU-a", 0, 2)}}), ledger.Mark(),
+                 kT0 + absl::Minutes(6), kMaxAge);
   EXPECT_THAT(ledger.unmatched(), IsEmpty());
   EXPECT_EQ(Used(ledger, "GPU-a"), 2);
 }
@@ -142,8 +142,8 @@ TEST(AllocationLedger, UnitsHandedOutAgainLeaveTheOlderAnswer) {
   EXPECT_THAT(ledger.unmatched(),
               ElementsAre(Field(&Allocation::ids, Ids("GPU-a", 2, 4))));
   ledger.Record(Answer("GPU-a", Ids("GPU-a", 6, 2)));
-  ledger.Observe(List({{"r", "c", "GPU-a", Ids("GPU-a", 1, 2)}}),
-                 ledger.Mark(), kT0, kMaxAge);
+  ledger.Observe(List({{"r", "c", "GPU-a", Ids("GPU-a", 1, 2)}}), ledger.Mark(),
+                 kT0, kMaxAge);
   EXPECT_THAT(ledger.unmatched(),
               ElementsAre(Field(&Allocation::ids, Ids("GPU-a", 6, 2))));
   EXPECT_EQ(Used(ledger, "GPU-a"), 4);
@@ -160,9 +160,8 @@ TEST(CarryOver, KeepsContainersOfPodsStillBeingDeleted) {
                                {"stays", "c", "GPU-a", Ids("GPU-a", 6, 2)}});
   const Listing now = List({{"stays", "c", "GPU-a", Ids("GPU-a", 6, 2)},
                             {"new", "c", "GPU-a", Ids("GPU-a", 5, 1)}});
-  Listing merged = CarryOver(before, now, [](const UsedPod& pod) {
-    return pod.name != "gone";
-  });
+  Listing merged = CarryOver(
+      before, now, [](const UsedPod& pod) { return pod.name != "gone"; });
   std::vector<std::string> names;
   for (const UsedPod& pod : merged.pods) names.push_back(pod.name);
   EXPECT_THAT(names, ElementsAre("stays", "new", "dying"));

@@ -3,7 +3,6 @@
 #include "src/model/sharing/annotations.h"
 
 #include <algorithm>
-
 #include <initializer_list>
 #include <limits>
 #include <utility>
@@ -30,9 +29,9 @@ class Reader {
 
   void Fail(const std::string& path, std::string_view why) {
     if (!status_.ok()) return;
-    status_ = absl::InvalidArgumentError(absl::StrCat(
-        what_, ": ", path.empty() ? "(top level)" : path, ": ",
-        std::string(why)));
+    status_ = absl::InvalidArgumentError(
+        absl::StrCat(what_, ": ", path.empty() ? "(top level)" : path, ": ",
+                     std::string(why)));
   }
 
   bool Object(const Json& j, const std::string& path,
@@ -84,9 +83,10 @@ class Reader {
               int64_t min, int64_t max = kMaxCount) {
     const Json* j = Field(obj, key, path, /*required=*/true);
     if (j == nullptr) return 0;
-    bool too_big = j->is_number_unsigned() &&
-                   j->get<uint64_t>() > static_cast<uint64_t>(
-                                            std::numeric_limits<int64_t>::max());
+    bool too_big =
+        j->is_number_unsigned() &&
+        j->get<uint64_t>() >
+            static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     if (!j->is_number_integer() || too_big) {
       Fail(At(path, key), absl::StrCat("want an integer, got ", j->dump()));
       return 0;
@@ -142,8 +142,7 @@ class Reader {
     return path.empty() ? std::string(key)
                         : absl::StrCat(path, ".", std::string(key));
   }
-  static std::string Item(const std::string& path, const char* key,
-                          size_t i) {
+  static std::string Item(const std::string& path, const char* key, size_t i) {
     return absl::StrCat(At(path, key), "[", i, "]");
   }
 

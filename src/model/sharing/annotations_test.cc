@@ -179,22 +179,27 @@ TEST(NodeMemory, ErrorsNameTheField) {
 }
 
 TEST(OutstandingRequests, SkipsPodsTheNodeAlreadyLists) {
-  Pending pending{.pods = {
-                      {.uid = "u1", .ns = "ns", .name = "a",
-                       .containers = {{"c", 4}, {"d", 2}}},
-                      {.uid = "u2", .ns = "ns", .name = "b",
-                       .containers = {{"c", 3}}},
-                      {.ns = "ns", .name = "c", .containers = {{"c", 1}}},
-                      // Same name as a listed pod, but a new incarnation.
-                      {.uid = "u9", .ns = "ns", .name = "d",
-                       .containers = {{"c", 5}}},
-                  }};
-  NodeMemory node{.pods = {{.uid = "u2", .ns = "other", .name = "x",
-                            .containers = {{"c", "GPU-a", 3}}},
-                           {.ns = "ns", .name = "c",
-                            .containers = {{"c", "GPU-a", 1}}},
-                           {.uid = "u8", .ns = "ns", .name = "d",
-                            .containers = {{"c", "GPU-a", 5}}}}};
+  Pending pending{
+      .pods = {
+          {.uid = "u1",
+           .ns = "ns",
+           .name = "a",
+           .containers = {{"c", 4}, {"d", 2}}},
+          {.uid = "u2", .ns = "ns", .name = "b", .containers = {{"c", 3}}},
+          {.ns = "ns", .name = "c", .containers = {{"c", 1}}},
+          // Same name as a listed pod, but a new incarnation.
+          {.uid = "u9", .ns = "ns", .name = "d", .containers = {{"c", 5}}},
+      }};
+  NodeMemory node{
+      .pods = {{.uid = "u2",
+                .ns = "other",
+                .name = "x",
+                .containers = {{"c", "GPU-a", 3}}},
+               {.ns = "ns", .name = "c", .containers = {{"c", "GPU-a", 1}}},
+               {.uid = "u8",
+                .ns = "ns",
+                .name = "d",
+                .containers = {{"c", "GPU-a", 5}}}}};
   auto reqs = OutstandingRequests(pending, node);
   ASSERT_EQ(reqs.size(), 3u);
   EXPECT_EQ(reqs[0].key, "u1/c");
@@ -206,9 +211,13 @@ TEST(OutstandingRequests, SkipsPodsTheNodeAlreadyLists) {
 // The kubelet allocates a pod's containers one at a time; between two, it
 // lists the pod with the first only. The second still needs its units.
 TEST(OutstandingRequests, KeepsContainersOfAPartlyListedPod) {
-  Pending pending{.pods = {{.uid = "u1", .ns = "ns", .name = "a",
+  Pending pending{.pods = {{.uid = "u1",
+                            .ns = "ns",
+                            .name = "a",
                             .containers = {{"c0", 4}, {"c1", 16}}}}};
-  NodeMemory node{.pods = {{.uid = "u1", .ns = "ns", .name = "a",
+  NodeMemory node{.pods = {{.uid = "u1",
+                            .ns = "ns",
+                            .name = "a",
                             .containers = {{"c0", "GPU-a", 4}}}}};
   auto reqs = OutstandingRequests(pending, node);
   ASSERT_EQ(reqs.size(), 1u);
@@ -223,10 +232,13 @@ TEST(OutstandingRequests, KeepsContainersOfAPartlyListedPod) {
 // A placement is an admitted container whose pod is not listed yet: it
 // serves one outstanding request of its size, whichever pod that is.
 TEST(OutstandingRequests, EachPlacementServesOneRequestOfItsSize) {
-  Pending pending{.pods = {{.uid = "u1", .ns = "ns", .name = "a",
-                            .containers = {{"c", 4}, {"d", 2}}},
-                           {.uid = "u2", .ns = "ns", .name = "b",
-                            .containers = {{"c", 2}}}}};
+  Pending pending{
+      .pods = {
+          {.uid = "u1",
+           .ns = "ns",
+           .name = "a",
+           .containers = {{"c", 4}, {"d", 2}}},
+          {.uid = "u2", .ns = "ns", .name = "b", .containers = {{"c", 2}}}}};
   NodeMemory node{.placements = {{.gpu = "GPU-a", .units = 2},
                                  {.gpu = "GPU-b", .units = 3}}};
   auto reqs = OutstandingRequests(pending, node);

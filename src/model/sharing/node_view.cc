@@ -12,9 +12,8 @@ namespace {
 
 bool SharesAUnit(const std::vector<std::string>& ids,
                  const std::set<std::string>& taken) {
-  return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) {
-    return taken.contains(id);
-  });
+  return std::any_of(ids.begin(), ids.end(),
+                     [&](const std::string& id) { return taken.contains(id); });
 }
 
 }  // namespace
@@ -39,8 +38,8 @@ void AllocationLedger::Forget(const Allocation& allocation) {
   });
 }
 
-void AllocationLedger::Observe(Listing listing, uint64_t mark,
-                               absl::Time now, absl::Duration max_age) {
+void AllocationLedger::Observe(Listing listing, uint64_t mark, absl::Time now,
+                               absl::Duration max_age) {
   std::set<std::string> listed;
   for (const auto& [key, ids] : listing.ids) {
     if (!listing.carried.contains(key)) listed.insert(ids.begin(), ids.end());

@@ -109,9 +109,9 @@ enum class PodFate {
 };
 
 // The pending annotation without the entries whose pod `node` lists with
-// all its containers (the kubelet admitted it), whose pod is gone, or that are older than
-// `timeout`. `fate` is asked only about entries that are neither listed
-// nor timed out.
+// all its containers (the kubelet admitted it), whose pod is gone, or that are
+// older than `timeout`. `fate` is asked only about entries that are neither
+// listed nor timed out.
 Pending PrunePending(const Pending& pending, const NodeMemory& node,
                      absl::Time now, absl::Duration timeout,
                      const std::function<PodFate(const PendingPod&)>& fate);

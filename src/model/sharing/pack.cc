@@ -119,14 +119,14 @@ absl::StatusOr<std::vector<int>> Pack(std::span<const GpuSpace> gpus,
   Search search(std::move(free_units), std::move(sizes), opts.budget);
   if (!search.FirstFit() && !search.Run()) {
     if (search.exhausted()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "packing ", reqs.size(), " requests onto ", gpus.size(),
-          " GPUs ran past the search budget of ", opts.budget,
-          " steps; counted as not fitting"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("packing ", reqs.size(), " requests onto ", gpus.size(),
+                       " GPUs ran past the search budget of ", opts.budget,
+                       " steps; counted as not fitting"));
     }
-    return absl::NotFoundError(absl::StrCat(
-        reqs.size(), " requests do not fit the free space of ", gpus.size(),
-        " GPUs"));
+    return absl::NotFoundError(
+        absl::StrCat(reqs.size(), " requests do not fit the free space of ",
+                     gpus.size(), " GPUs"));
   }
   std::vector<int> out(reqs.size(), -1);
   for (size_t k = 0; k < order.size(); ++k) {

@@ -74,7 +74,8 @@ struct Choice {
 // NotFound when no GPU has `units` free; InvalidArgument when units < 1.
 absl::StatusOr<Choice> ChooseGpu(std::span<const GpuSpace> gpus,
                                  std::span<const Request> pending,
-                                 int64_t units, Policy policy = Policy::kBinpack,
+                                 int64_t units,
+                                 Policy policy = Policy::kBinpack,
                                  PackOptions opts = {});
 
 }  // namespace gpulet::sharing

@@ -26,8 +26,8 @@ std::vector<GpuSpace> Gpus(std::vector<int64_t> free_units) {
 std::vector<Request> Reqs(std::vector<int64_t> units) {
   std::vector<Request> out;
   for (size_t i = 0; i < units.size(); ++i) {
-    out.push_back(Request{.key = "ns/p/c" + std::to_string(i),
-                          .units = units[i]});
+    out.push_back(
+        Request{.key = "ns/p/c" + std::to_string(i), .units = units[i]});
   }
   return out;
 }

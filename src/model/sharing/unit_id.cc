@@ -15,8 +15,7 @@ std::string MemoryUnitId(std::string_view gpu_uuid, int64_t k) {
   return absl::StrCat(std::string(gpu_uuid), std::string(kUnitSeparator), k);
 }
 
-bool ParseMemoryUnitId(std::string_view id, std::string* gpu_uuid,
-                       int64_t* k) {
+bool ParseMemoryUnitId(std::string_view id, std::string* gpu_uuid, int64_t* k) {
   const size_t sep = id.rfind(kUnitSeparator);
   if (sep == std::string_view::npos || sep == 0) return false;
   std::string_view digits = id.substr(sep + kUnitSeparator.size());

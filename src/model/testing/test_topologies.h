@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/model/allocation/score.h"
-#include "src/gpu/device/topology.h"
 #include "sim/machine.h"
+#include "src/gpu/device/topology.h"
+#include "src/model/allocation/score.h"
 
 namespace gpulet::allocation::testing {
 

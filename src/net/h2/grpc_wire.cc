@@ -35,9 +35,9 @@ absl::StatusOr<std::string_view> SingleMessage(std::string_view body,
         "received message larger than max (", size, " vs. ", max_size, ")"));
   }
   if (body.size() != kPrefixSize + size) {
-    return absl::InternalError(absl::StrCat(
-        "message prefix says ", size, " bytes, the request carries ",
-        body.size() - kPrefixSize));
+    return absl::InternalError(absl::StrCat("message prefix says ", size,
+                                            " bytes, the request carries ",
+                                            body.size() - kPrefixSize));
   }
   return body.substr(kPrefixSize);
 }
@@ -55,13 +55,20 @@ absl::StatusOr<std::chrono::nanoseconds> ParseTimeout(std::string_view value) {
   }
   using std::chrono::nanoseconds;
   switch (value.back()) {
-    case 'H': return std::chrono::hours(amount);
-    case 'M': return std::chrono::minutes(amount);
-    case 'S': return std::chrono::seconds(amount);
-    case 'm': return std::chrono::milliseconds(amount);
-    case 'u': return std::chrono::microseconds(amount);
-    case 'n': return nanoseconds(amount);
-    default: return bad();
+    case 'H':
+      return std::chrono::hours(amount);
+    case 'M':
+      return std::chrono::minutes(amount);
+    case 'S':
+      return std::chrono::seconds(amount);
+    case 'm':
+      return std::chrono::milliseconds(amount);
+    case 'u':
+      return std::chrono::microseconds(amount);
+    case 'n':
+      return nanoseconds(amount);
+    default:
+      return bad();
   }
 }
 

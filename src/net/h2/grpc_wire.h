@@ -28,8 +28,8 @@ std::string MessagePrefix(size_t size);
 // payload of `body`, which must hold exactly one uncompressed message of at
 // most `max_size` bytes. UNIMPLEMENTED for a compressed message, INTERNAL
 // for a truncated or trailing frame, RESOURCE_EXHAUSTED past `max_size`.
-absl::StatusOr<std::string_view> SingleMessage(std::string_view body,
-                                               size_t max_size = kMaxMessageSize);
+absl::StatusOr<std::string_view> SingleMessage(
+    std::string_view body, size_t max_size = kMaxMessageSize);
 
 // grpc-timeout: 1 to 8 digits and a unit (H, M, S, m, u, n).
 // INVALID_ARGUMENT naming the header otherwise.

@@ -24,10 +24,11 @@ TEST(GrpcWireTest, RejectsMalformedTimeoutsNamingTheHeader) {
 }
 
 TEST(GrpcWireTest, FormatsTimeoutsThatParseBack) {
-  for (const auto t : {std::chrono::nanoseconds(5), std::chrono::nanoseconds(
-                            std::chrono::seconds(10)),
+  for (const auto t : {std::chrono::nanoseconds(5),
+                       std::chrono::nanoseconds(std::chrono::seconds(10)),
                        std::chrono::nanoseconds(std::chrono::hours(30))}) {
-    absl::StatusOr<std::chrono::nanoseconds> back = ParseTimeout(FormatTimeout(t));
+    absl::StatusOr<std::chrono::nanoseconds> back =
+        ParseTimeout(FormatTimeout(t));
     ASSERT_TRUE(back.ok()) << FormatTimeout(t);
     EXPECT_GE(*back, t);
   }
@@ -58,8 +59,9 @@ TEST(GrpcWireTest, SingleMessageChecksThePrefix) {
   compressed[0] = 1;
   EXPECT_EQ(SingleMessage(compressed).status().code(),
             absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(SingleMessage(MessagePrefix(11) + "01234567890", 10).status().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      SingleMessage(MessagePrefix(11) + "01234567890", 10).status().code(),
+      absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

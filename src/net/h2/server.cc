@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/common/unique_fd.h"
 #include "src/net/h2/server_connection.h"
 
 namespace gpulet::h2 {
@@ -28,7 +29,7 @@ constexpr size_t kOutputLimit = 256 * 1024;
 constexpr auto kStopGrace = std::chrono::seconds(1);
 
 struct Peer {
-  int fd = -1;
+  common::UniqueFd fd;
   ServerConnection connection;
   std::string out;
   size_t sent = 0;
@@ -36,8 +37,8 @@ struct Peer {
   bool broken = false;
   bool closed = false;  // out of epoll; destroyed after the batch
 
-  Peer(int socket, const Service& service) : fd(socket), connection(service) {}
-  ~Peer() { ::close(fd); }
+  Peer(common::UniqueFd socket, const Service& service)
+      : fd(std::move(socket)), connection(service) {}
 };
 
 // Writes what the connection has; false when the peer is done with.
@@ -49,7 +50,7 @@ bool Flush(int epoll, Peer& peer) {
       if (!peer.connection.Produce(peer.out, kOutputLimit)) peer.broken = true;
       if (peer.out.empty()) break;
     }
-    const ssize_t n = ::send(peer.fd, peer.out.data() + peer.sent,
+    const ssize_t n = ::send(peer.fd.get(), peer.out.data() + peer.sent,
                              peer.out.size() - peer.sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -57,7 +58,7 @@ bool Flush(int epoll, Peer& peer) {
         epoll_event event{};
         event.events = EPOLLIN | EPOLLOUT;
         event.data.ptr = &peer;
-        epoll_ctl(epoll, EPOLL_CTL_MOD, peer.fd, &event);
+        epoll_ctl(epoll, EPOLL_CTL_MOD, peer.fd.get(), &event);
         peer.writable_wait = true;
       }
       return true;
@@ -69,7 +70,7 @@ bool Flush(int epoll, Peer& peer) {
     epoll_event event{};
     event.events = EPOLLIN;
     event.data.ptr = &peer;
-    epoll_ctl(epoll, EPOLL_CTL_MOD, peer.fd, &event);
+    epoll_ctl(epoll, EPOLL_CTL_MOD, peer.fd.get(), &event);
     peer.writable_wait = false;
   }
   if (peer.broken) return false;
@@ -81,7 +82,7 @@ bool Flush(int epoll, Peer& peer) {
 bool Drain(Peer& peer) {
   char buffer[16384];
   for (;;) {
-    const ssize_t n = ::recv(peer.fd, buffer, sizeof(buffer), 0);
+    const ssize_t n = ::recv(peer.fd.get(), buffer, sizeof(buffer), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (n <= 0) return false;
@@ -118,9 +119,9 @@ absl::Status Server::Start(const std::string& path, Service service) {
   }
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.data(), path.size());
-  const int listener =
-      ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listener < 0) {
+  common::UniqueFd listener(
+      ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listener.valid()) {
     return absl::UnavailableError(
         absl::StrCat("socket for ", path, ": ", std::strerror(errno)));
   }
@@ -129,31 +130,31 @@ absl::Status Server::Start(const std::string& path, Service service) {
   // without setting their mode explicitly.
   const mode_t old_umask = ::umask(0177);
   const int bound =
-      ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+      ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   const int bind_errno = errno;
   ::umask(old_umask);
-  if (bound != 0 || ::listen(listener, 64) != 0) {
+  if (bound != 0 || ::listen(listener.get(), 64) != 0) {
     const int error = bound != 0 ? bind_errno : errno;
-    ::close(listener);
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", path, ": ", std::strerror(error)));
   }
-  event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (event_fd_ < 0) {
+  event_fd_ = common::UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!event_fd_.valid()) {
     const int error = errno;
-    ::close(listener);
     return absl::UnavailableError(
         absl::StrCat("eventfd for ", path, ": ", std::strerror(error)));
   }
   stopping_ = false;
   service_ = std::move(service);
-  thread_ = std::jthread([this, listener] { Loop(listener); });
+  thread_ = std::jthread(
+      [this, fd = std::move(listener)]() mutable { Loop(std::move(fd)); });
   return absl::OkStatus();
 }
 
 void Server::Signal() {
   const uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(event_fd_, &one, sizeof(one));
+  [[maybe_unused]] const ssize_t n =
+      ::write(event_fd_.get(), &one, sizeof(one));
 }
 
 void Server::WakeStreams() {
@@ -167,18 +168,19 @@ void Server::Stop() {
   Signal();
   thread_.join();
   thread_ = std::jthread();
-  ::close(event_fd_);
-  event_fd_ = -1;
+  event_fd_.Reset();
 }
 
-void Server::Loop(int listener) {
-  const int epoll = epoll_create1(EPOLL_CLOEXEC);
+void Server::Loop(common::UniqueFd listener_fd) {
+  const common::UniqueFd epoll_fd(epoll_create1(EPOLL_CLOEXEC));
+  const int epoll = epoll_fd.get();
+  const int listener = listener_fd.get();
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = nullptr;  // the listener
   epoll_ctl(epoll, EPOLL_CTL_ADD, listener, &event);
   event.data.ptr = &event_fd_;
-  epoll_ctl(epoll, EPOLL_CTL_ADD, event_fd_, &event);
+  epoll_ctl(epoll, EPOLL_CTL_ADD, event_fd_.get(), &event);
   absl::flat_hash_map<Peer*, std::unique_ptr<Peer>> peers;
   // A batch of events may still name a peer closed earlier in it, so the
   // peer lives until the batch is done.
@@ -186,7 +188,7 @@ void Server::Loop(int listener) {
   const auto close_peer = [&](Peer* peer) {
     if (peer->closed) return;
     peer->closed = true;
-    epoll_ctl(epoll, EPOLL_CTL_DEL, peer->fd, nullptr);
+    epoll_ctl(epoll, EPOLL_CTL_DEL, peer->fd.get(), nullptr);
     closed.push_back(peer);
   };
   Clock::time_point next = Clock::time_point::max();
@@ -203,17 +205,15 @@ void Server::Loop(int listener) {
       void* tag = ready[i].data.ptr;
       if (tag == nullptr) {
         for (;;) {
-          const int fd = ::accept4(listener, nullptr, nullptr,
-                                   SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (fd < 0) break;
-          if (peers.size() >= kMaxConnections || stop_by.has_value()) {
-            ::close(fd);
-            continue;
-          }
-          auto peer = std::make_unique<Peer>(fd, service_);
+          common::UniqueFd fd(::accept4(listener, nullptr, nullptr,
+                                        SOCK_NONBLOCK | SOCK_CLOEXEC));
+          if (!fd.valid()) break;
+          // Past the limit, or stopping: closed at once.
+          if (peers.size() >= kMaxConnections || stop_by.has_value()) continue;
+          auto peer = std::make_unique<Peer>(std::move(fd), service_);
           event.events = EPOLLIN;
           event.data.ptr = peer.get();
-          epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+          epoll_ctl(epoll, EPOLL_CTL_ADD, peer->fd.get(), &event);
           Peer* raw = peer.get();
           peers.emplace(raw, std::move(peer));
           if (!Flush(epoll, *raw)) close_peer(raw);
@@ -221,7 +221,7 @@ void Server::Loop(int listener) {
       } else if (tag == &event_fd_) {
         uint64_t count = 0;
         [[maybe_unused]] const ssize_t r =
-            ::read(event_fd_, &count, sizeof(count));
+            ::read(event_fd_.get(), &count, sizeof(count));
         if (stopping_ && !stop_by.has_value()) {
           stop_by = Clock::now() + kStopGrace;
           epoll_ctl(epoll, EPOLL_CTL_DEL, listener, nullptr);
@@ -255,8 +255,6 @@ void Server::Loop(int listener) {
     closed.clear();
   }
   peers.clear();
-  ::close(epoll);
-  ::close(listener);
 }
 
 }  // namespace gpulet::h2

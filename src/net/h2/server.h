@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "src/base/common/unique_fd.h"
 #include "src/net/h2/service.h"
 
 namespace gpulet::h2 {
@@ -30,8 +31,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds and listens on `path` (the caller removed anything there) and
-  // serves `service` until Stop(). The socket is created with mode 0600. UNAVAILABLE
-  // naming the path when it cannot listen; FAILED_PRECONDITION when
+  // serves `service` until Stop(). The socket is created with mode 0600.
+  // UNAVAILABLE naming the path when it cannot listen; FAILED_PRECONDITION when
   // running.
   absl::Status Start(const std::string& path, Service service);
   // Every stream asks its source for the next step, on the loop thread.
@@ -45,11 +46,11 @@ class Server {
   bool running() const { return thread_.joinable(); }
 
  private:
-  void Loop(int listener);
+  void Loop(common::UniqueFd listener);
   void Signal();
 
   Service service_;  // of this run; set before the loop starts
-  int event_fd_ = -1;
+  common::UniqueFd event_fd_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> wake_{false};
   std::jthread thread_;

@@ -36,10 +36,10 @@ struct ServerConnection::Call {
   std::string path, method, content_type, timeout;
   size_t header_bytes = 0;
   std::string body;
-  bool request_done = false;   // END_STREAM received
-  bool answered = false;       // a response was submitted
-  bool finished = false;       // trailers submitted (or trailers-only)
-  bool deferred = false;       // nghttp2 waits for resume_data
+  bool request_done = false;  // END_STREAM received
+  bool answered = false;      // a response was submitted
+  bool finished = false;      // trailers submitted (or trailers-only)
+  bool deferred = false;      // nghttp2 waits for resume_data
   bool want_step = false;
   std::optional<Clock::time_point> deadline;
   std::unique_ptr<StreamSource> source;
@@ -121,8 +121,9 @@ struct Callbacks {
         absl::StatusOr<std::chrono::nanoseconds> timeout =
             ParseTimeout(call->timeout);
         if (timeout.ok()) {
-          call->deadline = Clock::now() +
-                           std::chrono::duration_cast<Clock::duration>(*timeout);
+          call->deadline =
+              Clock::now() +
+              std::chrono::duration_cast<Clock::duration>(*timeout);
         }
       }
     }
@@ -143,8 +144,8 @@ struct Callbacks {
     return 0;
   }
 
-  static ssize_t Read(nghttp2_session* session, int32_t stream_id,
-                      uint8_t* buf, size_t length, uint32_t* flags,
+  static ssize_t Read(nghttp2_session* session, int32_t stream_id, uint8_t* buf,
+                      size_t length, uint32_t* flags,
                       nghttp2_data_source* source, void* user_data) {
     auto* call = static_cast<ServerConnection::Call*>(source->ptr);
     size_t n = 0;
@@ -178,7 +179,6 @@ struct Callbacks {
     return static_cast<ssize_t>(n);
   }
 };
-
 
 ServerConnection::ServerConnection(const Service& service) : service_(service) {
   static nghttp2_session_callbacks* const callbacks = [] {
@@ -219,15 +219,17 @@ bool ServerConnection::Receive(std::string_view bytes, Clock::time_point) {
 
 void ServerConnection::Dispatch(Call& call, Clock::time_point now) {
   if (call.method != "POST") {
-    return End(call, absl::InternalError(absl::StrCat(
-                         "method ", call.method, " is not POST")),
+    return End(call,
+               absl::InternalError(
+                   absl::StrCat("method ", call.method, " is not POST")),
                "bad request");
   }
   if (!absl::StartsWith(call.content_type, "application/grpc")) {
-    return End(call, absl::InternalError(absl::StrCat(
-                         "content-type \"", call.content_type,
-                         "\" is not application/grpc")),
-               "bad request");
+    return End(
+        call,
+        absl::InternalError(absl::StrCat("content-type \"", call.content_type,
+                                         "\" is not application/grpc")),
+        "bad request");
   }
   if (!call.timeout.empty()) {
     if (absl::Status s = ParseTimeout(call.timeout).status(); !s.ok()) {
@@ -257,8 +259,9 @@ void ServerConnection::Dispatch(Call& call, Clock::time_point now) {
     call.want_step = true;
     return Step(call);
   }
-  End(call, absl::UnimplementedError(
-                absl::StrCat("unknown method \"", call.path, "\"")),
+  End(call,
+      absl::UnimplementedError(
+          absl::StrCat("unknown method \"", call.path, "\"")),
       "unknown method");
 }
 

@@ -35,15 +35,15 @@ class TwoMessages final : public StreamSource {
 const Service& FuzzService() {
   static const Service* const service = [] {
     auto* s = new Service;
-    s->unary["/a/U"] = [](std::string_view request)
-        -> absl::StatusOr<std::string> {
+    s->unary["/a/U"] =
+        [](std::string_view request) -> absl::StatusOr<std::string> {
       if (!request.empty() && request[0] == 'e') {
         return absl::InvalidArgumentError("bad \xff request");
       }
       return std::string(request);
     };
-    s->streaming["/a/S"] = [](std::string_view)
-        -> absl::StatusOr<std::unique_ptr<StreamSource>> {
+    s->streaming["/a/S"] =
+        [](std::string_view) -> absl::StatusOr<std::unique_ptr<StreamSource>> {
       return std::make_unique<TwoMessages>();
     };
     return s;

@@ -107,7 +107,8 @@ class H2ServerTest : public ::testing::Test {
     service.unary[kAllocate] =
         [](std::string_view bytes) -> absl::StatusOr<std::string> {
       v1beta1::AllocateRequest request;
-      if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      if (!request.ParseFromArray(bytes.data(),
+                                  static_cast<int>(bytes.size()))) {
         return absl::InternalError("cannot parse");
       }
       if (request.container_requests_size() == 0) {
@@ -120,8 +121,9 @@ class H2ServerTest : public ::testing::Test {
       }
       return response.SerializeAsString();
     };
-    service.streaming[kList] = [this](std::string_view)
-        -> absl::StatusOr<std::unique_ptr<StreamSource>> {
+    service.streaming[kList] =
+        [this](
+            std::string_view) -> absl::StatusOr<std::unique_ptr<StreamSource>> {
       return std::make_unique<CountingSource>(events_, list_message_);
     };
     return service;
@@ -150,12 +152,11 @@ class H2ServerTest : public ::testing::Test {
   std::string path_;
   Events events_;
   std::shared_ptr<const std::string> list_message_ =
-      std::make_shared<const std::string>(
-          [] {
-            v1beta1::ListAndWatchResponse r;
-            r.add_devices()->set_id("GPU-0");
-            return r.SerializeAsString();
-          }());
+      std::make_shared<const std::string>([] {
+        v1beta1::ListAndWatchResponse r;
+        r.add_devices()->set_id("GPU-0");
+        return r.SerializeAsString();
+      }());
   Server server_;
   std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
 };
@@ -218,8 +219,7 @@ TEST_F(H2ServerTest, StreamDeadlineEndsItOnTheServer) {
   v1beta1::ListAndWatchResponse message;
   ASSERT_TRUE(reader->Read(&message));
   EXPECT_FALSE(reader->Read(&message));
-  EXPECT_EQ(reader->Finish().error_code(),
-            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   // The server's own timer ended the stream (grpc-timeout honoured), or the
   // client's RST_STREAM did first: either way the source is told.
   absl::MutexLock lock(&events_.mu);

@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "src/base/common/clock.h"
 #include "src/net/h2/grpc_wire.h"
 
 namespace gpulet::h2 {
@@ -141,11 +141,11 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
                                       std::string_view request,
                                       absl::Duration timeout,
                                       const CancelCheck& cancelled) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = common::RealClock::Get().Now() + timeout;
   const int fd = Connect(socket_path);
   if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("connect to ", socket_path,
-                                               ": ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("connect to ", socket_path, ": ", std::strerror(errno)));
   }
   Exchange x;
   x.out = absl::StrCat(MessagePrefix(request.size()), std::string(request));
@@ -155,9 +155,12 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
   const std::string grpc_timeout =
       FormatTimeout(absl::ToChronoNanoseconds(timeout));
   const nghttp2_nv headers[] = {
-      Nv(":method", "POST"),       Nv(":scheme", "http"),
-      Nv(":path", method),         Nv(":authority", "localhost"),
-      Nv("content-type", "application/grpc"), Nv("te", "trailers"),
+      Nv(":method", "POST"),
+      Nv(":scheme", "http"),
+      Nv(":path", method),
+      Nv(":authority", "localhost"),
+      Nv("content-type", "application/grpc"),
+      Nv("te", "trailers"),
       Nv("grpc-timeout", grpc_timeout),
   };
   nghttp2_data_provider provider{};
@@ -179,8 +182,8 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
                                  MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-          failure = absl::UnavailableError(
-              absl::StrCat("write to ", socket_path, ": ", std::strerror(errno)));
+          failure = absl::UnavailableError(absl::StrCat(
+              "write to ", socket_path, ": ", std::strerror(errno)));
           break;
         }
         done += w;
@@ -188,24 +191,23 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
       if (failure.has_value()) break;
     }
     if (failure.has_value() || x.closed) break;
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = deadline - common::RealClock::Get().Now();
     if (left <= absl::ZeroDuration()) {
       failure = absl::DeadlineExceededError("deadline exceeded");
       break;
     }
     const absl::Duration wait = cancelled ? std::min(left, kCancelPoll) : left;
     pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(
-        &p, 1, static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1);
+    const int ready =
+        ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1);
     if (ready < 0 && errno != EINTR) {
       failure = absl::UnavailableError(std::strerror(errno));
     } else if (ready > 0) {
       char buffer[16384];
       const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-      if (n <= 0 ||
-          nghttp2_session_mem_recv(session,
-                                   reinterpret_cast<const uint8_t*>(buffer),
-                                   static_cast<size_t>(n)) < 0) {
+      if (n <= 0 || nghttp2_session_mem_recv(
+                        session, reinterpret_cast<const uint8_t*>(buffer),
+                        static_cast<size_t>(n)) < 0) {
         if (!x.closed) {
           failure = absl::UnavailableError(absl::StrCat(
               "connection to ", socket_path, " closed before the answer"));

@@ -25,7 +25,8 @@ class FakeKubelet final : public v1beta1::Registration::Service {
                         v1beta1::Empty*) override {
     last_resource_ = request->resource_name();
     if (request->resource_name() == "hang") {
-      while (!context->IsCancelled()) release_.WaitForNotificationWithTimeout(absl::Milliseconds(5));
+      while (!context->IsCancelled())
+        release_.WaitForNotificationWithTimeout(absl::Milliseconds(5));
       return grpc::Status::CANCELLED;
     }
     if (request->resource_name() == "bad") {
@@ -45,7 +46,8 @@ class UnaryClientTest : public ::testing::Test {
     dir_ = ::mkdtemp(name);
     path_ = dir_ + "/kubelet.sock";
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("unix:" + path_, grpc::InsecureServerCredentials());
+    builder.AddListeningPort("unix:" + path_,
+                             grpc::InsecureServerCredentials());
     builder.RegisterService(&kubelet_);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -72,7 +74,8 @@ class UnaryClientTest : public ::testing::Test {
 };
 
 TEST_F(UnaryClientTest, CallsAGrpcServer) {
-  absl::StatusOr<std::string> reply = Register("nvidia.com/gpu", absl::Seconds(30));
+  absl::StatusOr<std::string> reply =
+      Register("nvidia.com/gpu", absl::Seconds(30));
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(*reply, "");  // an Empty
   EXPECT_EQ(kubelet_.last_resource_, "nvidia.com/gpu");
@@ -105,8 +108,10 @@ TEST_F(UnaryClientTest, UnknownMethodOnOurServerIsUnimplemented) {
   Server ours;
   const std::string path = dir_ + "/ours.sock";
   Service service;
-  service.unary["/t.T/Echo"] = [](std::string_view r)
-      -> absl::StatusOr<std::string> { return std::string(r); };
+  service.unary["/t.T/Echo"] =
+      [](std::string_view r) -> absl::StatusOr<std::string> {
+    return std::string(r);
+  };
   ASSERT_TRUE(ours.Start(path, std::move(service)).ok());
   absl::StatusOr<std::string> echo =
       CallUnary(path, "/t.T/Echo", "hello", absl::Seconds(30));

@@ -12,11 +12,15 @@
 
 namespace gpulet::http {
 
-Connection::Connection(int fd, int wake_fd, int evict_fd, SslCtxPtr ctx)
-    : fd_(fd), wake_fd_(wake_fd), evict_fd_(evict_fd), ctx_(std::move(ctx)) {
+Connection::Connection(common::UniqueFd fd, int wake_fd, int evict_fd,
+                       SslCtxPtr ctx)
+    : fd_(std::move(fd)),
+      wake_fd_(wake_fd),
+      evict_fd_(evict_fd),
+      ctx_(std::move(ctx)) {
   if (ctx_ != nullptr) {
     ssl_ = SSL_new(ctx_.get());
-    if (ssl_ != nullptr) SSL_set_fd(ssl_, fd_);
+    if (ssl_ != nullptr) SSL_set_fd(ssl_, fd_.get());
   }
 }
 
@@ -27,7 +31,6 @@ Connection::~Connection() {
     SSL_free(ssl_);
     ERR_clear_error();
   }
-  ::close(fd_);
 }
 
 bool Connection::Wait(short events, Deadline deadline) {
@@ -36,9 +39,9 @@ bool Connection::Wait(short events, Deadline deadline) {
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd fds[3] = {
-        {fd_, events, 0}, {wake_fd_, POLLIN, 0}, {evict_fd_, POLLIN, 0}};
-    const int n = ::poll(fds, 3, static_cast<int>(std::min<int64_t>(
-                                     left.count(), 60'000)));
+        {fd_.get(), events, 0}, {wake_fd_, POLLIN, 0}, {evict_fd_, POLLIN, 0}};
+    const int n = ::poll(
+        fds, 3, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 || fds[1].revents != 0 || fds[2].revents != 0) return false;
     if (fds[0].revents != 0) return true;
@@ -76,7 +79,7 @@ long Connection::Read(char* buf, size_t size, Deadline deadline) {
       if (!WaitForSsl(ret, deadline)) return -1;
       continue;
     }
-    const ssize_t n = ::recv(fd_, buf, size, 0);
+    const ssize_t n = ::recv(fd_.get(), buf, size, 0);
     if (n >= 0) return n;
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
@@ -87,9 +90,9 @@ long Connection::Read(char* buf, size_t size, Deadline deadline) {
 bool Connection::WriteAll(std::string_view data, Deadline deadline) {
   while (!data.empty()) {
     if (ssl_ != nullptr) {
-      const int ret = SSL_write(
-          ssl_, data.data(),
-          static_cast<int>(std::min<size_t>(data.size(), 1 << 20)));
+      const int ret =
+          SSL_write(ssl_, data.data(),
+                    static_cast<int>(std::min<size_t>(data.size(), 1 << 20)));
       if (ret > 0) {
         data.remove_prefix(static_cast<size_t>(ret));
       } else if (!WaitForSsl(ret, deadline)) {
@@ -97,7 +100,7 @@ bool Connection::WriteAll(std::string_view data, Deadline deadline) {
       }
       continue;
     }
-    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
       data.remove_prefix(static_cast<size_t>(n));
       continue;
@@ -121,13 +124,12 @@ void Connection::Linger(Deadline deadline) {
     SSL_shutdown(ssl_);
     ERR_clear_error();
   }
-  ::shutdown(fd_, SHUT_WR);
-  const Deadline until =
-      std::min(deadline, std::chrono::steady_clock::now() +
-                             std::chrono::seconds(2));
+  ::shutdown(fd_.get(), SHUT_WR);
+  const Deadline until = std::min(
+      deadline, std::chrono::steady_clock::now() + std::chrono::seconds(2));
   char buf[4096];
   while (true) {
-    const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    const ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);
     if (n > 0) continue;
     if (n == 0) return;
     if (errno == EINTR) continue;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "src/base/common/unique_fd.h"
 #include "src/net/http/client_identity.h"
 #include "src/net/http/tls_context.h"
 
@@ -22,9 +23,9 @@ using Deadline = std::chrono::steady_clock::time_point;
 
 class Connection {
  public:
-  // Takes ownership of `fd`, borrows the eventfds. With a `ctx`, speaks
-  // TLS (Handshake first).
-  Connection(int fd, int wake_fd, int evict_fd, SslCtxPtr ctx);
+  // Owns `fd`, borrows the eventfds. With a `ctx`, speaks TLS (Handshake
+  // first).
+  Connection(common::UniqueFd fd, int wake_fd, int evict_fd, SslCtxPtr ctx);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -52,7 +53,7 @@ class Connection {
   // true to retry; false when the call failed for good.
   bool WaitForSsl(int ret, Deadline deadline);
 
-  const int fd_;
+  const common::UniqueFd fd_;
   const int wake_fd_;
   const int evict_fd_;
   SslCtxPtr ctx_;

@@ -88,9 +88,11 @@ absl::StatusOr<Head> ParseHead(absl::string_view head,
     if (name == "content-length") {
       uint64_t length = 0;
       if (value.empty() || value.size() > 19 ||
-          !absl::c_all_of(value, [](char c) {
-            return absl::ascii_isdigit(static_cast<unsigned char>(c));
-          }) ||
+          !absl::c_all_of(value,
+                          [](char c) {
+                            return absl::ascii_isdigit(
+                                static_cast<unsigned char>(c));
+                          }) ||
           !absl::SimpleAtoi(value, &length)) {
         return absl::InvalidArgumentError("Content-Length is not a number");
       }
@@ -140,20 +142,34 @@ int StatusCodeFor(const absl::Status& status) {
 
 absl::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 

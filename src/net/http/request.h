@@ -41,7 +41,7 @@ struct Response {
 struct Head {
   Request request;  // body empty
   uint64_t content_length = 0;
-  bool keep_alive = true;       // HTTP/1.1 unless "Connection: close"
+  bool keep_alive = true;        // HTTP/1.1 unless "Connection: close"
   bool expect_continue = false;  // "Expect: 100-continue"
 };
 

@@ -12,8 +12,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <deque>
+#include <exception>
 #include <list>
 #include <optional>
 #include <stop_token>
@@ -22,13 +22,13 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/common/listen.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/unique_fd.h"
 #include "src/net/http/client_identity.h"
 #include "src/net/http/connection.h"
 #include "src/net/http/connection_slots.h"
 #include "src/net/http/tls_context.h"
-#include "src/base/metrics/metrics_server.h"
 
 namespace gpulet::http {
 namespace {
@@ -51,8 +51,8 @@ void Signal(int event_fd) {
 class Server::Impl {
  public:
   Impl(const ServerOptions& options, Handler handler,
-       std::unique_ptr<TlsContext> tls, int listen_fd, int wake_fd,
-       int reap_fd)
+       std::unique_ptr<TlsContext> tls, common::UniqueFd listen_fd,
+       common::UniqueFd wake_fd, common::UniqueFd reap_fd)
       : options_(options),
         handler_(std::move(handler)),
         tls_(std::move(tls)),
@@ -60,24 +60,21 @@ class Server::Impl {
         slots_({.max_total = options.max_connections,
                 .max_per_peer = options.max_connections_per_peer,
                 .evict_untrusted = client_auth_}),
-        listen_fd_(listen_fd),
-        wake_fd_(wake_fd),
-        reap_fd_(reap_fd) {
+        listen_fd_(std::move(listen_fd)),
+        wake_fd_(std::move(wake_fd)),
+        reap_fd_(std::move(reap_fd)) {
     thread_ = std::jthread([this](std::stop_token stop) { AcceptLoop(stop); });
   }
 
   ~Impl() {
     thread_.request_stop();
-    Signal(wake_fd_);
+    Signal(wake_fd_.get());
     if (thread_.joinable()) thread_.join();
-    ::close(listen_fd_);
-    ::close(reap_fd_);
-    ::close(wake_fd_);
   }
 
  private:
   struct Parked {
-    int fd;
+    common::UniqueFd fd;
     std::string peer;
   };
   struct Worker {
@@ -96,9 +93,9 @@ class Server::Impl {
       // ends or turns idle (which then signals reap_fd_); so do parked
       // ones.
       waiting_.store(!room || !parked_.empty());
-      pollfd fds[3] = {{wake_fd_, POLLIN, 0},
-                       {reap_fd_, POLLIN, 0},
-                       {room ? listen_fd_ : -1, POLLIN, 0}};
+      pollfd fds[3] = {{wake_fd_.get(), POLLIN, 0},
+                       {reap_fd_.get(), POLLIN, 0},
+                       {room ? listen_fd_.get() : -1, POLLIN, 0}};
       if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         GPULET_LOG(ERROR) << options_.name
@@ -108,13 +105,12 @@ class Server::Impl {
       if (fds[0].revents != 0) break;
       if (fds[1].revents != 0) {
         uint64_t count = 0;
-        (void)!::read(reap_fd_, &count, sizeof(count));
+        (void)!::read(reap_fd_.get(), &count, sizeof(count));
       }
       if (fds[2].revents != 0) Accept();
     }
     // Connection threads see the wake-up eventfd and end; join them all.
     workers_.clear();
-    for (const Parked& p : parked_) ::close(p.fd);
     parked_.clear();
   }
 
@@ -122,26 +118,26 @@ class Server::Impl {
     while (slots_.CanAdmit()) {
       sockaddr_storage addr{};
       socklen_t len = sizeof(addr);
-      const int fd =
-          ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
-                    SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) return;
-      if (!Start(fd, PeerAddress(addr))) ::close(fd);
+      common::UniqueFd fd(::accept4(listen_fd_.get(),
+                                    reinterpret_cast<sockaddr*>(&addr), &len,
+                                    SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd.valid()) return;
+      Start(std::move(fd), PeerAddress(addr));
     }
   }
 
   // Serves `fd` on a thread of its own, or parks it while its peer holds
   // its limit of busy connections (or, `parked` already, while there is no
-  // room); false: neither, the caller closes it.
-  bool Start(int fd, std::string peer, bool parked = false) {
+  // room); else closes it.
+  void Start(common::UniqueFd fd, std::string peer, bool parked = false) {
     const ConnectionSlots::Admission admission = slots_.Admit(peer);
     if (!admission.admitted) {
       if (!(admission.peer_full || parked) ||
           parked_.size() >= static_cast<size_t>(options_.max_connections)) {
-        return false;
+        return;
       }
-      parked_.push_back({fd, std::move(peer)});
-      return true;
+      parked_.push_back({std::move(fd), std::move(peer)});
+      return;
     }
     if (admission.evict.has_value()) Evict(*admission.evict);
     auto worker = std::make_unique<Worker>();
@@ -150,15 +146,16 @@ class Server::Impl {
     w->evict_fd = common::UniqueFd(::eventfd(0, EFD_CLOEXEC));
     SslCtxPtr ctx;
     if (tls_ != nullptr) ctx = tls_->Get();
-    w->thread = std::jthread([this, w, fd, ctx = std::move(ctx)]() mutable {
-      Serve(Connection(fd, wake_fd_, w->evict_fd.get(), std::move(ctx)),
-            w->id);
-      slots_.Release(w->id);
-      w->done.store(true);
-      Signal(reap_fd_);
-    });
+    w->thread = std::jthread(
+        [this, w, fd = std::move(fd), ctx = std::move(ctx)]() mutable {
+          Serve(Connection(std::move(fd), wake_fd_.get(), w->evict_fd.get(),
+                           std::move(ctx)),
+                w->id);
+          slots_.Release(w->id);
+          w->done.store(true);
+          Signal(reap_fd_.get());
+        });
     workers_.push_back(std::move(worker));
-    return true;
   }
 
   // Serves the parked connections whose peers have room again, oldest
@@ -166,7 +163,7 @@ class Server::Impl {
   void Unpark() {
     std::deque<Parked> parked = std::exchange(parked_, {});
     for (Parked& p : parked) {
-      if (!Start(p.fd, std::move(p.peer), /*parked=*/true)) ::close(p.fd);
+      Start(std::move(p.fd), std::move(p.peer), /*parked=*/true);
     }
   }
 
@@ -184,7 +181,7 @@ class Server::Impl {
 
   void SetIdle(ConnectionSlots::Id id) {
     slots_.SetState(id, ConnectionSlots::State::kIdle);
-    if (waiting_.load()) Signal(reap_fd_);  // it may give way now
+    if (waiting_.load()) Signal(reap_fd_.get());  // it may give way now
   }
 
   // Serves requests on one connection until the client closes it, asks to
@@ -236,13 +233,14 @@ class Server::Impl {
       Refuse(conn, TextResponse(431, "request head too large"), deadline);
       return std::nullopt;
     }
-    absl::StatusOr<Head> head = ParseHead(
-        absl::string_view(buf).substr(0, end), options_.max_body_bytes);
+    absl::StatusOr<Head> head = ParseHead(absl::string_view(buf).substr(0, end),
+                                          options_.max_body_bytes);
     buf.erase(0, end + 4);
     if (!head.ok()) {
-      Refuse(conn,
-             TextResponse(StatusCodeFor(head.status()), head.status().message()),
-             deadline);
+      Refuse(
+          conn,
+          TextResponse(StatusCodeFor(head.status()), head.status().message()),
+          deadline);
       return std::nullopt;
     }
     return *std::move(head);
@@ -286,11 +284,11 @@ class Server::Impl {
     try {
       return handler_(request);
     } catch (const std::exception& e) {
-      GPULET_LOG(ERROR) << options_.name << " server: " << request.method
-                        << " " << request.path << ": " << e.what();
+      GPULET_LOG(ERROR) << options_.name << " server: " << request.method << " "
+                        << request.path << ": " << e.what();
     } catch (...) {
-      GPULET_LOG(ERROR) << options_.name << " server: " << request.method
-                        << " " << request.path << ": unknown exception";
+      GPULET_LOG(ERROR) << options_.name << " server: " << request.method << " "
+                        << request.path << ": unknown exception";
     }
     return TextResponse(500, "internal error");
   }
@@ -310,9 +308,10 @@ class Server::Impl {
   const std::unique_ptr<TlsContext> tls_;
   const bool client_auth_;
   ConnectionSlots slots_;
-  const int listen_fd_;
-  const int wake_fd_;  // written once at shutdown, never read: stays ready
-  const int reap_fd_;  // a connection thread finished or turned idle
+  const common::UniqueFd listen_fd_;
+  // Written once at shutdown, never read: stays ready.
+  const common::UniqueFd wake_fd_;
+  const common::UniqueFd reap_fd_;  // a connection finished or turned idle
   // Not accepting (no room), or connections parked: a connection turning
   // idle wakes the accept thread.
   std::atomic<bool> waiting_{false};
@@ -323,8 +322,8 @@ class Server::Impl {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     const ServerOptions& options, Handler handler) {
-  absl::StatusOr<metrics::ListenAddress> address =
-      metrics::ParseListenAddress(options.address);
+  absl::StatusOr<common::ListenAddress> address =
+      common::ParseListenAddress(options.address);
   if (!address.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(options.name, " address \"", options.address,
@@ -359,33 +358,30 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     if (!loaded.ok()) return loaded.status();
     tls = *std::move(loaded);
   }
-  const int fd =
-      metrics::ListenTcp(address->host.empty() ? "0.0.0.0" : address->host,
-                         address->port, options.max_connections);
-  const int port = fd < 0 ? -1 : metrics::BoundPort(fd);
+  common::UniqueFd fd =
+      common::ListenTcp(address->host.empty() ? "0.0.0.0" : address->host,
+                        address->port, options.max_connections);
+  const int port = fd.valid() ? common::BoundPort(fd.get()) : -1;
   if (port <= 0) {
-    if (fd >= 0) ::close(fd);
     return absl::UnavailableError(absl::StrCat(
         options.name, " address \"", options.address,
         "\": cannot listen (address in use, unknown host or no permission)"));
   }
-  const int wake = ::eventfd(0, EFD_CLOEXEC);
-  const int reap = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0 || reap < 0) {
+  common::UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
+  common::UniqueFd reap(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid() || !reap.valid()) {
     const std::string error = std::strerror(errno);
-    ::close(fd);
-    if (wake >= 0) ::close(wake);
-    if (reap >= 0) ::close(reap);
     return absl::UnavailableError(
         absl::StrCat(options.name, " server: eventfd: ", error));
   }
   const bool with_tls = tls != nullptr;
-  auto impl = std::make_unique<Impl>(options, std::move(handler),
-                                     std::move(tls), fd, wake, reap);
+  auto impl =
+      std::make_unique<Impl>(options, std::move(handler), std::move(tls),
+                             std::move(fd), std::move(wake), std::move(reap));
   GPULET_LOG(INFO) << "serving " << options.name << " on "
                    << (with_tls ? "https" : "http") << "://"
-                   << (address->host.empty() ? "0.0.0.0" : address->host)
-                   << ":" << port
+                   << (address->host.empty() ? "0.0.0.0" : address->host) << ":"
+                   << port
                    << (options.client_ca_file.empty()
                            ? ""
                            : " (client certificates checked against " +

@@ -64,7 +64,7 @@
 namespace gpulet::http {
 
 struct ServerOptions {
-  // "host:port" as metrics::ParseListenAddress takes it; port 0 picks one.
+  // "host:port" as common::ParseListenAddress takes it; port 0 picks one.
   std::string address;
   std::string tls_cert_file{};  // PEM chain; set together with the key
   std::string tls_key_file{};

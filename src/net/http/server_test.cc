@@ -2,9 +2,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sys/time.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,8 +46,8 @@ class RawClient {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr),
-                           sizeof(addr)) == 0;
+    connected_ =
+        ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   }
   ~RawClient() { ::close(fd_); }
   bool connected() const { return connected_; }
@@ -127,9 +127,9 @@ TEST(Server, AnswersRequestsOnAKeptAliveConnection) {
   RawClient c(server->port());
   ASSERT_TRUE(c.connected());
   // Two requests in one write, then a third: pipelining and keep-alive.
-  ASSERT_TRUE(c.Send(
-      "POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
-      "GET /healthz HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+             "GET /healthz HTTP/1.1\r\n\r\n"));
   std::string first = c.ReadResponse();
   EXPECT_THAT(first, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(first, HasSubstr("Connection: keep-alive"));
@@ -157,8 +157,9 @@ TEST(Server, ExpectContinueGetsAnInterimAnswer) {
   auto server = StartServer({});
   ASSERT_NE(server, nullptr);
   RawClient c(server->port());
-  ASSERT_TRUE(c.Send(
-      "POST /bind HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /bind HTTP/1.1\r\nContent-Length: 3\r\nExpect: "
+             "100-continue\r\n\r\n"));
   EXPECT_EQ(c.ReadResponse(), "HTTP/1.1 100 Continue\r\n\r\n");
   ASSERT_TRUE(c.Send("abc"));
   EXPECT_THAT(c.ReadResponse(), HasSubstr("POST /bind abc"));
@@ -171,7 +172,8 @@ TEST(Server, MalformedAndOversizedHeads) {
   ASSERT_NE(server, nullptr);
   {
     RawClient c(server->port());
-    ASSERT_TRUE(c.Send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    ASSERT_TRUE(
+        c.Send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"));
     EXPECT_THAT(c.ReadResponse(), StartsWith("HTTP/1.1 411 "));
   }
   {
@@ -217,9 +219,8 @@ class Gate {
   }
   void WaitHeld(int n) {
     absl::MutexLock lock(&mu_);
-    auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      return held_ >= n;
-    };
+    auto enough = [this, n]()
+                      ABSL_SHARED_LOCKS_REQUIRED(mu_) { return held_ >= n; };
     mu_.Await(absl::Condition(&enough));
   }
   void Open() {
@@ -271,8 +272,8 @@ TEST(Server, IdleConnectionsGiveWayToARequest) {
     ASSERT_THAT(idle.back()->ReadResponse(), HasSubstr("GET /healthz")) << i;
   }
   RawClient filter(server->port());
-  ASSERT_TRUE(filter.Send(
-      "POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"));
+  ASSERT_TRUE(
+      filter.Send("POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"));
   EXPECT_THAT(filter.ReadResponse(), HasSubstr("POST /filter {}"));
 }
 
@@ -313,9 +314,8 @@ TEST(Server, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
 }
 
 TEST(Server, HandlerExceptionsBecome500) {
-  auto server = StartServer({}, [](const Request&) -> Response {
-    throw std::runtime_error("boom");
-  });
+  auto server = StartServer(
+      {}, [](const Request&) -> Response { throw std::runtime_error("boom"); });
   ASSERT_NE(server, nullptr);
   RawClient c(server->port());
   ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n\r\n"));

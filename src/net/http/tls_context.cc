@@ -50,15 +50,14 @@ absl::Status VerifyClients(SSL_CTX* ctx, const std::string& ca_file,
   // certificates picks the one these signed.
   STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(ca_file.c_str());
   if (names == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--client-ca-file ", ca_file, ": no CA certificate in it: ",
-        OpenSslError()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--client-ca-file ", ca_file,
+                     ": no CA certificate in it: ", OpenSslError()));
   }
   SSL_CTX_set_client_CA_list(ctx, names);
-  SSL_CTX_set_verify(ctx,
-                     SSL_VERIFY_PEER |
-                         (require ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-                     nullptr);
+  SSL_CTX_set_verify(
+      ctx, SSL_VERIFY_PEER | (require ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+      nullptr);
   // No resumption: a resumed session would skip the check against the
   // current CA file.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -78,9 +77,9 @@ absl::StatusOr<SslCtxPtr> MakeContext(const TlsFiles& files) {
   }
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_file.c_str()) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls-cert-file ", cert_file,
-                     ": cannot load a PEM certificate chain: ", OpenSslError()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-cert-file ", cert_file,
+        ": cannot load a PEM certificate chain: ", OpenSslError()));
   }
   if (SSL_CTX_use_PrivateKey_file(ctx.get(), key_file.c_str(),
                                   SSL_FILETYPE_PEM) != 1) {
@@ -90,10 +89,9 @@ absl::StatusOr<SslCtxPtr> MakeContext(const TlsFiles& files) {
   }
   if (SSL_CTX_check_private_key(ctx.get()) != 1) {
     ERR_clear_error();
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls-key-file ", key_file,
-                     ": the key does not match the certificate in ",
-                     cert_file));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-key-file ", key_file,
+        ": the key does not match the certificate in ", cert_file));
   }
   if (!files.client_ca_file.empty()) {
     absl::Status s = VerifyClients(ctx.get(), files.client_ca_file,

@@ -30,8 +30,7 @@ TEST(ApiPathTest, NamesThatCouldLeaveTheirPathAreRefused) {
   for (const char* name :
        {"", "..", "a/b", "A", "-a", "a-", "a?b", "a b", "a%2F", "\xc3\xa9"}) {
     absl::StatusOr<std::string> path = NodePath(name);
-    EXPECT_EQ(path.status().code(), absl::StatusCode::kInvalidArgument)
-        << name;
+    EXPECT_EQ(path.status().code(), absl::StatusCode::kInvalidArgument) << name;
   }
   EXPECT_FALSE(NodePath(std::string(254, 'a')).ok());
   EXPECT_TRUE(NodePath(std::string(253, 'a')).ok());

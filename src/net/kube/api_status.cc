@@ -163,9 +163,8 @@ absl::StatusOr<nlohmann::json> DecodeObject(absl::string_view what,
   nlohmann::json value =
       nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": response is not a JSON object: ",
-                     Excerpt(body, 120)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": response is not a JSON object: ", Excerpt(body, 120)));
   }
   return value;
 }

@@ -14,9 +14,10 @@ using ::testing::HasSubstr;
 
 std::string StatusBody(int code, const std::string& reason,
                        const std::string& message) {
-  return absl::StrCat(R"({"kind":"Status","apiVersion":"v1","status":"Failure",)",
-                      R"("message":")", message, R"(","reason":")", reason,
-                      R"(","code":)", code, "}");
+  return absl::StrCat(
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure",)",
+      R"("message":")", message, R"(","reason":")", reason, R"(","code":)",
+      code, "}");
 }
 
 TEST(StatusFromResponseTest, MapsCodesAndKeepsTheServersMessage) {
@@ -62,7 +63,8 @@ TEST(StatusFromResponseTest, SuccessIsOk) {
 
 TEST(StatusFromResponseTest, NonStatusBodyIsQuotedAndBounded) {
   absl::Status status = StatusFromResponse(
-      "GET /x", {.status = 502, .body = "bad gateway\n" + std::string(1000, 'z')});
+      "GET /x",
+      {.status = 502, .body = "bad gateway\n" + std::string(1000, 'z')});
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("GET /x: 502: bad gateway\\n"));
   EXPECT_LT(status.message().size(), 400u);
@@ -74,7 +76,8 @@ TEST(StatusFromResponseTest, RetryAfterInSeconds) {
   ASSERT_TRUE(RetryAfter(status).has_value());
   EXPECT_EQ(*RetryAfter(status), absl::Seconds(3));
   status = StatusFromResponse(
-      "GET /x", {.status = 429, .retry_after = "Wed, 21 Oct 2015 07:28:00 GMT"});
+      "GET /x",
+      {.status = 429, .retry_after = "Wed, 21 Oct 2015 07:28:00 GMT"});
   EXPECT_FALSE(RetryAfter(status).has_value());
   EXPECT_FALSE(RetryAfter(absl::UnavailableError("x")).has_value());
   EXPECT_EQ(HttpCode(absl::UnavailableError("x")), 0);

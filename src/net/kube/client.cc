@@ -38,22 +38,21 @@ absl::Status Stopped(const Request& request) {
 }  // namespace
 
 Client::Client(Transport& transport, const common::Clock& clock,
-               Sleeper& sleeper, ClientOptions options)
+               ClientOptions options)
     : transport_(transport),
-      sleeper_(sleeper),
+      clock_(clock),
       options_(std::move(options)),
       limiter_(options_.qps, options_.burst, clock) {}
 
 absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
                                       std::stop_token stop) {
-  Backoff backoff(options_.backoff, options_.random);
+  common::Backoff backoff(options_.backoff, options_.random);
   const std::string what = Describe(request);
   for (int attempt = 1;; ++attempt) {
-    if (!sleeper_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
+    if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
     absl::StatusOr<Response> response = transport_.Do(request);
-    absl::Status status = response.ok()
-                              ? StatusFromResponse(what, *response)
-                              : response.status();
+    absl::Status status =
+        response.ok() ? StatusFromResponse(what, *response) : response.status();
     if (status.ok()) return response;
     if (attempt >= options_.max_attempts || !Retriable(status, idempotent)) {
       return status;
@@ -61,14 +60,14 @@ absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
     const absl::Duration wait = RetryAfter(status).value_or(backoff.Next());
     GPULET_VLOG(1) << ForLog(status) << "; retrying in " << wait << " (attempt "
                    << attempt + 1 << " of " << options_.max_attempts << ")";
-    if (!sleeper_.Sleep(wait, stop)) return Stopped(request);
+    if (!clock_.Sleep(wait, stop)) return Stopped(request);
   }
 }
 
 absl::StatusOr<nlohmann::json> Client::Get(const std::string& path,
                                            std::stop_token stop) {
-  Request request{.method = "GET", .path = path,
-                  .timeout = options_.request_timeout};
+  Request request{
+      .method = "GET", .path = path, .timeout = options_.request_timeout};
   GPULET_ASSIGN_OR_RETURN(Response response,
                           Send(request, /*idempotent=*/true, stop));
   return DecodeObject(Describe(request), response.body);
@@ -89,7 +88,8 @@ absl::StatusOr<ListResult> Client::ListPages(const std::string& path,
     } else {
       params.emplace_back("continue", continue_token);
     }
-    Request request{.method = "GET", .path = WithQuery(path, params),
+    Request request{.method = "GET",
+                    .path = WithQuery(path, params),
                     .timeout = options_.request_timeout};
     GPULET_ASSIGN_OR_RETURN(Response response,
                             Send(request, /*idempotent=*/true, stop));
@@ -116,8 +116,7 @@ absl::StatusOr<ListResult> Client::List(const std::string& path,
   return ListPages(path, options, /*limit=*/0, stop);
 }
 
-absl::Status Client::Watch(const std::string& path,
-                           const WatchOptions& options,
+absl::Status Client::Watch(const std::string& path, const WatchOptions& options,
                            const EventFn& on_event, std::stop_token stop) {
   const int64_t timeout_seconds =
       std::max<int64_t>(1, absl::ToInt64Seconds(options.timeout));
@@ -128,13 +127,12 @@ absl::Status Client::Watch(const std::string& path,
                  {"labelSelector", options.label_selector},
                  {"fieldSelector", options.field_selector},
                  {"resourceVersion", options.resource_version},
-                 {"allowWatchBookmarks",
-                  options.allow_bookmarks ? "true" : ""},
+                 {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
                  {"timeoutSeconds", absl::StrCat(timeout_seconds)}}),
       // The server ends the watch; this only catches a server gone silent.
       .timeout = options.timeout + options_.request_timeout};
   const std::string what = Describe(request);
-  if (!sleeper_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
+  if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
 
   WatchDecoder decoder;
   std::vector<WatchEvent> events;
@@ -172,7 +170,8 @@ absl::Status Client::Watch(const std::string& path,
 absl::StatusOr<nlohmann::json> Client::MergePatch(const std::string& path,
                                                   const nlohmann::json& patch,
                                                   std::stop_token stop) {
-  Request request{.method = "PATCH", .path = path,
+  Request request{.method = "PATCH",
+                  .path = path,
                   .content_type = "application/merge-patch+json",
                   .body = Encode(patch),
                   .timeout = options_.request_timeout};
@@ -184,8 +183,10 @@ absl::StatusOr<nlohmann::json> Client::MergePatch(const std::string& path,
 absl::StatusOr<nlohmann::json> Client::Create(const std::string& path,
                                               const nlohmann::json& body,
                                               std::stop_token stop) {
-  Request request{.method = "POST", .path = path,
-                  .content_type = "application/json", .body = Encode(body),
+  Request request{.method = "POST",
+                  .path = path,
+                  .content_type = "application/json",
+                  .body = Encode(body),
                   .timeout = options_.request_timeout};
   GPULET_ASSIGN_OR_RETURN(Response response,
                           Send(request, /*idempotent=*/false, stop));
@@ -195,8 +196,10 @@ absl::StatusOr<nlohmann::json> Client::Create(const std::string& path,
 absl::StatusOr<nlohmann::json> Client::Replace(const std::string& path,
                                                const nlohmann::json& body,
                                                std::stop_token stop) {
-  Request request{.method = "PUT", .path = path,
-                  .content_type = "application/json", .body = Encode(body),
+  Request request{.method = "PUT",
+                  .path = path,
+                  .content_type = "application/json",
+                  .body = Encode(body),
                   .timeout = options_.request_timeout};
   GPULET_ASSIGN_OR_RETURN(Response response,
                           Send(request, /*idempotent=*/false, stop));
@@ -204,8 +207,8 @@ absl::StatusOr<nlohmann::json> Client::Replace(const std::string& path,
 }
 
 absl::Status Client::Delete(const std::string& path, std::stop_token stop) {
-  Request request{.method = "DELETE", .path = path,
-                  .timeout = options_.request_timeout};
+  Request request{
+      .method = "DELETE", .path = path, .timeout = options_.request_timeout};
   return Send(request, /*idempotent=*/true, stop).status();
 }
 

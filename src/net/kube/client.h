@@ -26,8 +26,9 @@
 // (ListWatcher, list_watcher.h) decides whether to watch again or re-list.
 //
 // Thread safety: every method may be called from any number of threads;
-// they share the limiter. The transport, clock and sleeper are borrowed
-// and must outlive the client.
+// they share the limiter. The transport and the clock (through which the
+// client reads the time and waits, common::Clock) are borrowed and must
+// outlive the client.
 #pragma once
 
 #include <cstdint>
@@ -40,21 +41,27 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "src/base/common/backoff.h"
 #include "src/base/common/clock.h"
-#include "src/net/kube/backoff.h"
 #include "src/net/kube/rate_limiter.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/kube/transport.h"
 #include "src/net/kube/watch_decoder.h"
 
 namespace gpulet::kube {
 
+// The API retries' default: 250 ms doubling to 30 s, each delay stretched
+// by up to half again.
+inline constexpr common::BackoffPolicy kApiBackoff{
+    .initial = absl::Milliseconds(250),
+    .max = absl::Seconds(30),
+    .jitter = 0.5};
+
 struct ClientOptions {
   double qps = 5;  // client-go's defaults
   int burst = 10;
   int max_attempts = 5;
-  BackoffPolicy backoff;
-  RandomFn random{};  // jitter source; default: a per-thread engine
+  common::BackoffPolicy backoff = kApiBackoff;
+  common::RandomFn random{};  // jitter source; default: a per-thread engine
   absl::Duration request_timeout = absl::Seconds(30);
   int64_t page_size = 500;
 };
@@ -84,7 +91,7 @@ using EventFn = std::function<bool(const WatchEvent&)>;
 
 class Client {
  public:
-  Client(Transport& transport, const common::Clock& clock, Sleeper& sleeper,
+  Client(Transport& transport, const common::Clock& clock,
          ClientOptions options = {});
 
   absl::StatusOr<nlohmann::json> Get(const std::string& path,
@@ -132,7 +139,7 @@ class Client {
                                        int64_t limit, std::stop_token stop);
 
   Transport& transport_;
-  Sleeper& sleeper_;
+  const common::Clock& clock_;
   const ClientOptions options_;
   RateLimiter limiter_;
 };

@@ -23,15 +23,14 @@ std::string StatusBody(int code, const std::string& reason) {
 std::string Event(const std::string& type, const std::string& name,
                   const std::string& rv) {
   return absl::StrCat(R"({"type":")", type,
-                      R"(","object":{"kind":"Pod","metadata":{"name":")",
-                      name, R"(","resourceVersion":")", rv, R"("}}})", "\n");
+                      R"(","object":{"kind":"Pod","metadata":{"name":")", name,
+                      R"(","resourceVersion":")", rv, R"("}}})", "\n");
 }
 
 class ClientTest : public ::testing::Test {
  protected:
   ClientTest()
-      : sleeper_(clock_),
-        client_(transport_, clock_, sleeper_,
+      : client_(transport_, clock_,
                 {.qps = 0,
                  .max_attempts = 4,
                  .backoff = {.initial = absl::Milliseconds(100),
@@ -48,7 +47,6 @@ class ClientTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  FakeSleeper sleeper_;
   FakeTransport transport_;
   Client client_;
 };
@@ -78,7 +76,7 @@ TEST_F(ClientTest, RetriesRetriableFailuresWithBackoff) {
   EXPECT_TRUE(client_.Get("/api/v1/nodes/n1").ok());
   EXPECT_EQ(transport_.requests().size(), 4u);
   // Exponential for the first two, then the server's Retry-After.
-  EXPECT_THAT(sleeper_.sleeps(),
+  EXPECT_THAT(clock_.sleeps(),
               ElementsAre(absl::Milliseconds(100), absl::Milliseconds(200),
                           absl::Seconds(7)));
 }
@@ -168,10 +166,11 @@ TEST_F(ClientTest, ListFollowsContinueTokens) {
       200, R"({"metadata":{"resourceVersion":"10","continue":"c 1"},)"
            R"("items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})");
   transport_.AddResponse(
-      200, R"({"metadata":{"resourceVersion":"11"},"items":[{"metadata":{"name":"c"}}]})");
-  absl::StatusOr<ListResult> list =
-      client_.List("/api/v1/pods", {.field_selector = "spec.nodeName=n1",
-                                    .resource_version = "0"});
+      200,
+      R"({"metadata":{"resourceVersion":"11"},"items":[{"metadata":{"name":"c"}}]})");
+  absl::StatusOr<ListResult> list = client_.List(
+      "/api/v1/pods",
+      {.field_selector = "spec.nodeName=n1", .resource_version = "0"});
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->items.size(), 3u);
   EXPECT_EQ(list->resource_version, "11");
@@ -184,7 +183,8 @@ TEST_F(ClientTest, ListFollowsContinueTokens) {
 
 TEST_F(ClientTest, ListStartsOverWithoutPagingWhenTheContinueTokenExpires) {
   transport_.AddResponse(
-      200, R"({"metadata":{"resourceVersion":"10","continue":"c1"},"items":[{}]})");
+      200,
+      R"({"metadata":{"resourceVersion":"10","continue":"c1"},"items":[{}]})");
   transport_.AddResponse(410, StatusBody(410, "Expired"));
   transport_.AddResponse(
       200, R"({"metadata":{"resourceVersion":"20"},"items":[{},{},{}]})");
@@ -199,8 +199,8 @@ TEST_F(ClientTest, WatchDeliversEventsAcrossChunks) {
   const std::string stream = Event("ADDED", "a", "11") +
                              Event("BOOKMARK", "", "12") +
                              Event("DELETED", "a", "13");
-  transport_.AddStream({stream.substr(0, 30), stream.substr(30, 100),
-                        stream.substr(130)});
+  transport_.AddStream(
+      {stream.substr(0, 30), stream.substr(30, 100), stream.substr(130)});
   std::vector<std::string> seen;
   absl::Status status = client_.Watch(
       "/api/v1/pods",
@@ -245,9 +245,8 @@ TEST_F(ClientTest, WatchRefusedAndGarbled) {
 
 TEST_F(ClientTest, WatchRefusedWithGone) {
   transport_.AddResponse(410, StatusBody(410, "Gone"));
-  absl::Status status =
-      client_.Watch("/p", {.resource_version = "1"},
-                    [](const auto&) { return true; });
+  absl::Status status = client_.Watch("/p", {.resource_version = "1"},
+                                      [](const auto&) { return true; });
   EXPECT_TRUE(IsGone(status)) << status;
 }
 
@@ -255,10 +254,8 @@ TEST_F(ClientTest, WatchEndsWhenTheCallerSaysSo) {
   transport_.AddStream({Event("ADDED", "a", "1") + Event("ADDED", "b", "2"),
                         Event("ADDED", "c", "3")});
   int seen = 0;
-  EXPECT_TRUE(client_
-                  .Watch("/p", {},
-                         [&](const auto&) { return ++seen < 2; })
-                  .ok());
+  EXPECT_TRUE(
+      client_.Watch("/p", {}, [&](const auto&) { return ++seen < 2; }).ok());
   EXPECT_EQ(seen, 2);
 }
 
@@ -272,14 +269,13 @@ TEST_F(ClientTest, StopEndsWaitsAndWatches) {
 
 TEST(ClientLimiterTest, RequestsWaitForTheLimiter) {
   common::FakeClock clock;
-  FakeSleeper sleeper(clock);
   FakeTransport transport;
-  Client client(transport, clock, sleeper, {.qps = 10, .burst = 2});
+  Client client(transport, clock, {.qps = 10, .burst = 2});
   for (int i = 0; i < 4; ++i) transport.AddResponse(200, "{}");
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(client.Get("/x").ok());
   // Two from the burst, then one every 100 ms of (fake) time.
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(absl::Milliseconds(100),
-                                            absl::Milliseconds(100)));
+  EXPECT_THAT(clock.sleeps(),
+              ElementsAre(absl::Milliseconds(100), absl::Milliseconds(100)));
 }
 
 }  // namespace

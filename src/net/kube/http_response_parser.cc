@@ -12,9 +12,9 @@ namespace gpulet::kube {
 namespace {
 
 bool AllDigits(absl::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(),
-                     [](char c) { return absl::ascii_isdigit(c); });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isdigit(c);
+  });
 }
 
 // `value` as a decimal Content-Length; false when it is not one.
@@ -78,10 +78,10 @@ absl::Status HttpResponseParser::Feed(absl::string_view data,
                       state_ == State::kHeaders || state_ == State::kTrailers;
     const size_t limit = head ? max_head_bytes_ - head_bytes_ : kMaxChunkLine;
     if (line_.size() + take > limit) {
-      return Fail(absl::ResourceExhaustedError(absl::StrCat(
-          head ? "the response's headers are longer than "
-               : "a chunk-size line is longer than ",
-          head ? max_head_bytes_ : kMaxChunkLine, " bytes")));
+      return Fail(absl::ResourceExhaustedError(
+          absl::StrCat(head ? "the response's headers are longer than "
+                            : "a chunk-size line is longer than ",
+                       head ? max_head_bytes_ : kMaxChunkLine, " bytes")));
     }
     line_.append(data.data(), take);
     data.remove_prefix(take);
@@ -126,9 +126,9 @@ absl::Status HttpResponseParser::OnStatusLine(absl::string_view line) {
   if (line.size() < 12 || !absl::StartsWith(line, "HTTP/1.") ||
       !absl::ascii_isdigit(line[7]) || line[8] != ' ' ||
       !AllDigits(line.substr(9, 3)) || (line.size() > 12 && line[12] != ' ')) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not an HTTP/1.x status line: \"",
-        absl::CHexEscape(line.substr(0, 64)), "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not an HTTP/1.x status line: \"",
+                     absl::CHexEscape(line.substr(0, 64)), "\""));
   }
   status_ = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
   if (status_ < 100) {
@@ -146,9 +146,9 @@ absl::Status HttpResponseParser::OnHeader(absl::string_view line) {
   const size_t colon = line.find(':');
   if (colon == 0 || colon == absl::string_view::npos ||
       absl::ascii_isspace(line[0]) || absl::ascii_isspace(line[colon - 1])) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "malformed header line \"", absl::CHexEscape(line.substr(0, 64)),
-        "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed header line \"",
+                     absl::CHexEscape(line.substr(0, 64)), "\""));
   }
   const absl::string_view name = line.substr(0, colon);
   const absl::string_view value =
@@ -156,9 +156,9 @@ absl::Status HttpResponseParser::OnHeader(absl::string_view line) {
   if (absl::EqualsIgnoreCase(name, "content-length")) {
     uint64_t length = 0;
     if (!ParseLength(value, &length) || (has_length_ && length != remaining_)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bad Content-Length \"", absl::CHexEscape(value.substr(0, 32)),
-          "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad Content-Length \"",
+                       absl::CHexEscape(value.substr(0, 32)), "\""));
     }
     has_length_ = true;
     remaining_ = length;
@@ -245,9 +245,9 @@ absl::Status HttpResponseParser::Finish() {
                  : "the connection closed before a response");
   }
   if (state_ == State::kBody) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the connection closed with ", remaining_,
-        " bytes of the body still to come"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the connection closed with ", remaining_,
+                     " bytes of the body still to come"));
   }
   return absl::InvalidArgumentError(
       "the connection closed inside the chunked body");

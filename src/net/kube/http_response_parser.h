@@ -63,7 +63,7 @@ class HttpResponseParser {
   enum class State {
     kStatusLine,
     kHeaders,
-    kBody,         // Content-Length bytes
+    kBody,  // Content-Length bytes
     kChunkSize,
     kChunkData,
     kChunkDataEnd,  // the CRLF after a chunk's data
@@ -83,7 +83,7 @@ class HttpResponseParser {
   const size_t max_head_bytes_;
   const bool head_request_;
   State state_ = State::kStatusLine;
-  std::string line_;      // a line not yet ended by LF
+  std::string line_;       // a line not yet ended by LF
   size_t head_bytes_ = 0;  // status line, headers and trailers so far
   bool started_ = false;
   bool stopped_ = false;

@@ -75,8 +75,8 @@ class Reader {
         return std::make_pair(*item, absl::StrCat(path, ".", item_key));
       }
     }
-    return Error(wanted_by, absl::StrCat("no entry named \"", name, "\" in ",
-                                         list_key));
+    return Error(wanted_by,
+                 absl::StrCat("no entry named \"", name, "\" in ", list_key));
   }
 
  private:
@@ -98,8 +98,7 @@ absl::Status RejectPresent(const Reader& r, const Json& obj,
 
 absl::Status ReadCluster(const Reader& r, const Json& cluster,
                          const std::string& path, KubeconfigSelection& out) {
-  GPULET_ASSIGN_OR_RETURN(out.config.server,
-                          r.String(cluster, path, "server"));
+  GPULET_ASSIGN_OR_RETURN(out.config.server, r.String(cluster, path, "server"));
   if (out.config.server.empty()) {
     return r.Error(absl::StrCat(path, ".server"), "missing");
   }
@@ -118,13 +117,13 @@ absl::Status ReadCluster(const Reader& r, const Json& cluster,
                    "not supported: gpulet always verifies the API server's "
                    "certificate; give certificate-authority instead");
   }
-  GPULET_RETURN_IF_ERROR(
-      RejectPresent(r, cluster, path, {"proxy-url", "tls-server-name"},
-                    "not supported by gpulet"));
+  GPULET_RETURN_IF_ERROR(RejectPresent(r, cluster, path,
+                                       {"proxy-url", "tls-server-name"},
+                                       "not supported by gpulet"));
   GPULET_ASSIGN_OR_RETURN(out.ca_file,
                           r.String(cluster, path, "certificate-authority"));
-  GPULET_ASSIGN_OR_RETURN(
-      out.config.ca_pem, r.Data(cluster, path, "certificate-authority-data"));
+  GPULET_ASSIGN_OR_RETURN(out.config.ca_pem,
+                          r.Data(cluster, path, "certificate-authority-data"));
   return absl::OkStatus();
 }
 
@@ -202,9 +201,9 @@ absl::StatusOr<KubeconfigSelection> ParseKubeconfig(
                           r.String(ctx.first, ctx_path, "namespace"));
   if (out.config.namespace_name.empty()) out.config.namespace_name = "default";
 
-  GPULET_ASSIGN_OR_RETURN(
-      auto cluster, r.Named(root, "clusters", "cluster", cluster_name,
-                            absl::StrCat(ctx_path, ".cluster")));
+  GPULET_ASSIGN_OR_RETURN(auto cluster,
+                          r.Named(root, "clusters", "cluster", cluster_name,
+                                  absl::StrCat(ctx_path, ".cluster")));
   GPULET_RETURN_IF_ERROR(ReadCluster(r, cluster.first, cluster.second, out));
   if (!user_name.empty()) {
     GPULET_ASSIGN_OR_RETURN(auto user,
@@ -220,8 +219,7 @@ absl::StatusOr<ApiServerConfig> LoadKubeconfig(const std::string& path,
   GPULET_ASSIGN_OR_RETURN(std::string text, common::ReadFile(path));
   GPULET_ASSIGN_OR_RETURN(KubeconfigSelection sel,
                           ParseKubeconfig(text, path, context));
-  const std::string base =
-      std::filesystem::path(path).parent_path().string();
+  const std::string base = std::filesystem::path(path).parent_path().string();
   const std::string& src = sel.config.source;
   if (!sel.ca_file.empty() && sel.config.ca_pem.empty()) {
     GPULET_ASSIGN_OR_RETURN(
@@ -260,8 +258,8 @@ absl::StatusOr<ApiServerConfig> LoadInClusterConfig(
   config.source = "in-cluster config";
   // An IPv6 service address needs brackets in a URL.
   const bool v6 = absl::StrContains(*host, ':');
-  config.server = absl::StrCat("https://", v6 ? "[" : "", *host, v6 ? "]" : "",
-                               ":", *port);
+  config.server =
+      absl::StrCat("https://", v6 ? "[" : "", *host, v6 ? "]" : "", ":", *port);
   const std::string dir = options.service_account_dir;
   GPULET_ASSIGN_OR_RETURN(config.ca_pem,
                           ReadPem(dir, "ca.crt", config.source, "ca.crt"));

@@ -43,8 +43,8 @@ struct ApiServerConfig {
   std::string ca_pem;           // empty: the system's trust store
   std::string client_cert_pem;  // set together with client_key_pem
   std::string client_key_pem;
-  std::string token;       // a static bearer token
-  std::string token_file;  // a bearer token re-read as it rotates
+  std::string token;           // a static bearer token
+  std::string token_file;      // a bearer token re-read as it rotates
   std::string namespace_name;  // the context's or service account's namespace
   std::string source;          // "kubeconfig /path" or "in-cluster config"
 };

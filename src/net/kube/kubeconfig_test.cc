@@ -81,10 +81,10 @@ TEST(KubeconfigTest, SelectsCurrentContextWithInlineData) {
 }
 
 TEST(KubeconfigTest, ExplicitContextWins) {
-  absl::StatusOr<KubeconfigSelection> sel = ParseKubeconfig(
-      Kubeconfig("    server: https://a:1", "    token: abc",
-                 "- name: alt\n  context: {cluster: other}\n"),
-      "k.yaml", "alt");
+  absl::StatusOr<KubeconfigSelection> sel =
+      ParseKubeconfig(Kubeconfig("    server: https://a:1", "    token: abc",
+                                 "- name: alt\n  context: {cluster: other}\n"),
+                      "k.yaml", "alt");
   ASSERT_TRUE(sel.ok()) << sel.status();
   EXPECT_EQ(sel->config.server, "https://10.0.0.9:6443");
   EXPECT_EQ(sel->config.token, "");
@@ -96,8 +96,8 @@ TEST(KubeconfigTest, ErrorsNameTheField) {
     std::string cluster, user, context, want;
   };
   const Case cases[] = {
-      {"    server: https://a:1\n    insecure-skip-tls-verify: true", "",
-       "", "clusters[1].cluster.insecure-skip-tls-verify: not supported"},
+      {"    server: https://a:1\n    insecure-skip-tls-verify: true", "", "",
+       "clusters[1].cluster.insecure-skip-tls-verify: not supported"},
       {"    server: https://a:1\n    insecure-skip-tls-verify: yes", "", "",
        "insecure-skip-tls-verify: not supported"},
       {"    server: http://a:1", "", "",
@@ -108,8 +108,8 @@ TEST(KubeconfigTest, ErrorsNameTheField) {
        "users[0].user.client-key-data: not valid base64"},
       {"    server: https://a:1", "    client-certificate: /c", "",
        "users[0].user: client-certificate and client-key go together"},
-      {"    server: https://a:1",
-       "    exec: {command: aws}", "", "users[0].user.exec: not supported"},
+      {"    server: https://a:1", "    exec: {command: aws}", "",
+       "users[0].user.exec: not supported"},
       {"    server: https://a:1", "    username: admin", "",
        "users[0].user.username: not supported"},
       {"    server: https://a:1", "    token: [1]", "",

@@ -12,15 +12,16 @@ constexpr absl::Duration kMinWatchTimeout = absl::Minutes(5);
 
 }  // namespace
 
-ListWatcher::ListWatcher(Client& client, Sleeper& sleeper, std::string path,
-                         ListOptions selectors, ListWatchCallbacks callbacks,
-                         BackoffPolicy backoff, RandomFn random)
+ListWatcher::ListWatcher(Client& client, const common::Clock& clock,
+                         std::string path, ListOptions selectors,
+                         ListWatchCallbacks callbacks,
+                         common::BackoffPolicy backoff, common::RandomFn random)
     : client_(client),
-      sleeper_(sleeper),
+      clock_(clock),
       path_(std::move(path)),
       selectors_(std::move(selectors)),
       callbacks_(std::move(callbacks)),
-      random_(random ? std::move(random) : DefaultRandom),
+      random_(random ? std::move(random) : common::DefaultRandom),
       backoff_(backoff, random_) {}
 
 absl::Status ListWatcher::WatchOnce(std::stop_token stop) {
@@ -76,7 +77,7 @@ absl::Status ListWatcher::Run(std::stop_token stop) {
     ++stats_.errors;
     const absl::Duration wait = backoff_.Next();
     GPULET_LOG(WARNING) << ForLog(status) << "; retrying in " << wait;
-    if (!sleeper_.Sleep(wait, stop)) break;
+    if (!clock_.Sleep(wait, stop)) break;
   }
   return absl::CancelledError("list-watch of " + path_ + " stopped");
 }

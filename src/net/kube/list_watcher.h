@@ -8,15 +8,16 @@
 // after a random 5 to 10 minutes (as client-go does), so the watches of
 // many nodes do not all restart together.
 //
-//   ListWatcher pods(client, sleeper, "/api/v1/pods",
+//   ListWatcher pods(client, clock, "/api/v1/pods",
 //                    {.field_selector = PodsOnNodeSelector(node)},
 //                    {.on_replace = ..., .on_event = ...});
 //   std::jthread t([&](std::stop_token s) { pods.Run(s); });
 //
 // Callbacks run on the thread that calls Run(), one at a time.
 //
-// Thread safety: Run() is called by one thread; the client and sleeper are
-// borrowed and must outlive the watcher.
+// Thread safety: Run() is called by one thread; the client and the clock
+// (the backoff waits go through it) are borrowed and must outlive the
+// watcher.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,8 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
-#include "src/net/kube/backoff.h"
+#include "src/base/common/clock.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::kube {
 
@@ -52,9 +52,10 @@ struct ListWatcherStats {
 
 class ListWatcher {
  public:
-  ListWatcher(Client& client, Sleeper& sleeper, std::string path,
+  ListWatcher(Client& client, const common::Clock& clock, std::string path,
               ListOptions selectors, ListWatchCallbacks callbacks,
-              BackoffPolicy backoff = {}, RandomFn random = nullptr);
+              common::BackoffPolicy backoff = kApiBackoff,
+              common::RandomFn random = nullptr);
 
   // Lists and watches until `stop` is requested; then returns Cancelled.
   absl::Status Run(std::stop_token stop);
@@ -69,12 +70,12 @@ class ListWatcher {
   absl::Status WatchOnce(std::stop_token stop);
 
   Client& client_;
-  Sleeper& sleeper_;
+  const common::Clock& clock_;
   const std::string path_;
   const ListOptions selectors_;
   const ListWatchCallbacks callbacks_;
-  RandomFn random_;
-  Backoff backoff_;
+  common::RandomFn random_;
+  common::Backoff backoff_;
   std::string resource_version_;
   ListWatcherStats stats_;
 };

@@ -1,5 +1,6 @@
 #include "src/net/kube/list_watcher.h"
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -17,34 +18,34 @@ using ::testing::HasSubstr;
 std::string Event(const std::string& type, const std::string& name,
                   const std::string& rv) {
   return absl::StrCat(R"({"type":")", type,
-                      R"(","object":{"kind":"Pod","metadata":{"name":")",
-                      name, R"(","resourceVersion":")", rv, R"("}}})", "\n");
+                      R"(","object":{"kind":"Pod","metadata":{"name":")", name,
+                      R"(","resourceVersion":")", rv, R"("}}})", "\n");
 }
 
-// Sleeps on a fake clock, and ends the run if the script goes astray
-// (a loop of failures) instead of spinning forever.
-class GuardSleeper final : public Sleeper {
+// A fake clock that ends the run if the script goes astray (a loop of
+// failures) instead of spinning forever.
+class GuardClock final : public common::Clock {
  public:
-  GuardSleeper(common::FakeClock& clock, std::stop_source& stop)
-      : fake_(clock), stop_(stop) {}
-  bool Sleep(absl::Duration d, std::stop_token token) override {
+  explicit GuardClock(std::stop_source& stop) : stop_(stop) {}
+  absl::Time Now() const override { return fake_.Now(); }
+  absl::Time WallNow() const override { return fake_.WallNow(); }
+  bool Sleep(absl::Duration d, std::stop_token token) const override {
     if (d > absl::ZeroDuration() && ++count_ > 20) stop_.request_stop();
     return fake_.Sleep(d, token);
   }
   std::vector<absl::Duration> sleeps() const { return fake_.sleeps(); }
 
  private:
-  FakeSleeper fake_;
+  common::FakeClock fake_;
   std::stop_source& stop_;
-  int count_ = 0;
+  mutable std::atomic<int> count_{0};
 };
 
 TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
-  common::FakeClock clock;
   std::stop_source stop;
-  GuardSleeper sleeper(clock, stop);
+  GuardClock clock(stop);
   FakeTransport transport;
-  Client client(transport, clock, sleeper, {.qps = 0});
+  Client client(transport, clock, {.qps = 0});
 
   transport.AddResponse(
       200, R"({"metadata":{"resourceVersion":"10"},"items":[)"
@@ -56,23 +57,25 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
       {R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})"
        "\n"});
   transport.AddResponse(
-      200, R"({"metadata":{"resourceVersion":"30"},"items":[{"metadata":{"name":"c"}}]})");
+      200,
+      R"({"metadata":{"resourceVersion":"30"},"items":[{"metadata":{"name":"c"}}]})");
   // A refused watch waits a backoff, then watches again from 30.
   transport.AddResponse(500, R"({"kind":"Status","code":500,"message":"x"})");
-  transport.AddStream({Event("MODIFIED", "c", "31"), Event("ADDED", "d", "32")});
+  transport.AddStream(
+      {Event("MODIFIED", "c", "31"), Event("ADDED", "d", "32")});
 
   std::vector<std::string> log;
   ListWatcher watcher(
-      client, sleeper, "/api/v1/pods", {.field_selector = "spec.nodeName=n1"},
+      client, clock, "/api/v1/pods", {.field_selector = "spec.nodeName=n1"},
       {.on_replace =
            [&](std::vector<nlohmann::json> items, const std::string& rv) {
              log.push_back(absl::StrCat("replace ", items.size(), " @", rv));
            },
        .on_event =
            [&](const WatchEvent& e) {
-             log.push_back(absl::StrCat(EventTypeName(e.type), " ",
-                                        e.object["metadata"]["name"]
-                                            .get<std::string>()));
+             log.push_back(
+                 absl::StrCat(EventTypeName(e.type), " ",
+                              e.object["metadata"]["name"].get<std::string>()));
              if (e.object["metadata"]["name"] == "d") stop.request_stop();
            }},
       {.initial = absl::Seconds(1), .max = absl::Seconds(8), .jitter = 0},
@@ -94,7 +97,7 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
   EXPECT_THAT(paths[3], ::testing::Not(HasSubstr("watch=true")));
   EXPECT_THAT(paths[4], HasSubstr("resourceVersion=30"));
   EXPECT_THAT(paths[5], HasSubstr("resourceVersion=30"));
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(absl::Seconds(1)));
+  EXPECT_THAT(clock.sleeps(), ElementsAre(absl::Seconds(1)));
   EXPECT_EQ(watcher.stats().lists, 2);
   EXPECT_EQ(watcher.stats().gone, 1);
   EXPECT_EQ(watcher.stats().errors, 1);
@@ -102,23 +105,21 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
 }
 
 TEST(ListWatcherTest, ListFailuresBackOffExponentially) {
-  common::FakeClock clock;
   std::stop_source stop;
-  GuardSleeper sleeper(clock, stop);
+  GuardClock clock(stop);
   FakeTransport transport;
-  Client client(transport, clock, sleeper, {.qps = 0, .max_attempts = 1});
+  Client client(transport, clock, {.qps = 0, .max_attempts = 1});
   for (int i = 0; i < 3; ++i) {
     transport.AddResponse(403, R"({"kind":"Status","code":403})");
   }
   transport.AddResponse(200, R"({"metadata":{"resourceVersion":"1"}})");
   ListWatcher watcher(
-      client, sleeper, "/api/v1/pods", {},
+      client, clock, "/api/v1/pods", {},
       {.on_replace = [&](auto, const std::string&) { stop.request_stop(); }},
       {.initial = absl::Seconds(1), .max = absl::Seconds(3), .jitter = 0});
-  EXPECT_EQ(watcher.Run(stop.get_token()).code(),
-            absl::StatusCode::kCancelled);
-  EXPECT_THAT(sleeper.sleeps(), ElementsAre(absl::Seconds(1), absl::Seconds(2),
-                                            absl::Seconds(3)));
+  EXPECT_EQ(watcher.Run(stop.get_token()).code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(clock.sleeps(), ElementsAre(absl::Seconds(1), absl::Seconds(2),
+                                          absl::Seconds(3)));
 }
 
 }  // namespace

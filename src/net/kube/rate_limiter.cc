@@ -16,8 +16,8 @@ absl::Duration RateLimiter::Reserve() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
   if (now > last_) {
-    tokens_ = std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_) *
-                                             qps_);
+    tokens_ =
+        std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_) * qps_);
     last_ = now;
   }
   tokens_ -= 1;

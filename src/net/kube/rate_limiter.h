@@ -5,7 +5,7 @@
 // together are spaced 1/qps apart rather than all waking at once.
 //
 // The limiter only computes waits from its Clock; the client sleeps them
-// (sleeper.h), so tests check the schedule with a FakeClock.
+// (common::Clock::Sleep), so tests check the schedule with a FakeClock.
 //
 // Thread safety: Reserve() may be called from any thread.
 #pragma once

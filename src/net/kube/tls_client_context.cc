@@ -59,9 +59,9 @@ absl::Status AddClientIdentity(SSL_CTX* ctx,
     }
   }
   BioPtr bio = MemBio(config.client_key_pem);
-  KeyPtr key(bio != nullptr ? PEM_read_bio_PrivateKey(bio.get(), nullptr,
-                                                       nullptr, nullptr)
-                            : nullptr);
+  KeyPtr key(bio != nullptr
+                 ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                 : nullptr);
   if (key == nullptr) {
     return Invalid(config, "client key: not a PEM private key");
   }

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/common/clock.h"
 
 namespace gpulet::kube {
 namespace {
@@ -34,8 +35,8 @@ bool Retryable(int err) {
 
 int BioWrite(BIO* bio, const char* data, int size) {
   BIO_clear_retry_flags(bio);
-  const ssize_t n = ::send(IoOf(bio)->fd, data, static_cast<size_t>(size),
-                           MSG_NOSIGNAL);
+  const ssize_t n =
+      ::send(IoOf(bio)->fd, data, static_cast<size_t>(size), MSG_NOSIGNAL);
   if (n > 0) IoOf(bio)->sent += static_cast<uint64_t>(n);
   if (n < 0 && Retryable(errno)) BIO_set_retry_write(bio);
   return static_cast<int>(n);
@@ -117,7 +118,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
   while (true) {
     int timeout_ms = -1;
     if (deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = deadline - absl::Now();
+      const absl::Duration left = deadline - common::RealClock::Get().Now();
       timeout_ms = left <= absl::ZeroDuration()
                        ? 0
                        : static_cast<int>(absl::ToInt64Milliseconds(
@@ -130,7 +131,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
     }
     if (fds[1].revents != 0) return absl::CancelledError("stopped");
     if (fds[0].revents != 0) return absl::OkStatus();
-    if (n == 0 && absl::Now() >= deadline) {
+    if (n == 0 && common::RealClock::Get().Now() >= deadline) {
       return absl::DeadlineExceededError("timed out");
     }
   }
@@ -189,9 +190,9 @@ absl::Status TlsConnection::ConnectTcp(const std::string& host,
 absl::Status TlsConnection::Connect(SSL_CTX* ctx, const std::string& host,
                                     const std::string& port,
                                     absl::Time deadline) {
-  name_ = absl::StrCat(host.find(':') != std::string::npos ? "[" : "", host,
-                       host.find(':') != std::string::npos ? "]" : "", ":",
-                       port);
+  name_ =
+      absl::StrCat(host.find(':') != std::string::npos ? "[" : "", host,
+                   host.find(':') != std::string::npos ? "]" : "", ":", port);
   if (absl::Status s = ConnectTcp(host, port, deadline); !s.ok()) return s;
   ERR_clear_error();
   ssl_ = SSL_new(ctx);
@@ -218,8 +219,8 @@ absl::Status TlsConnection::Handshake(absl::Time deadline) {
     if (ret == 1) return absl::OkStatus();
     bool want_write = false;
     bool want_read = false;
-    absl::Status failed = SslFailure(ret, "TLS handshake with", &want_write,
-                                     &want_read);
+    absl::Status failed =
+        SslFailure(ret, "TLS handshake with", &want_write, &want_read);
     if (!failed.ok()) {
       const long verify = SSL_get_verify_result(ssl_);  // NOLINT(runtime/int)
       if (verify != X509_V_OK) {
@@ -268,8 +269,7 @@ absl::Status TlsConnection::SslFailure(int ret, absl::string_view step,
   }
 }
 
-absl::Status TlsConnection::Write(absl::string_view data,
-                                  absl::Time deadline) {
+absl::Status TlsConnection::Write(absl::string_view data, absl::Time deadline) {
   while (!data.empty()) {
     ERR_clear_error();
     errno = 0;

@@ -79,7 +79,7 @@ class TlsConnection {
   int wake_fd_ = -1;
   SSL* ssl_ = nullptr;
   bool failed_ = false;  // a fatal TLS error: no close_notify at the end
-  std::string name_;  // "host:port", for errors
+  std::string name_;     // "host:port", for errors
 };
 
 using TlsConnectionPtr = std::unique_ptr<TlsConnection>;

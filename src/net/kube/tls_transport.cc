@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/status_macros.h"
 #include "src/net/kube/http_response_parser.h"
 
@@ -55,8 +56,8 @@ TlsTransport::~TlsTransport() = default;
 absl::StatusOr<TlsTransport::Target> TlsTransport::ParseServer(
     const config::ApiServerConfig& config) {
   const auto invalid = [&config](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config.source, ": server \"", config.server, "\" ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.source, ": server \"", config.server, "\" ", why));
   };
   absl::string_view url = config.server;
   if (!absl::ConsumePrefix(&url, "https://")) {
@@ -98,8 +99,7 @@ absl::StatusOr<TlsTransport::Target> TlsTransport::ParseServer(
 }
 
 absl::StatusOr<std::unique_ptr<TlsTransport>> TlsTransport::Create(
-    const config::ApiServerConfig& config,
-    const TlsTransportOptions& options) {
+    const config::ApiServerConfig& config, const TlsTransportOptions& options) {
   GPULET_ASSIGN_OR_RETURN(Target target, ParseServer(config));
   if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -184,9 +184,10 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
+  const common::Clock& clock = common::RealClock::Get();
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
-                                  : absl::Now() + request.timeout;
+                                  : clock.Now() + request.timeout;
   for (int tries = 0;; ++tries) {
     // A second try always dials: another pooled connection may be as stale.
     TlsConnectionPtr conn =
@@ -202,15 +203,14 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         absl::MutexLock lock(&mu_);
         ++opened_;
       }
-      absl::Status connected =
-          conn->Connect(ctx_.get(), target_.host, target_.port,
-                        std::min(deadline, absl::Now() +
-                                               options_.connect_timeout));
+      absl::Status connected = conn->Connect(
+          ctx_.get(), target_.host, target_.port,
+          std::min(deadline, clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }
     Attempt attempt;
-    absl::StatusOr<Response> response = Exchange(
-        *conn, reused, message, request, on_chunk, deadline, attempt);
+    absl::StatusOr<Response> response =
+        Exchange(*conn, reused, message, request, on_chunk, deadline, attempt);
     on_stop.reset();
     if (!response.ok() && attempt.retry && tries == 0) continue;
     if (response.ok() && attempt.keep) ReturnIdle(std::move(conn));
@@ -227,9 +227,9 @@ absl::StatusOr<Response> TlsTransport::Exchange(
       absl::StrCat(request.method, " ", server_, request.path);
   const uint64_t sent_before = conn.bytes_sent();
   if (absl::Status s = conn.Write(message, deadline); !s.ok()) {
-    attempt.retry = reused && s.code() == absl::StatusCode::kUnavailable &&
-                    (request.method == "GET" ||
-                     conn.bytes_sent() == sent_before);
+    attempt.retry =
+        reused && s.code() == absl::StatusCode::kUnavailable &&
+        (request.method == "GET" || conn.bytes_sent() == sent_before);
     return Wrap(what, s);
   }
   HttpResponseParser parser(options_.max_head, request.method == "HEAD");

@@ -79,7 +79,7 @@ class TlsTransport final : public Transport {
 
  private:
   struct Target {
-    std::string host;       // without brackets
+    std::string host;  // without brackets
     std::string port;
     std::string authority;  // the Host header
     std::string base_path;  // the URL's path, "" or "/prefix"

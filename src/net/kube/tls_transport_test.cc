@@ -23,7 +23,6 @@
 #include "src/base/common/logging.h"
 #include "src/net/kube/api_status.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/testing/test_tls.h"
 
 namespace gpulet::kube {
@@ -113,11 +112,11 @@ std::unique_ptr<TlsTransport> MustCreate(
 TEST_F(TlsTransportTest, VerifiesTheServerWithTheConfiguredCa) {
   TlsServer server(*server_cert_);
   std::string auth;
-  server.http().Get("/api/v1/nodes/n1", [&](const httplib::Request& req,
-                                            httplib::Response& res) {
-    auth = req.get_header_value("Authorization");
-    res.set_content(R"({"kind":"Node"})", "application/json");
-  });
+  server.http().Get("/api/v1/nodes/n1",
+                    [&](const httplib::Request& req, httplib::Response& res) {
+                      auth = req.get_header_value("Authorization");
+                      res.set_content(R"({"kind":"Node"})", "application/json");
+                    });
   config::ApiServerConfig config = Config(server);
   config.token = "static-token-1234";
   auto transport = MustCreate(config);
@@ -132,9 +131,8 @@ TEST_F(TlsTransportTest, VerifiesTheServerWithTheConfiguredCa) {
 TEST_F(TlsTransportTest, RefusesAServerSignedByAnotherCa) {
   TlsServer server(*server_cert_);
   int calls = 0;
-  server.http().Get("/x", [&](const httplib::Request&, httplib::Response&) {
-    ++calls;
-  });
+  server.http().Get(
+      "/x", [&](const httplib::Request&, httplib::Response&) { ++calls; });
   config::ApiServerConfig config = Config(server);
   config.ca_pem = other_ca_->cert_pem;
   config.token = "static-token-1234";
@@ -207,8 +205,7 @@ class TempFile {
   ~TempFile() { std::filesystem::remove_all(dir_); }
   std::string path() const { return dir_ + "/token"; }
   void Write(const std::string& text) const {
-    ASSERT_TRUE(
-        common::WriteFileAtomic(path(), text, {.durable = false}).ok());
+    ASSERT_TRUE(common::WriteFileAtomic(path(), text, {.durable = false}).ok());
   }
   std::string Read(const std::string& name) const {
     absl::StatusOr<std::string> text = common::ReadFile(dir_ + "/" + name);
@@ -253,8 +250,7 @@ TEST_F(TlsTransportTest, RereadsARotatedTokenFileAndNeverLogsIt) {
   config::ApiServerConfig config = Config(server);
   config.token_file = token.path();
   auto transport = MustCreate(config, {.clock = &clock});
-  FakeSleeper sleeper(clock);
-  Client client(*transport, clock, sleeper, {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
 
   EXPECT_TRUE(client.Get("/x").ok());
   token.Write("tok-two-SECRET\n");
@@ -297,29 +293,29 @@ TEST_F(TlsTransportTest, WatchEventsArriveWhileTheStreamIsOpen) {
   const std::string ev2 =
       R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}})"
       "\n";
-  server.http().Get("/api/v1/pods", [&](const httplib::Request& req,
-                                        httplib::Response& res) {
-    query = absl::StrCat(req.get_param_value("resourceVersion"), " ",
-                         req.get_param_value("fieldSelector"), " ",
-                         req.get_param_value("allowWatchBookmarks"));
-    res.set_chunked_content_provider(
-        "application/json", [&](size_t, httplib::DataSink& sink) {
-          // The first event and half of the second...
-          sink.write(ev1.data(), ev1.size());
-          sink.write(ev2.data(), 20);
-          {
-            std::unique_lock lock(script.mu);
-            script.cv.wait(lock, [&] { return script.first_seen; });
-          }
-          // ...the rest only once the client has decoded the first.
-          sink.write(ev2.data() + 20, ev2.size() - 20);
-          sink.done();
-          return true;
-        });
-  });
+  server.http().Get(
+      "/api/v1/pods", [&](const httplib::Request& req, httplib::Response& res) {
+        query = absl::StrCat(req.get_param_value("resourceVersion"), " ",
+                             req.get_param_value("fieldSelector"), " ",
+                             req.get_param_value("allowWatchBookmarks"));
+        res.set_chunked_content_provider(
+            "application/json", [&](size_t, httplib::DataSink& sink) {
+              // The first event and half of the second...
+              sink.write(ev1.data(), ev1.size());
+              sink.write(ev2.data(), 20);
+              {
+                std::unique_lock lock(script.mu);
+                script.cv.wait(lock, [&] { return script.first_seen; });
+              }
+              // ...the rest only once the client has decoded the first.
+              sink.write(ev2.data() + 20, ev2.size() - 20);
+              sink.done();
+              return true;
+            });
+      });
   auto transport = MustCreate(Config(server));
   common::FakeClock clock;
-  Client client(*transport, clock, RealSleeper::Get(), {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
   std::vector<std::string> seen;
   absl::Status status = client.Watch(
       "/api/v1/pods",
@@ -341,21 +337,22 @@ TEST_F(TlsTransportTest, StopEndsAnOpenWatch) {
   TlsServer server(*server_cert_);
   StreamScript script;
   const std::string ev =
-      R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})" "\n";
-  server.http().Get("/api/v1/pods", [&](const httplib::Request&,
-                                        httplib::Response& res) {
-    res.set_chunked_content_provider(
-        "application/json", [&](size_t, httplib::DataSink& sink) {
-          sink.write(ev.data(), ev.size());
-          std::unique_lock lock(script.mu);
-          script.cv.wait(lock, [&] { return script.release; });
-          sink.done();
-          return true;
-        });
-  });
+      R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"6"}}})"
+      "\n";
+  server.http().Get(
+      "/api/v1/pods", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider(
+            "application/json", [&](size_t, httplib::DataSink& sink) {
+              sink.write(ev.data(), ev.size());
+              std::unique_lock lock(script.mu);
+              script.cv.wait(lock, [&] { return script.release; });
+              sink.done();
+              return true;
+            });
+      });
   auto transport = MustCreate(Config(server));
   common::FakeClock clock;
-  Client client(*transport, clock, RealSleeper::Get(), {.qps = 0});
+  Client client(*transport, clock, {.qps = 0});
   std::stop_source stop;
   absl::Status status = client.Watch(
       "/api/v1/pods", {},
@@ -413,14 +410,14 @@ TEST_F(TlsTransportTest, ClientOperationsOverTls) {
     patch_body = req.body;
     res.set_content(R"({"kind":"Node"})", "application/json");
   });
-  server.http().Post(
-      "/api/v1/namespaces/ns/pods/p/binding",
-      [&](const httplib::Request& req, httplib::Response& res) {
-        post_body = req.body;
-        res.status = 201;
-        res.set_content(R"({"kind":"Status","status":"Success","code":201})",
-                        "application/json");
-      });
+  server.http().Post("/api/v1/namespaces/ns/pods/p/binding",
+                     [&](const httplib::Request& req, httplib::Response& res) {
+                       post_body = req.body;
+                       res.status = 201;
+                       res.set_content(
+                           R"({"kind":"Status","status":"Success","code":201})",
+                           "application/json");
+                     });
   server.http().Get("/api/v1/pods", [](const httplib::Request& req,
                                        httplib::Response& res) {
     if (req.get_param_value("continue").empty()) {
@@ -435,8 +432,7 @@ TEST_F(TlsTransportTest, ClientOperationsOverTls) {
   });
   auto transport = MustCreate(Config(server));
   common::FakeClock clock;
-  FakeSleeper sleeper(clock);
-  Client client(*transport, clock, sleeper, {.qps = 0, .page_size = 1});
+  Client client(*transport, clock, {.qps = 0, .page_size = 1});
 
   absl::StatusOr<nlohmann::json> missing = client.Get("/api/v1/nodes/n9");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

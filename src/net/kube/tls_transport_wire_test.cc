@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "src/net/kube/tls_transport.h"
 #include "src/net/testing/raw_tls_server.h"
 #include "src/net/testing/test_tls.h"
-#include "src/net/kube/tls_transport.h"
 
 namespace gpulet::kube {
 namespace {
@@ -234,8 +234,9 @@ TEST_F(TlsTransportWireTest, StopFromAnotherThreadEndsABlockedStream) {
   Gate gate;
   RawTlsServer server(*leaf_, [&gate](RawConnection& conn, int) {
     if (!conn.ReadRequest()) return;
-    conn.Write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-               "3\r\nev\n\r\n");
+    conn.Write(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "3\r\nev\n\r\n");
     gate.WaitOpen();
   });
   auto transport = Connect(server);
@@ -260,8 +261,7 @@ TEST_F(TlsTransportWireTest, StopFromAnotherThreadEndsABlockedStream) {
       stop.get_token());
   stopper.join();
   gate.Open();
-  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled)
-      << got.status();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled) << got.status();
 }
 
 TEST_F(TlsTransportWireTest, ConnectionRefusedNamesTheHost) {

@@ -21,8 +21,7 @@ class TokenSourceTest : public ::testing::Test {
   }
   ~TokenSourceTest() override { std::filesystem::remove_all(dir_); }
   void Write(const std::string& text) {
-    ASSERT_TRUE(
-        common::WriteFileAtomic(file_, text, {.durable = false}).ok());
+    ASSERT_TRUE(common::WriteFileAtomic(file_, text, {.durable = false}).ok());
   }
 
   std::string dir_, file_;

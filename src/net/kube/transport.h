@@ -31,8 +31,8 @@ namespace gpulet::kube {
 
 struct Request {
   std::string method = "GET";  // GET, POST, PATCH, PUT, DELETE
-  std::string path{};            // "/api/v1/nodes/n1?limit=500", escaped
-  std::string content_type{};    // for a body
+  std::string path{};          // "/api/v1/nodes/n1?limit=500", escaped
+  std::string content_type{};  // for a body
   std::string body{};
   // The whole exchange, streamed body included.
   absl::Duration timeout = absl::Seconds(30);

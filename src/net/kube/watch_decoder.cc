@@ -14,16 +14,15 @@ struct TypeName {
   EventType type;
 };
 constexpr TypeName kTypes[] = {
-    {"ADDED", EventType::kAdded},       {"MODIFIED", EventType::kModified},
-    {"DELETED", EventType::kDeleted},   {"BOOKMARK", EventType::kBookmark},
+    {"ADDED", EventType::kAdded},     {"MODIFIED", EventType::kModified},
+    {"DELETED", EventType::kDeleted}, {"BOOKMARK", EventType::kBookmark},
     {"ERROR", EventType::kError},
 };
 
 absl::Status BadLine(absl::string_view line, absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("watch stream: ", what, ": \"",
-                   absl::CHexEscape(line.substr(0, 120)),
-                   line.size() > 120 ? "...\"" : "\""));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "watch stream: ", what, ": \"", absl::CHexEscape(line.substr(0, 120)),
+      line.size() > 120 ? "...\"" : "\""));
 }
 
 }  // namespace
@@ -84,9 +83,8 @@ absl::Status WatchDecoder::Feed(absl::string_view chunk,
   if (!failed_.ok()) return failed_;
   while (!chunk.empty()) {
     size_t newline = chunk.find('\n');
-    absl::string_view piece =
-        chunk.substr(0, newline == absl::string_view::npos ? chunk.size()
-                                                           : newline);
+    absl::string_view piece = chunk.substr(
+        0, newline == absl::string_view::npos ? chunk.size() : newline);
     if (pending_.size() + piece.size() > max_line_) {
       failed_ = absl::InvalidArgumentError(absl::StrCat(
           "watch stream: an event is longer than ", max_line_, " bytes"));

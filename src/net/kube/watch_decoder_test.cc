@@ -33,9 +33,8 @@ std::vector<std::string> Summaries(const std::vector<WatchEvent>& events) {
 }
 
 TEST(WatchDecoderTest, SameEventsWhereverTheStreamIsCut) {
-  const std::vector<std::string> want = {"ADDED 5", "MODIFIED 6",
-                                         "BOOKMARK 9", "DELETED 10",
-                                         "ERROR "};
+  const std::vector<std::string> want = {"ADDED 5", "MODIFIED 6", "BOOKMARK 9",
+                                         "DELETED 10", "ERROR "};
   for (size_t piece = 1; piece <= kStream.size(); ++piece) {
     WatchDecoder decoder;
     std::vector<WatchEvent> events;
@@ -75,8 +74,11 @@ TEST(WatchDecoderTest, RejectsWhatIsNotAnEvent) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << line;
     EXPECT_THAT(status.message(), HasSubstr("watch stream")) << line;
     // Failed for good: later input is not decoded.
-    EXPECT_FALSE(
-        decoder.Feed(R"({"type":"ADDED","object":{}})" "\n", &events).ok());
+    EXPECT_FALSE(decoder
+                     .Feed(R"({"type":"ADDED","object":{}})"
+                           "\n",
+                           &events)
+                     .ok());
     EXPECT_TRUE(events.empty());
   }
 }
@@ -94,11 +96,10 @@ TEST(ResourceVersionOfTest, MissingOrMistypedIsEmpty) {
   EXPECT_EQ(ResourceVersionOf(nlohmann::json::parse(
                 R"({"metadata":{"resourceVersion":"7"}})")),
             "7");
-  EXPECT_EQ(ResourceVersionOf(nlohmann::json::parse(
-                R"({"metadata":{"resourceVersion":7}})")),
+  EXPECT_EQ(ResourceVersionOf(
+                nlohmann::json::parse(R"({"metadata":{"resourceVersion":7}})")),
             "");
-  EXPECT_EQ(ResourceVersionOf(nlohmann::json::parse(R"({"metadata":1})")),
-            "");
+  EXPECT_EQ(ResourceVersionOf(nlohmann::json::parse(R"({"metadata":1})")), "");
   EXPECT_EQ(ResourceVersionOf(nlohmann::json::parse("[]")), "");
 }
 

@@ -24,10 +24,9 @@ std::vector<Devices> FromProto(
 absl::Status Named(const absl::Status& status, const std::string& socket,
                    const char* call) {
   const absl::StatusCode code = status.code();
-  return absl::Status(code, absl::StrCat("pod resources ", call, " on ",
-                                         socket, ": ",
-                                         absl::StatusCodeToString(code), ": ",
-                                         status.message()));
+  return absl::Status(code, absl::StrCat("pod resources ", call, " on ", socket,
+                                         ": ", absl::StatusCodeToString(code),
+                                         ": ", status.message()));
 }
 
 // One call of v1.PodResourcesLister on its own connection, the reply parsed
@@ -36,9 +35,9 @@ absl::Status Call(const std::string& socket, absl::Duration timeout,
                   const char* method,
                   const google::protobuf::MessageLite& request,
                   google::protobuf::MessageLite& reply) {
-  absl::StatusOr<std::string> bytes = h2::CallUnary(
-      socket, absl::StrCat("/v1.PodResourcesLister/", method),
-      request.SerializeAsString(), timeout);
+  absl::StatusOr<std::string> bytes =
+      h2::CallUnary(socket, absl::StrCat("/v1.PodResourcesLister/", method),
+                    request.SerializeAsString(), timeout);
   if (!bytes.ok()) return Named(bytes.status(), socket, method);
   if (!reply.ParseFromString(*bytes)) {
     return Named(absl::InternalError("the reply does not parse"), socket,

@@ -44,7 +44,8 @@ TEST_F(ClientTest, ListsPodsWithTheirDevices) {
   auto pods = client.List();
   ASSERT_TRUE(pods.ok()) << pods.status();
   EXPECT_THAT(*pods,
-              ElementsAre(Pod{"ns", "p",
+              ElementsAre(Pod{"ns",
+                              "p",
                               {Container{"c",
                                          {Devices{"nvidia.com/gpu-memory",
                                                   {"GPU-a::m0", "GPU-a::m1"}}}},

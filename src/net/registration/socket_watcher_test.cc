@@ -201,14 +201,14 @@ TEST_F(SocketWatcherTest, QueueOverflowReportsEverythingToReCheck) {
   absl::Notification entered;
   absl::Notification release;
   std::atomic<int> calls{0};
-  auto watcher = SocketWatcher::Create(
-      dir_, "kubelet.sock", {kOwn, kOther}, [&](const SocketEvent& e) {
-        if (calls++ == 0) {
-          entered.Notify();
-          release.WaitForNotification();
-        }
-        recorder_.Add(e);
-      });
+  auto watcher = SocketWatcher::Create(dir_, "kubelet.sock", {kOwn, kOther},
+                                       [&](const SocketEvent& e) {
+                                         if (calls++ == 0) {
+                                           entered.Notify();
+                                           release.WaitForNotification();
+                                         }
+                                         recorder_.Add(e);
+                                       });
   ASSERT_TRUE(watcher.ok()) << watcher.status();
   watcher_ = *std::move(watcher);
   Bind("kubelet.sock");

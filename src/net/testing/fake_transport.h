@@ -23,8 +23,8 @@ namespace gpulet::kube {
 class FakeTransport final : public Transport {
  public:
   struct Reply {
-    absl::Status error;              // non-OK: no response at all
-    Response response;               // status and (non-streamed) body
+    absl::Status error;               // non-OK: no response at all
+    Response response;                // status and (non-streamed) body
     std::vector<std::string> chunks;  // a streamed 2xx body
   };
 
@@ -32,8 +32,7 @@ class FakeTransport final : public Transport {
     absl::MutexLock lock(&mu_);
     replies_.push_back(std::move(reply));
   }
-  void AddResponse(int status, std::string body,
-                   std::string retry_after = "") {
+  void AddResponse(int status, std::string body, std::string retry_after = "") {
     Add({.response = {.status = status,
                       .body = std::move(body),
                       .retry_after = std::move(retry_after)}});
@@ -80,9 +79,9 @@ class FakeTransport final : public Transport {
     absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     if (replies_.empty()) {
-      return {.error = absl::InternalError(
-                  absl::StrCat("no reply scripted for ", request.method, " ",
-                               request.path))};
+      return {
+          .error = absl::InternalError(absl::StrCat(
+              "no reply scripted for ", request.method, " ", request.path))};
     }
     Reply reply = std::move(replies_.front());
     replies_.pop_front();

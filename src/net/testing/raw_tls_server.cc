@@ -110,9 +110,9 @@ RawTlsServer::RawTlsServer(const KeyPair& leaf, Script script)
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  Check(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) ==
-            0,
-        "bind");
+  Check(
+      ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0,
+      "bind");
   Check(::listen(listen_fd_, 16) == 0, "listen");
   socklen_t len = sizeof(addr);
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -2,10 +2,7 @@
 
 #include <utility>
 
-#include "src/base/common/clock.h"
-#include "src/net/kube/kubeconfig.h"
-#include "src/net/kube/sleeper.h"
-#include "src/net/kube/tls_transport.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -27,18 +24,12 @@ ProcessApiClient::ProcessApiClient(std::string kubeconfig)
     : kubeconfig_(std::move(kubeconfig)) {}
 
 absl::StatusOr<kube::Client*> ProcessApiClient::Get() {
-  if (client_ != nullptr) return client_.get();
-  absl::StatusOr<config::ApiServerConfig> api =
-      config::LoadApiServerConfig(kubeconfig_);
-  if (!api.ok()) return api.status();
-  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
-      kube::TlsTransport::Create(*api);
-  if (!transport.ok()) return transport.status();
-  transport_ = *std::move(transport);
-  client_ = std::make_unique<kube::Client>(
-      *transport_, common::RealClock::Get(), kube::RealSleeper::Get(),
-      ApiClientOptions());
-  return client_.get();
+  if (api_ != nullptr) return &api_->client();
+  kube::ApiClientOptions options;
+  options.kubeconfig = kubeconfig_;
+  options.client = ApiClientOptions();
+  GPULET_ASSIGN_OR_RETURN(api_, kube::MakeApiClient(options));
+  return &api_->client();
 }
 
 }  // namespace gpulet::daemon

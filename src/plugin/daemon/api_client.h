@@ -12,8 +12,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/net/kube/api_client.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/transport.h"
 
 namespace gpulet::daemon {
 
@@ -29,8 +29,7 @@ class ProcessApiClient {
 
  private:
   const std::string kubeconfig_;
-  std::unique_ptr<kube::Transport> transport_;
-  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::ApiClient> api_;
 };
 
 }  // namespace gpulet::daemon

@@ -56,7 +56,8 @@ absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
   cdi::DriverOptions driver;
   driver.driver_root = seen_root;
   driver.dev_root = view.probe_root;
-  driver.proc_root = std::string(1, '/');  // /proc is the kernel's, in or out of a container
+  driver.proc_root =
+      std::string(1, '/');  // /proc is the kernel's, in or out of a container
   cdi::BuildOptions build;
   build.vendor = allocation::kPluginCdiVendor;
   build.cls = allocation::kPluginCdiClass;

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "src/model/cdi/spec.h"
 #include "src/base/config/config.h"
 #include "src/gpu/device/gpu.h"
+#include "src/model/cdi/spec.h"
 #include "src/model/resources/resource_handlers.h"
 
 namespace gpulet::daemon {
@@ -34,8 +34,8 @@ void RebaseHostPaths(cdi::Spec& spec, const std::string& from,
                      const std::string& to);
 
 // Generates the node's spec and writes it atomically into `dir`
-// (cdi::WriteSpecFile, JSON, as NVIDIA's plugin writes it). Returns the path written. Errors name the
-// driver root, the MIG device or the file.
+// (cdi::WriteSpecFile, JSON, as NVIDIA's plugin writes it). Returns the path
+// written. Errors name the driver root, the MIG device or the file.
 absl::StatusOr<std::string> WriteCdiSpec(const device::Node& node,
                                          const config::Config& config,
                                          const resources::HostView& view,

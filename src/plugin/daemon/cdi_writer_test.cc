@@ -25,9 +25,10 @@ TEST(WantsCdiSpecTest, OnlyForCdiStrategies) {
 
 TEST(RebaseHostPathsTest, RewritesOnlyPathsUnderTheRoot) {
   cdi::Spec spec;
-  spec.edits.mounts = {{"/driver-root/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", "", {}},
-                       {"/other/file", "/x", "", {}},
-                       {"/driver-rootless/y", "/y", "", {}}};
+  spec.edits.mounts = {
+      {"/driver-root/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", "", {}},
+      {"/other/file", "/x", "", {}},
+      {"/driver-rootless/y", "/y", "", {}}};
   cdi::DeviceNode node;
   node.path = "/dev/nvidia0";
   node.host_path = "/driver-root/dev/nvidia0";

@@ -32,11 +32,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "src/base/config/config.h"
 #include "src/base/common/backoff.h"
-#include "src/plugin/daemon/label_publisher.h"
+#include "src/base/config/config.h"
 #include "src/gpu/health/xid_policy.h"
 #include "src/gpu/nvml/library_search.h"
+#include "src/plugin/daemon/label_publisher.h"
 
 namespace gpulet::daemon {
 
@@ -57,7 +57,7 @@ struct DaemonOptions {
   // Where the CDI spec goes when a CDI strategy is configured.
   std::string cdi_spec_dir = "/var/run/cdi";
   absl::Duration register_timeout = absl::Seconds(10);
-  BackoffPolicy backoff;
+  common::BackoffPolicy backoff;
   // Memory shares (sharing.memory, docs/sharing.md): this Node's name
   // (NODE_NAME from the downward API), the API server (a kubeconfig path,
   // empty: the pod's service account) and the kubelet's pod-resources

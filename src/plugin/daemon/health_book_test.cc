@@ -16,7 +16,8 @@ health::HealthEvent Unhealthy(int gpu, std::optional<unsigned> gi = {},
   return e;
 }
 
-pluginapi::Device Dev(const std::string& id, int gpu, int gi = -1, int ci = -1) {
+pluginapi::Device Dev(const std::string& id, int gpu, int gi = -1,
+                      int ci = -1) {
   pluginapi::Device d;
   d.id = id;
   d.gpu_index = gpu;
@@ -32,7 +33,7 @@ TEST(HealthBookTest, WholeGpuEntryMarksEveryDeviceOfThatGpuByUuid) {
   // After a reload GPU-b may have another index; the UUID decides.
   std::map<int, std::string> uuids = {{0, "GPU-a"}, {3, "GPU-b"}};
   std::vector<pluginapi::Device> devices = {Dev("a::0", 0), Dev("b::0", 3),
-                                         Dev("b::1", 3)};
+                                            Dev("b::1", 3)};
   book.Apply(uuids, devices);
   EXPECT_TRUE(devices[0].healthy);
   EXPECT_FALSE(devices[1].healthy);
@@ -43,7 +44,7 @@ TEST(HealthBookTest, MigEntryMarksOnlyItsInstance) {
   HealthBook book;
   book.Record("GPU-a", Unhealthy(0, 1, 0));
   std::vector<pluginapi::Device> devices = {Dev("mig1", 0, 1, 0),
-                                         Dev("mig2", 0, 2, 0), Dev("a", 0)};
+                                            Dev("mig2", 0, 2, 0), Dev("a", 0)};
   book.Apply({{0, "GPU-a"}}, devices);
   EXPECT_FALSE(devices[0].healthy);
   EXPECT_TRUE(devices[1].healthy);

@@ -4,19 +4,15 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
-#include "src/net/kube/kubeconfig.h"
 #include "src/gpu/device/discovery.h"
-#include "src/net/kube/api_path.h"
-#include "src/net/kube/tls_transport.h"
-#include "src/net/kube/sleeper.h"
 #include "src/model/labels/node_patch.h"
+#include "src/net/kube/api_path.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -39,18 +35,14 @@ absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
   if (shared != nullptr) {
     return std::make_unique<LabelPublisher>(std::move(options), shared);
   }
-  absl::StatusOr<config::ApiServerConfig> api =
-      config::LoadApiServerConfig(options.kubeconfig);
+  kube::ApiClientOptions api_options;
+  api_options.kubeconfig = options.kubeconfig;
+  absl::StatusOr<std::unique_ptr<kube::ApiClient>> api =
+      kube::MakeApiClient(api_options);
   if (!api.ok()) return common::Annotate(api.status(), context);
-  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> transport =
-      kube::TlsTransport::Create(*api);
-  if (!transport.ok()) return common::Annotate(transport.status(), context);
-  auto client = std::make_unique<kube::Client>(
-      **transport, common::RealClock::Get(), kube::RealSleeper::Get());
   auto publisher =
-      std::make_unique<LabelPublisher>(std::move(options), client.get());
-  publisher->owned_transport_ = *std::move(transport);
-  publisher->owned_client_ = std::move(client);
+      std::make_unique<LabelPublisher>(std::move(options), &(*api)->client());
+  publisher->owned_api_ = *std::move(api);
   return publisher;
 }
 
@@ -87,7 +79,8 @@ labels::Labels LabelPublisher::Compute(const device::Node& node,
         device::ReadSysfsPciClass(options_.sysfs_root, gpu.bus_id);
     if (pci_class.has_value()) facts.pci_class[gpu.index] = *pci_class;
   }
-  if (options_.timestamp) facts.timestamp = absl::ToUnixSeconds(absl::Now());
+  if (options_.timestamp)
+    facts.timestamp = absl::ToUnixSeconds(common::RealClock::Get().WallNow());
   return labels::ComputeLabels(node, config, facts);
 }
 
@@ -111,9 +104,8 @@ absl::Status LabelPublisher::WriteFeatureFile(
   absl::Status s = common::WriteFileAtomic(
       options_.output_file, labels::FeatureFileText(labels), write);
   if (!s.ok()) {
-    return common::Annotate(
-        s, absl::StrCat("cannot write the node labels to ",
-                        options_.output_file));
+    return common::Annotate(s, absl::StrCat("cannot write the node labels to ",
+                                            options_.output_file));
   }
   return absl::OkStatus();
 }
@@ -131,7 +123,8 @@ absl::Status LabelPublisher::PatchNode(const labels::Labels& labels,
   wanted.erase(kTimestampLabel);
   absl::StatusOr<nlohmann::json> current = client_->Get(*path, stop);
   if (!current.ok()) return common::Annotate(current.status(), context);
-  std::optional<nlohmann::json> patch = labels::NodeLabelPatch(*current, wanted);
+  std::optional<nlohmann::json> patch =
+      labels::NodeLabelPatch(*current, wanted);
   if (!patch.has_value()) return absl::OkStatus();
   absl::StatusOr<nlohmann::json> patched =
       client_->MergePatch(*path, *patch, stop);

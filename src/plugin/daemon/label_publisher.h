@@ -36,9 +36,9 @@
 #include "absl/time/time.h"
 #include "src/base/config/config.h"
 #include "src/gpu/device/gpu.h"
-#include "src/net/kube/client.h"
-#include "src/net/kube/transport.h"
 #include "src/model/labels/labels.h"
+#include "src/net/kube/api_client.h"
+#include "src/net/kube/client.h"
 
 namespace gpulet::daemon {
 
@@ -104,8 +104,7 @@ class LabelPublisher {
 
   const LabelOptions options_;
   // Set by Create; a test's client otherwise.
-  std::unique_ptr<kube::Transport> owned_transport_;
-  std::unique_ptr<kube::Client> owned_client_;
+  std::unique_ptr<kube::ApiClient> owned_api_;
   kube::Client* client_ = nullptr;
   absl::Mutex mu_;
   std::optional<labels::Labels> pending_ ABSL_GUARDED_BY(mu_);

@@ -14,10 +14,9 @@
 #include "nlohmann/json.hpp"
 #include "src/base/common/clock.h"
 #include "src/base/common/file_util.h"
+#include "src/model/labels/node_patch.h"
 #include "src/net/kube/client.h"
 #include "src/net/testing/fake_transport.h"
-#include "src/net/kube/sleeper.h"
-#include "src/model/labels/node_patch.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -55,8 +54,7 @@ device::Node OneT4() {
 
 class LabelPublisherTest : public ::testing::Test {
  protected:
-  LabelPublisherTest()
-      : sleeper_(clock_), client_(transport_, clock_, sleeper_, {.qps = 0}) {}
+  LabelPublisherTest() : client_(transport_, clock_, {.qps = 0}) {}
 
   // The body of the n-th request, as JSON.
   Json Body(size_t n) const {
@@ -72,7 +70,6 @@ class LabelPublisherTest : public ::testing::Test {
 
   TempDir dir_;
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
   kube::FakeTransport transport_;
   kube::Client client_;
 };
@@ -80,10 +77,10 @@ class LabelPublisherTest : public ::testing::Test {
 TEST_F(LabelPublisherTest, WritesTheFeatureFileSortedWithFacts) {
   std::filesystem::create_directories(dir_.path() +
                                       "/sys/bus/pci/devices/0000:3b:00.0");
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0/class",
-                  "0x030200\n")
-                  .ok());
+  ASSERT_TRUE(
+      common::WriteFileAtomic(
+          dir_.path() + "/sys/bus/pci/devices/0000:3b:00.0/class", "0x030200\n")
+          .ok());
   ASSERT_TRUE(
       common::WriteFileAtomic(dir_.path() + "/product", "DGX H100\n").ok());
   LabelOptions options;
@@ -153,23 +150,24 @@ TEST_F(LabelPublisherTest, PatchSetsOwnedLabelsRemovesStaleOnesOnly) {
   EXPECT_EQ(transport_.requests()[1].method, "PATCH");
   EXPECT_EQ(transport_.requests()[1].content_type,
             "application/merge-patch+json");
-  EXPECT_EQ(Body(1),
-            (Json{{"metadata",
-                   {{"labels",
-                     {{"nvidia.com/gpu.count", "4"},
-                      {"nvidia.com/gpu.replicas", nullptr}}},
-                    {"annotations",
-                     {{labels::kOwnedLabelsAnnotation,
-                       "nvidia.com/gpu.count"}}}}}}));
+  EXPECT_EQ(
+      Body(1),
+      (Json{{"metadata",
+             {{"labels",
+               {{"nvidia.com/gpu.count", "4"},
+                {"nvidia.com/gpu.replicas", nullptr}}},
+              {"annotations",
+               {{labels::kOwnedLabelsAnnotation, "nvidia.com/gpu.count"}}}}}}));
 }
 
 TEST_F(LabelPublisherTest, AnUpToDateNodeIsNotPatched) {
   transport_.AddResponse(
-      200, Json{{"metadata",
-                 {{"labels", {{"nvidia.com/gpu.count", "4"}}},
-                  {"annotations",
-                   {{labels::kOwnedLabelsAnnotation, "nvidia.com/gpu.count"}}}}}}
-               .dump());
+      200,
+      Json{{"metadata",
+            {{"labels", {{"nvidia.com/gpu.count", "4"}}},
+             {"annotations",
+              {{labels::kOwnedLabelsAnnotation, "nvidia.com/gpu.count"}}}}}}
+          .dump());
   LabelOptions options;
   options.node_name = "n1";
   LabelPublisher publisher(options, &client_);
@@ -179,7 +177,8 @@ TEST_F(LabelPublisherTest, AnUpToDateNodeIsNotPatched) {
 
 TEST_F(LabelPublisherTest, PatchErrorsNameTheNode) {
   transport_.AddResponse(
-      403, R"({"kind":"Status","status":"Failure","message":"nodes is forbidden","reason":"Forbidden","code":403})");
+      403,
+      R"({"kind":"Status","status":"Failure","message":"nodes is forbidden","reason":"Forbidden","code":403})");
   LabelOptions options;
   options.node_name = "n1";
   LabelPublisher publisher(options, &client_);
@@ -191,7 +190,8 @@ TEST_F(LabelPublisherTest, PatchErrorsNameTheNode) {
 
 TEST_F(LabelPublisherTest, PublishPatchesInTheBackgroundAndRetries) {
   transport_.AddResponse(
-      403, R"({"kind":"Status","status":"Failure","message":"not yet","reason":"Forbidden","code":403})");
+      403,
+      R"({"kind":"Status","status":"Failure","message":"not yet","reason":"Forbidden","code":403})");
   transport_.AddResponse(200, R"({"metadata":{"name":"n1"}})");
   transport_.AddResponse(200, R"({"metadata":{"name":"n1"}})");
   LabelOptions options;

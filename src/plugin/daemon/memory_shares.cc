@@ -8,7 +8,6 @@
 #include "src/base/common/logging.h"
 #include "src/model/resources/memory_handlers.h"
 #include "src/model/sharing/unit_id.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::daemon {
 namespace {
@@ -157,7 +156,7 @@ void MemoryShares::PublishUnits(const pluginapi::DeviceSnapshot* units) {
   if (publisher_ == nullptr) return;
   if (units != nullptr) publisher_->SetGpus(MemoryGpus(*units));
   if (!started_) {
-    publisher_->Start(kube::RealSleeper::Get());
+    publisher_->Start(common::RealClock::Get());
     started_ = true;
   }
 }

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "src/model/allocation/allocate_response.h"
-#include "src/model/allocation/simple_preferred.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/logging.h"
+#include "src/model/allocation/allocate_response.h"
+#include "src/model/allocation/simple_preferred.h"
 #include "src/net/registration/registrar.h"
 
 namespace gpulet::daemon {
@@ -50,8 +50,9 @@ PluginRunner::PluginRunner(resources::ResourceSpec spec, RunnerOptions options,
       handlers_(std::make_shared<const Handlers>(Handlers{
           allocate ? std::move(allocate)
                    : pluginapi::AllocateHandler(allocation::EnvvarResponse),
-          preferred ? std::move(preferred)
-                    : pluginapi::PreferredHandler(allocation::SimplePreferred)})),
+          preferred
+              ? std::move(preferred)
+              : pluginapi::PreferredHandler(allocation::SimplePreferred)})),
       server_(std::make_unique<plugin::PluginServer>(
           ServerOptions(spec_, options_.metrics), devices_,
           [this](const pluginapi::DeviceSnapshot& snapshot,
@@ -177,13 +178,12 @@ void PluginRunner::Attempt(bool restart_server) {
   params.get_preferred_allocation_available =
       server_->options().get_preferred_allocation_available;
   params.pre_start_required = server_->options().pre_start_required;
-  absl::Status registered =
-      registration::Register(params, options_.register_timeout,
-                             options_.cancel_registration);
+  absl::Status registered = registration::Register(
+      params, options_.register_timeout, options_.cancel_registration);
   if (options_.metrics != nullptr) {
     options_.metrics->registrations->Add(
-        {spec_.resource_name, registered.ok() ? metrics::kResultOk
-                                              : metrics::kResultError});
+        {spec_.resource_name,
+         registered.ok() ? metrics::kResultOk : metrics::kResultError});
   }
   if (!registered.ok()) {
     Fail(registered);

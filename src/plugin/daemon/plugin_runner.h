@@ -45,11 +45,11 @@
 #include "absl/time/time.h"
 #include "src/base/common/backoff.h"
 #include "src/base/metrics/gpulet_metrics.h"
+#include "src/model/pluginapi/handlers.h"
+#include "src/model/resources/resources.h"
+#include "src/net/registration/registrar.h"
 #include "src/plugin/server/device_list.h"
 #include "src/plugin/server/plugin_server.h"
-#include "src/model/pluginapi/handlers.h"
-#include "src/net/registration/registrar.h"
-#include "src/model/resources/resources.h"
 
 namespace gpulet::daemon {
 
@@ -57,7 +57,7 @@ struct RunnerOptions {
   std::string plugin_dir;      // directory of the kubelet socket
   std::string kubelet_socket;  // full path of kubelet.sock
   absl::Duration register_timeout = absl::Seconds(10);
-  BackoffPolicy backoff;
+  common::BackoffPolicy backoff;
   // Counters for allocations, registrations and restarts; null: none.
   const metrics::GpuletMetrics* metrics = nullptr;
   // Asked while a registration waits for the kubelet; true abandons it (a
@@ -134,7 +134,7 @@ class PluginRunner {
   mutable absl::Mutex handlers_mu_;
   std::shared_ptr<const Handlers> handlers_ ABSL_GUARDED_BY(handlers_mu_);
   std::unique_ptr<plugin::PluginServer> server_;
-  Backoff backoff_;
+  common::Backoff backoff_;
   bool registered_ = false;
   std::optional<absl::Time> retry_at_;
   std::optional<FileIdentity> socket_id_;

@@ -61,7 +61,7 @@ std::vector<sharing::Request> MemoryPublisher::Pending(
       return !gate_.listing();
     };
     mu_.Await(absl::Condition(&not_listing));
-    gate_.Choosing(options_.now());
+    gate_.Choosing(options_.clock->WallNow());
   }
   if (refresh) {
     absl::StatusOr<std::string> path = kube::NodePath(options_.node_name);
@@ -113,8 +113,7 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
 }
 
 absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
-  GPULET_ASSIGN_OR_RETURN(std::string path,
-                          kube::NodePath(options_.node_name));
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
   // The ledger as it is after this read: an answer written by OnAllocate
   // since is in it, so this patch keeps it.
@@ -125,8 +124,7 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   }
   if (std::optional<std::string> own =
           Annotation(node, sharing::kNodeAnnotation)) {
-    absl::StatusOr<sharing::NodeMemory> parsed =
-        sharing::ParseNodeMemory(*own);
+    absl::StatusOr<sharing::NodeMemory> parsed = sharing::ParseNodeMemory(*own);
     if (!parsed.ok()) reports_.BadAnnotation("node", parsed.status());
   }
   std::optional<sharing::Pending> pending;
@@ -142,7 +140,7 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   sharing::Pending pruned;
   if (pending.has_value()) {
     pruned = sharing::PrunePending(
-        *pending, built, options_.now(), options_.pending_timeout,
+        *pending, built, options_.clock->WallNow(), options_.pending_timeout,
         [&](const sharing::PendingPod& p) { return Fate(p, stop); });
   }
   Json annotations = Json::object();
@@ -163,8 +161,8 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   pending_ = std::move(pruned);
   node_ = built;
   ++syncs_;
-  reports_.SetUnits(node_, sharing::PendingRequests(pending_, node_,
-                                                    ledger_.unmatched()));
+  reports_.SetUnits(
+      node_, sharing::PendingRequests(pending_, node_, ledger_.unmatched()));
   return absl::OkStatus();
 }
 
@@ -192,8 +190,8 @@ sharing::PodFate MemoryPublisher::Fate(const sharing::PendingPod& pod,
   return sharing::PodFate::kWaiting;
 }
 
-void MemoryPublisher::Start(kube::Sleeper& sleeper) {
-  pod_watch_.Start(sleeper);
+void MemoryPublisher::Start(const common::Clock& clock) {
+  pod_watch_.Start(clock);
   loop_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
   {
     absl::MutexLock lock(&mu_);

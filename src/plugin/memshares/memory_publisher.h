@@ -56,18 +56,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
-#include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
+#include "src/base/common/clock.h"
 #include "src/base/metrics/registry.h"
+#include "src/model/sharing/node_view.h"
+#include "src/net/kube/client.h"
+#include "src/net/podresources/client.h"
 #include "src/plugin/memshares/kubelet_gate.h"
 #include "src/plugin/memshares/pod_watch.h"
 #include "src/plugin/memshares/publisher_metrics.h"
 #include "src/plugin/memshares/publisher_reports.h"
-#include "src/net/podresources/client.h"
-#include "src/model/sharing/node_view.h"
 
 namespace gpulet::nodeagent {
 
@@ -84,8 +83,9 @@ struct PublisherOptions {
   // How long after answering an Allocate no PodResources List is made:
   // the kubelet records the answer's units just after (KubeletGate).
   absl::Duration kubelet_grace = absl::Seconds(1);
-  // Wall-clock time: the annotations' times are compared across machines.
-  std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Its WallNow() stamps and ages the annotations' entries (wall time: they
+  // are compared across machines). Borrowed; must outlive the publisher.
+  const common::Clock* clock = &common::RealClock::Get();
 };
 
 class MemoryPublisher {
@@ -140,7 +140,7 @@ class MemoryPublisher {
 
   // Starts the sync thread and the watch of the node's pods.
   // REQUIRES: called once.
-  void Start(kube::Sleeper& sleeper);
+  void Start(const common::Clock& clock);
   void Wake();
   // Successful syncs so far.
   int64_t syncs() const;

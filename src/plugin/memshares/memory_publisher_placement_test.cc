@@ -2,8 +2,6 @@
 // src/plugin/testing/memory_publisher_fixture.h): an Allocate answer
 // written to the Node before the plugin answers, counted once across
 // kubelet restarts, replaced by the listed pod, and expired.
-#include "src/plugin/memshares/memory_publisher.h"
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,8 +10,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "src/base/common/clock.h"
-#include "src/plugin/testing/memory_publisher_fixture.h"
 #include "src/model/sharing/annotations.h"
+#include "src/plugin/memshares/memory_publisher.h"
+#include "src/plugin/testing/memory_publisher_fixture.h"
 
 namespace gpulet::nodeagent {
 namespace {
@@ -36,14 +35,11 @@ TEST_F(PublisherTest, PlacementIsWrittenWithTheResourceVersion) {
       409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"x"})");
   transport_.AddResponse(200, NodeWithMemory("8", ""));
   transport_.AddResponse(200, "{}");
-  ASSERT_TRUE(
-      publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
-  EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1"));
+  ASSERT_TRUE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
+  EXPECT_THAT(Calls(),
+              ElementsAre("GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1"));
   EXPECT_EQ(Body(5)["metadata"]["resourceVersion"], "8");
   EXPECT_FALSE(Body(5)["metadata"]["annotations"].contains(
       std::string(sharing::kPendingAnnotation)));
@@ -61,8 +57,7 @@ TEST_F(PublisherTest, PlacementIsWrittenWithTheResourceVersion) {
   again["metadata"]["annotations"][std::string(sharing::kNodeAnnotation)] =
       sharing::EncodeNodeMemory(node);
   transport_.AddResponse(200, again.dump());
-  ASSERT_TRUE(
-      publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
+  ASSERT_TRUE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
   EXPECT_EQ(transport_.requests().size(), 7u);
 }
 
@@ -112,14 +107,13 @@ TEST_F(PublisherTest, PlacementWriteFailuresAreErrors) {
   EXPECT_FALSE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
   // The kubelet never listed: nothing to write the answer beside.
   transport_.AddResponse(200, NodeJson("7", ""));
-  absl::Status none =
-      publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow});
+  absl::Status none = publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow});
   EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(none.message(), HasSubstr("no PodResources listing yet"));
   // Unknown to the ledger (attributed or expired since): nothing to write.
   transport_.AddResponse(200, NodeWithMemory("7", ""));
-  EXPECT_TRUE(publisher_->WritePlacement({"GPU-a", 1, {"GPU-a::m7"}, kNow})
-                  .ok());
+  EXPECT_TRUE(
+      publisher_->WritePlacement({"GPU-a", 1, {"GPU-a::m7"}, kNow}).ok());
   EXPECT_EQ(transport_.requests().size(), 3u);
 }
 
@@ -129,10 +123,11 @@ TEST_F(PublisherTest, SyncReplacesThePlacementByTheListedPod) {
   publisher_->OnAllocate("GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"});
   publisher_->OnAllocate("GPU-b", 4, kB0To3);
   transport_.AddResponse(
-      200, NodeWithMemory("7", PendingJson({{"u-p", "p", 2},
-                                            {"u-q", "q", 4}})));
+      200,
+      NodeWithMemory("7", PendingJson({{"u-p", "p", 2}, {"u-q", "q", 4}})));
   transport_.AddResponse(
-      200, R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
+      200,
+      R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
   const Json patch = Body(2);
@@ -160,7 +155,7 @@ TEST_F(PublisherTest, PlacementsExpireAndDeletedPodsStopCounting) {
   ASSERT_TRUE(publisher_->Sync().ok());
   EXPECT_EQ(Written(Body(1)).placements.size(), 1u);
 
-  now_ = kNow + absl::Minutes(6);
+  wall_.Set(kNow + absl::Minutes(6));
   fake_kubelet_.Set({}, {});
   transport_.AddResponse(200, NodeWithMemory("8", ""));
   transport_.AddResponse(200, "{}");

@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "src/base/common/clock.h"
-#include "src/plugin/testing/memory_publisher_fixture.h"
 #include "src/model/sharing/annotations.h"
+#include "src/plugin/testing/memory_publisher_fixture.h"
 
 namespace gpulet::nodeagent {
 namespace {
@@ -26,13 +26,14 @@ using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
 TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
+  transport_.AddResponse(200, NodeJson("7", PendingJson({{"u-p", "p", 2},
+                                                         {"u-q", "q", 4},
+                                                         {"u-r", "r", 1}})));
   transport_.AddResponse(
-      200, NodeJson("7", PendingJson({{"u-p", "p", 2},
-                                      {"u-q", "q", 4},
-                                      {"u-r", "r", 1}})));
-  transport_.AddResponse(
-      200, R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
-  transport_.AddResponse(404, R"({"kind":"Status","reason":"NotFound","code":404})");
+      200,
+      R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
+  transport_.AddResponse(404,
+                         R"({"kind":"Status","reason":"NotFound","code":404})");
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
 
@@ -59,7 +60,8 @@ TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
   auto pending = sharing::ParsePending(
       annotations[std::string(sharing::kPendingAnnotation)].get<std::string>());
   ASSERT_TRUE(pending.ok()) << pending.status();
-  EXPECT_THAT(pending->pods, ElementsAre(Field(&sharing::PendingPod::name, "q")));
+  EXPECT_THAT(pending->pods,
+              ElementsAre(Field(&sharing::PendingPod::name, "q")));
 
   EXPECT_EQ(publisher_->syncs(), 1);
   EXPECT_EQ(registry_.Find("gpulet_gpu_memory_units")->Value({"GPU-a", "used"}),
@@ -78,11 +80,12 @@ TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
 // meanwhile: its units are in use, not pending.
 TEST_F(PublisherTest, AListedPodIsNotPendingWhileTheWriteFails) {
   publisher_->OnAllocate("GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"});
-  const std::string node = NodeJson("7", PendingJson({{"u-p", "p", 2},
-                                                      {"u-q", "q", 4}}));
+  const std::string node =
+      NodeJson("7", PendingJson({{"u-p", "p", 2}, {"u-q", "q", 4}}));
   transport_.AddResponse(200, node);
   transport_.AddResponse(
-      200, R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
+      200,
+      R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})");
   transport_.AddResponse(
       500, R"({"kind":"Status","reason":"InternalError","code":500})");
   EXPECT_FALSE(publisher_->Sync().ok());
@@ -98,10 +101,9 @@ TEST_F(PublisherTest, ConflictReadsAgainAndRetries) {
   transport_.AddResponse(200, NodeJson("8", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
-  EXPECT_THAT(Calls(), ElementsAre("GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1",
-                                   "GET /api/v1/nodes/n1",
-                                   "PATCH /api/v1/nodes/n1"));
+  EXPECT_THAT(Calls(),
+              ElementsAre("GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1",
+                          "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1"));
   EXPECT_EQ(Body(3)["metadata"]["resourceVersion"], "8");
   EXPECT_FALSE(Body(3)["metadata"]["annotations"].contains(
       std::string(sharing::kPendingAnnotation)))
@@ -149,7 +151,8 @@ TEST_F(PublisherTest, AChoiceIsWrittenAtTheVersionItWasMadeFrom) {
   written["metadata"]["annotations"][std::string(sharing::kNodeAnnotation)] =
       sharing::EncodeNodeMemory(node);
   transport_.AddResponse(200, written.dump());
-  ASSERT_TRUE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, now_}).ok());
+  ASSERT_TRUE(
+      publisher_->WritePlacement({"GPU-b", 4, kB0To3, wall_.Now()}).ok());
   EXPECT_EQ(Calls().back(), "GET /api/v1/nodes/n1");
   EXPECT_EQ(Calls().size(), 5u);
 }
@@ -174,7 +177,7 @@ TEST_F(PublisherTest, AChoiceTheNodeChangedUnderIsTakenBack) {
       << "the 4 is pending again, not placed";
 
   // (No Allocate follows: the kubelet's choice times out, a List may go.)
-  now_ += absl::Seconds(11);
+  wall_.Advance(absl::Seconds(11));
   transport_.AddResponse(200, NodeJson("9", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
@@ -203,7 +206,8 @@ TEST_F(PublisherTest, AllocateAnswersCountUntilTheKubeletListsThem) {
 }
 
 TEST_F(PublisherTest, KubeletDownIsAnErrorAndWritesNothing) {
-  fake_kubelet_.Set({}, {}, grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  fake_kubelet_.Set({}, {},
+                    grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
   absl::Status s = publisher_->Sync();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.message(), HasSubstr("pod resources List"));
@@ -216,7 +220,7 @@ TEST_F(PublisherTest, KubeletDownIsAnErrorAndWritesNothing) {
 // spec.nodeName), and each pending pod of its Node by name (the GETs of
 // WritesTheAllocationAndPrunesAdmittedAndGonePods); never all pods.
 TEST_F(PublisherTest, ListsOnlyThePodsOfItsNode) {
-  publisher_->Start(sleeper_);
+  publisher_->Start(clock_);
   auto pod_reads = [this] {
     std::vector<std::string> out;
     for (const kube::Request& r : transport_.requests()) {

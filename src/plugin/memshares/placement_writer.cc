@@ -34,7 +34,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
                       << " unit IDs; not recorded";
     return;
   }
-  sharing::Placement placed{gpu, units, ids, options_.now()};
+  sharing::Placement placed{gpu, units, ids, options_.clock->WallNow()};
   absl::MutexLock lock(&mu_);
   auto not_listing = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !gate_.listing();
@@ -44,7 +44,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
   ledger_.Record(placed);
   wake_ = true;
   if (!writes_.running) {
-    gate_.Answered(options_.now());
+    gate_.Answered(options_.clock->WallNow());
     return;
   }
   writes_.to_write.push_back(std::move(placed));
@@ -61,7 +61,7 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
                         << absl::FormatDuration(options_.placement_timeout)
                         << ")";
   }
-  gate_.Answered(options_.now());
+  gate_.Answered(options_.clock->WallNow());
 }
 
 absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
@@ -73,7 +73,7 @@ absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
         absl::StrCat("a choice of ", units, " unit(s) of ", gpu, " names ",
                      ids.size(), " unit IDs"));
   }
-  const sharing::Placement placed{gpu, units, ids, options_.now()};
+  const sharing::Placement placed{gpu, units, ids, options_.clock->WallNow()};
   sharing::NodeMemory known;
   {
     // Counted from now on, so a sync that writes meanwhile keeps it; taken
@@ -87,11 +87,11 @@ absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
     }
     known = Known();
   }
-  absl::Status patched = PatchAnnotations(
-      node_version,
-      {{std::string(sharing::kNodeAnnotation),
-        sharing::EncodeNodeMemory(known)}},
-      stop);
+  absl::Status patched =
+      PatchAnnotations(node_version,
+                       {{std::string(sharing::kNodeAnnotation),
+                         sharing::EncodeNodeMemory(known)}},
+                       stop);
   if (patched.code() == absl::StatusCode::kAborted) {
     absl::MutexLock lock(&mu_);
     ledger_.Forget(placed);
@@ -112,18 +112,16 @@ absl::Status MemoryPublisher::WritePlacement(const sharing::Placement& placed,
 
 absl::Status MemoryPublisher::WritePlacementOnce(
     const sharing::Placement& placed, std::stop_token stop, bool* conflict) {
-  GPULET_ASSIGN_OR_RETURN(std::string path,
-                          kube::NodePath(options_.node_name));
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
   sharing::NodeMemory known;
   {
     // A sync since may have attributed it, or expired it.
     absl::MutexLock lock(&mu_);
     const std::vector<sharing::Placement> ledger = ledger_.unmatched();
-    if (std::none_of(ledger.begin(), ledger.end(),
-                     [&](const sharing::Placement& p) {
-                       return SameIds(p, placed);
-                     })) {
+    if (std::none_of(
+            ledger.begin(), ledger.end(),
+            [&](const sharing::Placement& p) { return SameIds(p, placed); })) {
       return absl::OkStatus();
     }
     if (!ledger_.listed_once()) {
@@ -143,18 +141,17 @@ absl::Status MemoryPublisher::WritePlacementOnce(
     absl::StatusOr<sharing::NodeMemory> memory =
         sharing::ParseNodeMemory(*text);
     if (memory.ok() &&
-        std::any_of(memory->placements.begin(), memory->placements.end(),
-                    [&](const sharing::Placement& p) {
-                      return SameIds(p, placed);
-                    })) {
+        std::any_of(
+            memory->placements.begin(), memory->placements.end(),
+            [&](const sharing::Placement& p) { return SameIds(p, placed); })) {
       return absl::OkStatus();  // a sync wrote it first
     }
   }
-  absl::Status patched = PatchAnnotations(
-      StringAt(node, "metadata", "resourceVersion"),
-      {{std::string(sharing::kNodeAnnotation),
-        sharing::EncodeNodeMemory(known)}},
-      stop);
+  absl::Status patched =
+      PatchAnnotations(StringAt(node, "metadata", "resourceVersion"),
+                       {{std::string(sharing::kNodeAnnotation),
+                         sharing::EncodeNodeMemory(known)}},
+                       stop);
   *conflict = patched.code() == absl::StatusCode::kAborted;
   return patched;
 }
@@ -162,8 +159,7 @@ absl::Status MemoryPublisher::WritePlacementOnce(
 absl::Status MemoryPublisher::PatchAnnotations(
     const std::string& resource_version, Json annotations,
     std::stop_token stop) {
-  GPULET_ASSIGN_OR_RETURN(std::string path,
-                          kube::NodePath(options_.node_name));
+  GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(options_.node_name));
   Json patch = {{"metadata",
                  {{"resourceVersion", resource_version},
                   {"annotations", std::move(annotations)}}}};

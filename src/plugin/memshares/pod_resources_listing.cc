@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/plugin/memshares/memory_publisher.h"
 #include "src/model/sharing/unit_id.h"
+#include "src/plugin/memshares/memory_publisher.h"
 
 namespace gpulet::nodeagent {
 namespace {
@@ -73,11 +73,11 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
     absl::MutexLock lock(&mu_);
     auto idle = [this, &stop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stop.stop_requested() ||
-             gate_.BusyFor(options_.now()) <= absl::ZeroDuration();
+             gate_.BusyFor(options_.clock->WallNow()) <= absl::ZeroDuration();
     };
     while (!idle()) {
       mu_.AwaitWithTimeout(absl::Condition(&idle),
-                           gate_.BusyFor(options_.now()));
+                           gate_.BusyFor(options_.clock->WallNow()));
     }
     if (stop.stop_requested()) {
       return absl::CancelledError("stopping: no PodResources listing");
@@ -87,10 +87,10 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
   }
   absl::StatusOr<std::vector<podresources::Pod>> pods = kubelet_.List();
   absl::StatusOr<std::vector<podresources::Devices>> allocatable =
-      pods.ok() ? kubelet_.Allocatable()
-                : absl::StatusOr<std::vector<podresources::Devices>>(
-                      pods.status());
-  const absl::Time now = options_.now();
+      pods.ok()
+          ? kubelet_.Allocatable()
+          : absl::StatusOr<std::vector<podresources::Devices>>(pods.status());
+  const absl::Time now = options_.clock->WallNow();
   absl::MutexLock lock(&mu_);
   gate_.set_listing(false);
   if (!pods.ok()) return pods.status();
@@ -105,8 +105,7 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
       ledger_.listing(), std::move(listing),
       [&uids](const sharing::UsedPod& pod) {
         auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
-        return uid != uids.end() &&
-               (pod.uid.empty() || uid->second == pod.uid);
+        return uid != uids.end() && (pod.uid.empty() || uid->second == pod.uid);
       });
   ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
   listed_gpus_ = gpus_;

@@ -27,9 +27,9 @@ PodWatch::PodWatch(kube::Client& api, std::string node_name,
       node_name_(std::move(node_name)),
       on_change_(std::move(on_change)) {}
 
-void PodWatch::Start(kube::Sleeper& sleeper) {
-  thread_ = std::jthread(
-      [this, &sleeper](std::stop_token stop) { Run(sleeper, stop); });
+void PodWatch::Start(const common::Clock& clock) {
+  thread_ =
+      std::jthread([this, &clock](std::stop_token stop) { Run(clock, stop); });
 }
 
 void PodWatch::RequestStop() { thread_.request_stop(); }
@@ -39,7 +39,7 @@ std::map<std::string, std::string> PodWatch::Uids() const {
   return uids_;
 }
 
-void PodWatch::Run(kube::Sleeper& sleeper, std::stop_token stop) {
+void PodWatch::Run(const common::Clock& clock, std::stop_token stop) {
   absl::StatusOr<std::string> path = kube::PodsPath();
   if (!path.ok()) return;
   kube::ListOptions selectors;
@@ -53,7 +53,7 @@ void PodWatch::Run(kube::Sleeper& sleeper, std::stop_token stop) {
     OnEvent(event);
     on_change_();
   };
-  kube::ListWatcher watcher(api_, sleeper, *path, std::move(selectors),
+  kube::ListWatcher watcher(api_, clock, *path, std::move(selectors),
                             std::move(callbacks));
   watcher.Run(stop).IgnoreError();
 }

@@ -19,9 +19,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "src/base/common/clock.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/list_watcher.h"
-#include "src/net/kube/sleeper.h"
 
 namespace gpulet::nodeagent {
 
@@ -34,14 +34,14 @@ class PodWatch {
   PodWatch& operator=(const PodWatch&) = delete;
 
   // Starts the watch's thread. REQUIRES: called once.
-  void Start(kube::Sleeper& sleeper);
+  void Start(const common::Clock& clock);
   // Asks the thread to stop, without waiting for it.
   void RequestStop();
   // "<namespace>/<name>" -> uid of the node's pods as last seen.
   std::map<std::string, std::string> Uids() const;
 
  private:
-  void Run(kube::Sleeper& sleeper, std::stop_token stop);
+  void Run(const common::Clock& clock, std::stop_token stop);
   void Replace(const std::vector<nlohmann::json>& pods);
   void OnEvent(const kube::WatchEvent& event);
 

@@ -13,8 +13,7 @@ absl::StatusOr<PublisherMetrics> PublisherMetrics::Register(
   if (!units.ok()) return units.status();
   absl::StatusOr<metrics::Family*> errors = registry.AddCounter(
       "gpulet_memory_annotation_errors_total",
-      "Memory-share Node annotations that could not be read.",
-      {"annotation"});
+      "Memory-share Node annotations that could not be read.", {"annotation"});
   if (!errors.ok()) return errors.status();
   absl::StatusOr<metrics::Family*> syncs = registry.AddCounter(
       "gpulet_memory_syncs_total",

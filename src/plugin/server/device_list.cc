@@ -29,9 +29,10 @@ void DeviceList::Publish(std::vector<Device> devices) {
   snapshot->devices = std::move(devices);
   // Health flips keep the IDs: reuse the index instead of rebuilding it.
   if (snapshot->devices.size() == current_->devices.size() &&
-      std::equal(snapshot->devices.begin(), snapshot->devices.end(),
-                 current_->devices.begin(),
-                 [](const Device& a, const Device& b) { return a.id == b.id; })) {
+      std::equal(
+          snapshot->devices.begin(), snapshot->devices.end(),
+          current_->devices.begin(),
+          [](const Device& a, const Device& b) { return a.id == b.id; })) {
     snapshot->index = current_->index;
   } else {
     snapshot->BuildIndex();
@@ -74,10 +75,10 @@ int DeviceList::SetMigHealth(int gpu_index, int gpu_instance_id,
     absl::MutexLock lock(&mu_);
     std::vector<Device> devices = current_->devices;
     for (Device& d : devices) {
-      const bool match =
-          d.gpu_index == gpu_index && d.gpu_instance_id == gpu_instance_id &&
-          (compute_instance_id < 0 ||
-           d.compute_instance_id == compute_instance_id);
+      const bool match = d.gpu_index == gpu_index &&
+                         d.gpu_instance_id == gpu_instance_id &&
+                         (compute_instance_id < 0 ||
+                          d.compute_instance_id == compute_instance_id);
       if (match && d.healthy != healthy) {
         d.healthy = healthy;
         ++changed;

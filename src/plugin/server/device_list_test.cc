@@ -105,7 +105,10 @@ TEST(DeviceListTest, SetMigHealthMarksOnlyTheMatchingInstance) {
     std::vector<std::string> want;
   } cases[] = {
       {"one compute instance", 0, 1, 1, {"MIG-b"}},
-      {"every compute instance of the GPU instance", 0, 1, -1,
+      {"every compute instance of the GPU instance",
+       0,
+       1,
+       -1,
        {"MIG-a", "MIG-b"}},
       {"every replica of the MIG device", 0, 2, 0, {"MIG-c::0", "MIG-c::1"}},
       {"same instance ids on another GPU", 2, 1, 0, {"MIG-d"}},

@@ -55,8 +55,8 @@ class ListSource final : public h2::StreamSource {
  public:
   ListSource(DevicePluginService& service, h2::Server& server)
       : service_(service),
-        watcher_(service.devices().AddWatcher(
-            [&server] { server.WakeStreams(); })) {
+        watcher_(
+            service.devices().AddWatcher([&server] { server.WakeStreams(); })) {
     service_.StreamStarted();
   }
   ~ListSource() override { service_.devices().RemoveWatcher(watcher_); }
@@ -102,8 +102,8 @@ h2::Service DevicePluginService::Methods(h2::Server& server) {
   options.set_get_preferred_allocation_available(
       options_.get_preferred_allocation_available);
   service.unary[absl::StrCat(kPrefix, "GetDevicePluginOptions")] =
-      [encoded = options.SerializeAsString()](std::string_view bytes)
-      -> absl::StatusOr<std::string> {
+      [encoded = options.SerializeAsString()](
+          std::string_view bytes) -> absl::StatusOr<std::string> {
     if (v1beta1::Empty request;
         !request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
       return absl::InternalError(
@@ -163,8 +163,7 @@ std::shared_ptr<const std::string> DevicePluginService::ListMessage(
 
 void DevicePluginService::StreamStarted() {
   GPULET_LOG(INFO) << "ListAndWatch stream opened for "
-                   << options_.resource_name << " (" << ++streams_
-                   << " open)";
+                   << options_.resource_name << " (" << ++streams_ << " open)";
 }
 
 void DevicePluginService::StreamEnded(std::string_view why) {

@@ -21,11 +21,11 @@
 #include <memory>
 #include <string>
 
+#include "src/model/pluginapi/handlers.h"
 #include "src/net/h2/server.h"
 #include "src/net/h2/service.h"
 #include "src/plugin/server/device_list.h"
 #include "src/plugin/server/plugin_server.h"
-#include "src/model/pluginapi/handlers.h"
 
 namespace gpulet::plugin {
 

@@ -74,8 +74,8 @@ void AppendDevice(std::string& out, const pluginapi::Device& d) {
   const size_t topology = TopologySize(d);
   out.push_back(static_cast<char>(Tag(1, kLengthDelimited)));  // devices
   AppendVarint(out, DeviceSize(d, topology));
-  AppendStringField(out, 1, d.id);          // ID
-  AppendStringField(out, 2, Health(d));     // health
+  AppendStringField(out, 1, d.id);       // ID
+  AppendStringField(out, 2, Health(d));  // health
   if (d.numa_nodes.empty()) return;
   out.push_back(static_cast<char>(Tag(3, kLengthDelimited)));  // topology
   AppendVarint(out, topology);

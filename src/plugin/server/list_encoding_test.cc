@@ -52,8 +52,9 @@ TEST(ListEncodingTest, HealthAndNoTopology) {
 TEST(ListEncodingTest, NumaNodesIncludingZeroAndNegative) {
   // Node 0 is proto3's default (an empty NUMANode); a negative ID takes ten
   // bytes; several nodes per device.
-  ExpectSameBytes(Snapshot({D("GPU-0", true, {0}), D("GPU-1", true, {1, 0, 300}),
-                            D("GPU-x", false, {-1})}));
+  ExpectSameBytes(
+      Snapshot({D("GPU-0", true, {0}), D("GPU-1", true, {1, 0, 300}),
+                D("GPU-x", false, {-1})}));
 }
 
 TEST(ListEncodingTest, LongIdsNeedTwoByteLengths) {

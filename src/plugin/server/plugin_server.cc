@@ -15,8 +15,8 @@
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
-#include "src/net/h2/server.h"
 #include "src/base/common/socket_path.h"
+#include "src/net/h2/server.h"
 #include "src/plugin/server/device_plugin_service.h"
 
 namespace gpulet::plugin {
@@ -27,21 +27,19 @@ using pluginapi::PreferredHandler;
 
 namespace {
 
-
 // `allocate`, reporting each success to `on_allocated` when there is one.
 AllocateHandler Counted(AllocateHandler allocate,
                         std::function<void(size_t)> on_allocated) {
   if (!on_allocated || !allocate) return allocate;
-  return [allocate = std::move(allocate),
-          on_allocated = std::move(on_allocated)](
-             const DeviceSnapshot& snapshot,
-             const std::vector<std::string>& ids)
-             -> absl::StatusOr<v1beta1::ContainerAllocateResponse> {
-    absl::StatusOr<v1beta1::ContainerAllocateResponse> response =
-        allocate(snapshot, ids);
-    if (response.ok()) on_allocated(ids.size());
-    return response;
-  };
+  return
+      [allocate = std::move(allocate), on_allocated = std::move(on_allocated)](
+          const DeviceSnapshot& snapshot, const std::vector<std::string>& ids)
+          -> absl::StatusOr<v1beta1::ContainerAllocateResponse> {
+        absl::StatusOr<v1beta1::ContainerAllocateResponse> response =
+            allocate(snapshot, ids);
+        if (response.ok()) on_allocated(ids.size());
+        return response;
+      };
 }
 
 }  // namespace
@@ -102,13 +100,14 @@ absl::Status PluginServer::Impl::Serve() {
   server_ = std::make_unique<h2::Server>();
   // h2::Server binds the socket 0600, so only root (the kubelet) may ever
   // connect.
-  if (absl::Status s = server_->Start(socket_path_, service_->Methods(*server_));
+  if (absl::Status s =
+          server_->Start(socket_path_, service_->Methods(*server_));
       !s.ok()) {
     server_.reset();
     service_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "cannot serve ", options_.resource_name, " on ", socket_path_, ": ",
-        s.message()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve ", options_.resource_name, " on ",
+                     socket_path_, ": ", s.message()));
   }
   // Made explicit in case the socket was created otherwise.
   if (chmod(socket_path_.c_str(), 0600) != 0) {

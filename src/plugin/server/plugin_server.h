@@ -6,7 +6,8 @@
 // <plugin_dir>/<socket_name> (mode 0600) and serves the DevicePlugin service
 // on a thread of its own; only then may the caller register with the kubelet.
 // Stop() ends every ListAndWatch stream (status OK), sends GOAWAY, closes the
-// connections and removes the socket. A PluginServer can be started again after Stop() (kubelet restart).
+// connections and removes the socket. A PluginServer can be started again after
+// Stop() (kubelet restart).
 //
 // The server reads devices from a DeviceList it does not own (the daemon
 // owns it, the health monitor writes to it) and answers Allocate through an
@@ -24,8 +25,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "src/plugin/server/device_list.h"
 #include "src/model/pluginapi/handlers.h"
+#include "src/plugin/server/device_list.h"
 
 namespace gpulet::plugin {
 

@@ -81,7 +81,7 @@ absl::Status HandlePreferred(const std::string& resource_name,
     absl::Status checked = CheckPreferredAnswer(*valid, *answer);
     if (!checked.ok()) {
       return Prefixed(checked, absl::StrCat("preferred allocation for \"",
-                                          resource_name, "\": "));
+                                            resource_name, "\": "));
     }
     auto* out = response->add_container_responses();
     for (std::string& id : *answer) out->add_deviceids(std::move(id));

@@ -1,8 +1,8 @@
 // The request handling of the DevicePlugin service, apart from the
-// transport's thread and sockets: validation of Allocate and GetPreferredAllocation
-// requests against a device snapshot, the call into the policy handler, and
-// the conversion of snapshots into ListAndWatch messages. The server and the
-// plugin_request_fuzz target run exactly this code.
+// transport's thread and sockets: validation of Allocate and
+// GetPreferredAllocation requests against a device snapshot, the call into the
+// policy handler, and the conversion of snapshots into ListAndWatch messages.
+// The server and the plugin_request_fuzz target run exactly this code.
 //
 // Thread safety: pure functions (the handlers they call must be safe to run
 // concurrently).

@@ -9,7 +9,6 @@
 namespace gpulet::plugin {
 namespace {
 
-using ::testing::ElementsAre;
 using allocation::AllocateOptions;
 using allocation::EnvvarResponse;
 using allocation::kVisibleDevicesEnv;
@@ -19,6 +18,7 @@ using pluginapi::AllocateHandler;
 using pluginapi::Device;
 using pluginapi::DeviceSnapshot;
 using pluginapi::PreferredHandler;
+using ::testing::ElementsAre;
 
 constexpr char kResource[] = "nvidia.com/gpu";
 

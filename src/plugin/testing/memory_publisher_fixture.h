@@ -21,7 +21,6 @@
 #include "src/base/metrics/registry.h"
 #include "src/model/sharing/annotations.h"
 #include "src/net/kube/client.h"
-#include "src/net/kube/sleeper.h"
 #include "src/net/podresources/client.h"
 #include "src/net/testing/fake_kubelet.h"
 #include "src/net/testing/fake_transport.h"
@@ -32,10 +31,10 @@ namespace gpulet::nodeagent {
 // The time of every test: the fake clock's and the annotations'.
 inline const absl::Time kNow = absl::FromUnixSeconds(1795496400);
 inline const std::vector<std::string> kB0To3 = {"GPU-b::m0", "GPU-b::m1",
-                                         "GPU-b::m2", "GPU-b::m3"};
+                                                "GPU-b::m2", "GPU-b::m3"};
 
 inline std::string NodeJson(const std::string& resource_version,
-                     const std::string& pending) {
+                            const std::string& pending) {
   nlohmann::json node = {
       {"kind", "Node"},
       {"metadata", {{"name", "n1"}, {"resourceVersion", resource_version}}}};
@@ -62,8 +61,7 @@ inline std::string PendingJson(
 class PublisherTest : public ::testing::Test {
  protected:
   PublisherTest()
-      : sleeper_(clock_),
-        api_(transport_, clock_, sleeper_,
+      : api_(transport_, clock_,
              {.qps = 1000, .burst = 1000, .max_attempts = 1}),
         kubelet_client_(fake_kubelet_.socket_path()) {}
 
@@ -94,7 +92,7 @@ class PublisherTest : public ::testing::Test {
     fake_kubelet_.Set(list, allocatable);
     PublisherOptions options;
     options.node_name = "n1";
-    options.now = [this] { return now_; };
+    options.clock = &wall_;
     options.kubelet_grace = absl::ZeroDuration();
     auto metrics = PublisherMetrics::Register(registry_);
     ASSERT_TRUE(metrics.ok()) << metrics.status();
@@ -117,13 +115,12 @@ class PublisherTest : public ::testing::Test {
   }
 
   common::FakeClock clock_;
-  kube::FakeSleeper sleeper_;
   kube::FakeTransport transport_;
   kube::Client api_;
   podresources::FakeKubelet fake_kubelet_;
   podresources::Client kubelet_client_;
   metrics::Registry registry_;
-  absl::Time now_ = kNow;
+  common::FakeClock wall_{kNow};  // the annotations' time
   std::unique_ptr<MemoryPublisher> publisher_;
 };
 
@@ -139,7 +136,7 @@ inline sharing::NodeMemory Written(const nlohmann::json& patch) {
 // A Node whose gpulet.dev/gpu-memory has GPU-a (8 units, 2 used by ns/p)
 // and GPU-b (8 units, none used), and `pending` as pending annotation.
 inline std::string NodeWithMemory(const std::string& resource_version,
-                           const std::string& pending) {
+                                  const std::string& pending) {
   sharing::NodeMemory memory{
       .resource = "nvidia.com/gpu-memory",
       .observed = kNow,

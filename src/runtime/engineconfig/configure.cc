@@ -51,25 +51,31 @@ absl::StatusOr<Engine> ParseEngine(std::string_view name) {
   if (name == "containerd") return Engine::kContainerd;
   if (name == "crio") return Engine::kCrio;
   if (name == "docker") return Engine::kDocker;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown runtime \"", std::string(name),
-      "\": one of containerd, crio, docker"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown runtime \"", std::string(name),
+                   "\": one of containerd, crio, docker"));
 }
 
 std::string_view EngineName(Engine engine) {
   switch (engine) {
-    case Engine::kContainerd: return "containerd";
-    case Engine::kCrio: return "crio";
-    case Engine::kDocker: return "docker";
+    case Engine::kContainerd:
+      return "containerd";
+    case Engine::kCrio:
+      return "crio";
+    case Engine::kDocker:
+      return "docker";
   }
   return "";
 }
 
 std::string DefaultConfigPath(Engine engine) {
   switch (engine) {
-    case Engine::kContainerd: return "/etc/containerd/config.toml";
-    case Engine::kCrio: return "/etc/crio/crio.conf.d/99-gpulet.conf";
-    case Engine::kDocker: return "/etc/docker/daemon.json";
+    case Engine::kContainerd:
+      return "/etc/containerd/config.toml";
+    case Engine::kCrio:
+      return "/etc/crio/crio.conf.d/99-gpulet.conf";
+    case Engine::kDocker:
+      return "/etc/docker/daemon.json";
   }
   return "";
 }

@@ -20,7 +20,8 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::string TestData(const std::string& file) {
-  return std::string(GPULET_SOURCE_DIR) + "/src/runtime/engineconfig/testdata/" + file;
+  return std::string(GPULET_SOURCE_DIR) +
+         "/src/runtime/engineconfig/testdata/" + file;
 }
 
 std::string Read(const std::string& file) {
@@ -119,18 +120,24 @@ TEST(ConfigureTest, ExistingRuntimeIsCompletedNotDuplicated) {
       "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet]\n"
       "  runtime_type = \"io.containerd.runc.v2\"\n"
       "  container_annotations = [\"example.com/*\"]  # ours\n"
-      "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet.options]\n"
+      "  "
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet."
+      "options]\n"
       "    BinaryName = \"/opt/old/gpulet-runtime\"\n";
   absl::StatusOr<std::string> out =
       ConfigureEngine(Engine::kContainerd, input, "in", RuntimeOptions{});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(*out,
-            "version = 2\n"
-            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet]\n"
-            "  runtime_type = \"io.containerd.runc.v2\"\n"
-            "  container_annotations = [\"example.com/*\", \"cdi.k8s.io/*\"]  # ours\n"
-            "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet.options]\n"
-            "    BinaryName = \"/usr/bin/gpulet-runtime\"\n");
+  EXPECT_EQ(
+      *out,
+      "version = 2\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet]\n"
+      "  runtime_type = \"io.containerd.runc.v2\"\n"
+      "  container_annotations = [\"example.com/*\", \"cdi.k8s.io/*\"]  # "
+      "ours\n"
+      "  "
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpulet."
+      "options]\n"
+      "    BinaryName = \"/usr/bin/gpulet-runtime\"\n");
 }
 
 TEST(ConfigureTest, NameAndPathAndPrefixAreTheOptions) {
@@ -139,8 +146,7 @@ TEST(ConfigureTest, NameAndPathAndPrefixAreTheOptions) {
   o.path = "/opt/gpulet/bin/gpulet-runtime";
   o.cdi_annotation_prefix = "example.com/";
   o.set_as_default = true;
-  absl::StatusOr<std::string> out =
-      ConfigureEngine(Engine::kCrio, "", "in", o);
+  absl::StatusOr<std::string> out = ConfigureEngine(Engine::kCrio, "", "in", o);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(*out,
             "[crio.runtime]\n"
@@ -153,7 +159,8 @@ TEST(ConfigureTest, NameAndPathAndPrefixAreTheOptions) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(*out, HasSubstr("container_annotations = [\"example.com/*\"]"));
   EXPECT_THAT(*out, HasSubstr("default_runtime_name = \"gpu\""));
-  EXPECT_THAT(*out, HasSubstr("BinaryName = \"/opt/gpulet/bin/gpulet-runtime\""));
+  EXPECT_THAT(*out,
+              HasSubstr("BinaryName = \"/opt/gpulet/bin/gpulet-runtime\""));
 }
 
 struct ErrorCase {
@@ -185,7 +192,8 @@ TEST(ConfigureTest, BadInputIsAClearError) {
        "container_annotations must be an array of strings"},
       {Engine::kCrio, "[crio.runtime\n", "in:1: invalid TOML"},
       {Engine::kDocker, "{\n  \"a\": 1,\n}\n", "in:3:1: invalid JSON"},
-      {Engine::kDocker, "[]\n", "in: the top level must be an object, not array"},
+      {Engine::kDocker, "[]\n",
+       "in: the top level must be an object, not array"},
       {Engine::kDocker, "{\"runtimes\": \"runc\"}\n",
        "in: \"runtimes\" must be an object, not string"},
   };
@@ -193,19 +201,24 @@ TEST(ConfigureTest, BadInputIsAClearError) {
     absl::StatusOr<std::string> out =
         ConfigureEngine(c.engine, c.text, "in", Options(true, true));
     ASSERT_FALSE(out.ok()) << c.text << " gave " << *out;
-    EXPECT_THAT(std::string(out.status().message()), StartsWith(c.want)) << c.text;
+    EXPECT_THAT(std::string(out.status().message()), StartsWith(c.want))
+        << c.text;
   }
 }
 
 TEST(ConfigureTest, BadOptionsAreNamed) {
   RuntimeOptions o;
   o.name = "two words";
-  EXPECT_THAT(std::string(ConfigureEngine(Engine::kDocker, "", "in", o).status().message()),
-              HasSubstr("--runtime-name"));
+  EXPECT_THAT(
+      std::string(
+          ConfigureEngine(Engine::kDocker, "", "in", o).status().message()),
+      HasSubstr("--runtime-name"));
   o = RuntimeOptions{};
   o.path = "gpulet-runtime";
-  EXPECT_THAT(std::string(ConfigureEngine(Engine::kDocker, "", "in", o).status().message()),
-              HasSubstr("--runtime-path"));
+  EXPECT_THAT(
+      std::string(
+          ConfigureEngine(Engine::kDocker, "", "in", o).status().message()),
+      HasSubstr("--runtime-path"));
   EXPECT_FALSE(ParseEngine("podman").ok());
   EXPECT_EQ(DefaultConfigPath(*ParseEngine("crio")),
             "/etc/crio/crio.conf.d/99-gpulet.conf");

@@ -40,8 +40,8 @@ absl::StatusOr<Layout> LayoutOf(TomlDocument& doc) {
   std::optional<std::int64_t> version = doc.IntegerAt({"version"});
   if (!version || (*version != 2 && *version != 3)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        doc.name(), ":", doc.LineOf({"version"}), ": version = ",
-        doc.SourceText({"version"}),
+        doc.name(), ":", doc.LineOf({"version"}),
+        ": version = ", doc.SourceText({"version"}),
         ": gpulet edits containerd configs of version 2 (containerd 1.6, "
         "1.7) and 3 (containerd 2.x)"));
   }
@@ -122,13 +122,13 @@ absl::StatusOr<std::string> ConfigureContainerd(std::string text,
   const std::string annotation = o.cdi_annotation_prefix + "*";
 
   // The template is chosen before the default runtime changes.
-  const std::optional<KeyPath> from =
-      doc.KindAt(runtime) == TomlKind::kMissing ? Template(doc, l, o.name)
-                                                : std::nullopt;
+  const std::optional<KeyPath> from = doc.KindAt(runtime) == TomlKind::kMissing
+                                          ? Template(doc, l, o.name)
+                                          : std::nullopt;
   if (o.set_as_default) {
-    GPULET_RETURN_IF_ERROR(doc.Set(Join(l.containerd, {"default_runtime_name"}),
-                                   doc.Quote(o.name))
-                               .status());
+    GPULET_RETURN_IF_ERROR(
+        doc.Set(Join(l.containerd, {"default_runtime_name"}), doc.Quote(o.name))
+            .status());
   }
   if (from) {
     std::vector<std::string> annotations =
@@ -138,9 +138,9 @@ absl::StatusOr<std::string> ConfigureContainerd(std::string text,
         annotations.end()) {
       annotations.push_back(annotation);
     }
-    GPULET_RETURN_IF_ERROR(CopyValues(
-        doc, *from, runtime,
-        {{"container_annotations", doc.StringArray(annotations)}}));
+    GPULET_RETURN_IF_ERROR(
+        CopyValues(doc, *from, runtime,
+                   {{"container_annotations", doc.StringArray(annotations)}}));
     GPULET_RETURN_IF_ERROR(CopyValues(doc, Join(*from, {"options"}), options,
                                       {{"BinaryName", doc.Quote(o.path)}}));
   }

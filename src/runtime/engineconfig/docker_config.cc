@@ -78,9 +78,9 @@ absl::StatusOr<std::string> ConfigureDocker(std::string text,
     }
   }
   if (!root.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file_name, ": the top level must be an object, not ",
-        root.type_name()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": the top level must be an object, not ",
+                     root.type_name()));
   }
   const Json before = root;
   auto runtimes = Object(root, "runtimes", file_name, "\"runtimes\"");

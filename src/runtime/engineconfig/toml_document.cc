@@ -22,8 +22,8 @@ std::string Reason(const std::string& what) {
   for (std::string_view prefix : {"[error] ", "toml::"}) {
     if (first.rfind(prefix, 0) == 0) first.erase(0, prefix.size());
   }
-  if (size_t colon = first.find(": "); colon != std::string::npos &&
-                                       first.find(' ') > colon) {
+  if (size_t colon = first.find(": ");
+      colon != std::string::npos && first.find(' ') > colon) {
     first.erase(0, colon + 2);
   }
   // The mark under the text is "^---" or a run of "~", then the hint.
@@ -47,9 +47,8 @@ absl::Status ParseToml(const std::string& text, const std::string& name,
     out = toml::parse<toml::discard_comments, std::map, std::vector>(in, name);
     return absl::OkStatus();
   } catch (const toml::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ":", e.location().line(),
-                     ": invalid TOML: ", Reason(e.what())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ":", e.location().line(), ": invalid TOML: ", Reason(e.what())));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": invalid TOML: ", e.what()));
@@ -108,11 +107,21 @@ std::string BasicString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
           static constexpr char kHex[] = "0123456789ABCDEF";
@@ -232,8 +241,7 @@ std::optional<std::string> TomlDocument::StringAt(const KeyPath& path) const {
   return v->as_string().str;
 }
 
-std::optional<std::int64_t> TomlDocument::IntegerAt(
-    const KeyPath& path) const {
+std::optional<std::int64_t> TomlDocument::IntegerAt(const KeyPath& path) const {
   const TomlValue* v = FindValue(impl_->root, path);
   if (v == nullptr || !v->is_integer()) return std::nullopt;
   return v->as_integer();
@@ -304,20 +312,25 @@ absl::Status TomlDocument::Impl::CheckExtensible(const KeyPath& table) const {
       what = "an array of tables";
     } else if (!cur->is_table()) {
       std::string type = toml::stringize(cur->type());
-      what = absl::StrCat(type.find_first_of("aeiou") == 0 ? "an " : "a ",
-                          type, ", not a table");
+      what = absl::StrCat(type.find_first_of("aeiou") == 0 ? "an " : "a ", type,
+                          ", not a table");
     } else {
       switch (layout.FormOf(*cur, prefix)) {
-        case TableForm::kInline: what = "an inline table"; break;
-        case TableForm::kDotted: what = "written with dotted keys"; break;
-        default: continue;
+        case TableForm::kInline:
+          what = "an inline table";
+          break;
+        case TableForm::kDotted:
+          what = "written with dotted keys";
+          break;
+        default:
+          continue;
       }
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        Where(prefix), ": ", FormatPath(prefix, literal), " is ", what,
-        "; gpulet adds keys only to tables written as [",
-        FormatPath(prefix, literal),
-        "] sections: rewrite it so and run again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(Where(prefix), ": ", FormatPath(prefix, literal), " is ",
+                     what, "; gpulet adds keys only to tables written as [",
+                     FormatPath(prefix, literal),
+                     "] sections: rewrite it so and run again"));
   }
   return absl::OkStatus();
 }
@@ -368,8 +381,7 @@ absl::StatusOr<bool> TomlDocument::Set(const KeyPath& path,
 absl::StatusOr<bool> TomlDocument::SetTable(
     const KeyPath& table,
     const std::vector<std::pair<std::string, std::string>>& entries) {
-  if (table.empty() || entries.empty() ||
-      KindAt(table) != TomlKind::kMissing) {
+  if (table.empty() || entries.empty() || KindAt(table) != TomlKind::kMissing) {
     bool changed = false;
     for (const auto& [key, value_text] : entries) {
       KeyPath path = table;

@@ -47,8 +47,7 @@ class TomlDocument {
  public:
   // Parses `text`. `name` (the file) prefixes every error. Errors:
   // InvalidArgument "<name>:<line>: invalid TOML: <reason>".
-  static absl::StatusOr<TomlDocument> Parse(std::string text,
-                                            std::string name);
+  static absl::StatusOr<TomlDocument> Parse(std::string text, std::string name);
 
   TomlDocument(TomlDocument&&) noexcept;
   TomlDocument& operator=(TomlDocument&&) noexcept;

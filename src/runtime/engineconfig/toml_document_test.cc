@@ -39,21 +39,23 @@ TEST(TomlDocumentTest, SameValueChangesNothing) {
 }
 
 TEST(TomlDocumentTest, NewKeyGoesAfterTheSectionsLastValueWithItsIndent) {
-  EXPECT_EQ(SetIn("[t]\n  x = [\n    1,\n  ] # c\n\n# about u\n[u]\n  y = 2\n",
-                  {"t", "z"}, "3"),
-            "[t]\n  x = [\n    1,\n  ] # c\n  z = 3\n\n# about u\n[u]\n  y = 2\n");
+  EXPECT_EQ(
+      SetIn("[t]\n  x = [\n    1,\n  ] # c\n\n# about u\n[u]\n  y = 2\n",
+            {"t", "z"}, "3"),
+      "[t]\n  x = [\n    1,\n  ] # c\n  z = 3\n\n# about u\n[u]\n  y = 2\n");
 }
 
 TEST(TomlDocumentTest, NewTableGoesAfterItsParentsLastSection) {
-  EXPECT_EQ(SetIn("[a]\nx = 1\n[a.b]\ny = 2\n[c]\nz = 3\n", {"a", "d", "k"},
-                  "true"),
-            "[a]\nx = 1\n[a.b]\ny = 2\n\n[a.d]\nk = true\n[c]\nz = 3\n");
+  EXPECT_EQ(
+      SetIn("[a]\nx = 1\n[a.b]\ny = 2\n[c]\nz = 3\n", {"a", "d", "k"}, "true"),
+      "[a]\nx = 1\n[a.b]\ny = 2\n\n[a.d]\nk = true\n[c]\nz = 3\n");
 }
 
 TEST(TomlDocumentTest, NewTableTakesItsSiblingsIndent) {
-  EXPECT_EQ(SetIn("[p]\n  [p.r]\n    [p.r.one]\n      k = 1\n", {"p", "r", "two", "k"},
-                  "2"),
-            "[p]\n  [p.r]\n    [p.r.one]\n      k = 1\n\n    [p.r.two]\n      k = 2\n");
+  EXPECT_EQ(SetIn("[p]\n  [p.r]\n    [p.r.one]\n      k = 1\n",
+                  {"p", "r", "two", "k"}, "2"),
+            "[p]\n  [p.r]\n    [p.r.one]\n      k = 1\n\n    [p.r.two]\n      "
+            "k = 2\n");
 }
 
 TEST(TomlDocumentTest, TableImpliedByDeeperHeadersGetsItsOwnHeader) {
@@ -102,7 +104,9 @@ TEST(TomlDocumentTest, TablesItCannotExtendAreNamed) {
     KeyPath path;
     std::string want;
   } cases[] = {
-      {"[t]\na.b = 1\n", {"t", "a", "c"}, "f.toml:2: t.a is written with dotted keys"},
+      {"[t]\na.b = 1\n",
+       {"t", "a", "c"},
+       "f.toml:2: t.a is written with dotted keys"},
       {"t = { a = 1 }\n", {"t", "b"}, "f.toml:1: t is an inline table"},
       {"[[t]]\na = 1\n", {"t", "b"}, "f.toml:1: t is an array of tables"},
       {"t = 'x'\n", {"t", "b"}, "f.toml:1: t is a string, not a table"},
@@ -112,7 +116,8 @@ TEST(TomlDocumentTest, TablesItCannotExtendAreNamed) {
     absl::StatusOr<bool> changed = doc.Set(c.path, "1");
     EXPECT_EQ(changed.status().code(), absl::StatusCode::kFailedPrecondition)
         << c.text;
-    EXPECT_THAT(std::string(changed.status().message()), HasSubstr(c.want)) << c.text;
+    EXPECT_THAT(std::string(changed.status().message()), HasSubstr(c.want))
+        << c.text;
     EXPECT_EQ(doc.text(), c.text);
   }
 }

@@ -75,8 +75,8 @@ class Walker {
     if (v.is_table() && lead != '{') {
       if (lead == '[') {
         Owner owner{path, path.size() + (element ? 1 : 0)};
-        auto [it, fresh] = found.owners.try_emplace(
-            static_cast<int>(loc.line()), owner);
+        auto [it, fresh] =
+            found.owners.try_emplace(static_cast<int>(loc.line()), owner);
         if (!fresh && it->second.depth < owner.depth) it->second = owner;
       }
       Table(v, path);
@@ -87,8 +87,8 @@ class Walker {
       for (const TomlValue& e : v.as_array()) Visit(e, path, true);
       return;
     }
-    found.spans.push_back({begin, begin + loc.region(),
-                           static_cast<int>(loc.line())});
+    found.spans.push_back(
+        {begin, begin + loc.region(), static_cast<int>(loc.line())});
     CountStrings(v, found);
   }
 
@@ -97,8 +97,8 @@ class Walker {
 };
 
 bool StartsWith(const KeyPath& path, const KeyPath& prefix, size_t n) {
-  return path.size() >= n && std::equal(prefix.begin(), prefix.begin() + n,
-                                        path.begin());
+  return path.size() >= n &&
+         std::equal(prefix.begin(), prefix.begin() + n, path.begin());
 }
 
 // Text to insert at `pos`, so that it starts on a line of its own.
@@ -226,8 +226,7 @@ std::string TomlLayout::InsertRootKey(const std::string& text,
   return Splice(text, 0, line + (sections_.empty() ? "\n" : "\n\n"));
 }
 
-std::string TomlLayout::InsertKey(const std::string& text,
-                                  const KeyPath& table,
+std::string TomlLayout::InsertKey(const std::string& text, const KeyPath& table,
                                   const std::string& line) const {
   const TomlSection* s = SectionOf(table);
   if (s == nullptr) return text;  // callers check FormOf() first
@@ -270,10 +269,9 @@ std::string TomlLayout::Indent(const KeyPath& table) const {
   return like != nullptr ? like->header_indent : "";
 }
 
-std::string TomlLayout::InsertSection(const std::string& text,
-                                      const KeyPath& table,
-                                      const std::string& header,
-                                      const std::vector<std::string>& lines) const {
+std::string TomlLayout::InsertSection(
+    const std::string& text, const KeyPath& table, const std::string& header,
+    const std::vector<std::string>& lines) const {
   size_t pos = text.size();
   for (size_t n = table.size(); n > 0; --n) {
     bool any = false;

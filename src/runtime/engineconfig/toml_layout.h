@@ -13,9 +13,8 @@
 #include <cstddef>
 #include <map>
 #include <string>
-#include <vector>
-
 #include <toml.hpp>
+#include <vector>
 
 #include "src/runtime/engineconfig/toml_document.h"
 
@@ -41,10 +40,10 @@ enum class TableForm {
 // A [header] (or [[header]] element) and the lines it owns.
 struct TomlSection {
   KeyPath path;
-  int line = 0;              // 1-based line of the header
-  size_t content_end = 0;    // just past the last line of the header or a value
+  int line = 0;            // 1-based line of the header
+  size_t content_end = 0;  // just past the last line of the header or a value
   std::string header_indent;
-  std::string key_indent;    // of its first value; empty when it has none
+  std::string key_indent;  // of its first value; empty when it has none
   bool has_values = false;
 };
 
@@ -80,7 +79,7 @@ class TomlLayout {
   std::vector<TomlSection> sections_;  // in file order
   size_t root_end_ = 0;                // just past the last root value's line
   bool root_has_values_ = false;
-  std::string step_;                   // key indent minus header indent
+  std::string step_;  // key indent minus header indent
 };
 
 }  // namespace gpulet::engineconfig

@@ -8,8 +8,8 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "src/model/cdi/spec_builder.h"
 #include "src/base/common/errors.h"
+#include "src/model/cdi/spec_builder.h"
 #include "src/runtime/wrapper/oci_config.h"
 
 namespace gpulet::runtime {
@@ -152,8 +152,8 @@ absl::Status AddHook(const cdi::Hook& hook, json& config) {
   // runc runs a hook without env with the environment of `runc init`,
   // which holds the container's process.env (LD_PRELOAD from the image):
   // whatever spec the hook comes from, it gets an explicit clean one.
-  entry["env"] = hook.env.empty() ? std::vector<std::string>{cdi::kHookEnv}
-                                  : hook.env;
+  entry["env"] =
+      hook.env.empty() ? std::vector<std::string>{cdi::kHookEnv} : hook.env;
   if (hook.timeout) entry["timeout"] = *hook.timeout;
   ArrayAt(ObjectAt(config, "hooks"), hook.hook_name.c_str()).push_back(entry);
   return absl::OkStatus();

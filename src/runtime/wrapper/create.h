@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "src/runtime/wrapper/runtime_config.h"
 #include "src/runtime/wrapper/apply_edits.h"
+#include "src/runtime/wrapper/runtime_config.h"
 #include "src/runtime/wrapper/spec_resolver.h"
 
 namespace gpulet::runtime {

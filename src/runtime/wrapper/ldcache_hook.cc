@@ -16,11 +16,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "src/model/cdi/spec_builder.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/unique_fd.h"
+#include "src/model/cdi/spec_builder.h"
 #include "src/runtime/wrapper/ldcache_jail.h"
 #include "src/runtime/wrapper/oci_config.h"
 #include "src/runtime/wrapper/static_elf.h"
@@ -59,8 +59,7 @@ void CloseInheritedFds() {
   if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0) return;
   // Kernels before 5.11.
   struct rlimit limit;
-  int max = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
-                    limit.rlim_cur < 1u << 20
+  int max = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 1u << 20
                 ? static_cast<int>(limit.rlim_cur)
                 : 1 << 20;
   for (int fd = 3; fd < max; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -201,7 +200,8 @@ absl::StatusOr<std::string> ContainerRootFromState(
 absl::Status WriteLdSoConf(int root_fd, const std::string& root_name,
                            const std::vector<std::string>& folders) {
   if (::mkdirat(root_fd, "etc", 0755) != 0 && errno != EEXIST) {
-    return common::ErrnoToStatus(errno, absl::StrCat("mkdir ", root_name, "/etc"));
+    return common::ErrnoToStatus(errno,
+                                 absl::StrCat("mkdir ", root_name, "/etc"));
   }
   if (folders.empty()) return absl::OkStatus();
   Fd etc(::openat(root_fd, "etc", O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -231,8 +231,7 @@ absl::Status UpdateLdCache(absl::string_view state_json,
                         << "); leaving the container's ld cache as it is";
     return absl::OkStatus();
   }
-  if (absl::Status s = CheckStaticElf(ldconfig.get(), ldconfig_path);
-      !s.ok()) {
+  if (absl::Status s = CheckStaticElf(ldconfig.get(), ldconfig_path); !s.ok()) {
     GPULET_LOG(WARNING) << "update-ldcache: " << s.message()
                         << "; leaving the container's ld cache as it is";
     return absl::OkStatus();

@@ -68,7 +68,8 @@ TEST_F(LdcacheHookTest, SymlinksInTheImageAreNotFollowed) {
 TEST_F(LdcacheHookTest, OnlyARegularFileIsWritten) {
   ASSERT_EQ(::mkfifo(Conf().c_str(), 0644), 0);
   absl::Status fifo = Write({"/usr/lib"});
-  EXPECT_THAT(fifo.message(), HasSubstr(Conf() + " exists and is not a regular file"));
+  EXPECT_THAT(fifo.message(),
+              HasSubstr(Conf() + " exists and is not a regular file"));
   fs::remove(Conf());
   fs::create_symlink(dir_.path() + "/target", Conf());
   EXPECT_THAT(Write({"/usr/lib"}).message(), HasSubstr(Conf()));
@@ -92,8 +93,8 @@ TEST_F(LdcacheHookTest, MissingLdconfigIsNotAnError) {
 // A script (or a dynamically linked program) would run code the image
 // chooses inside the container's root: it is not run at all.
 TEST_F(LdcacheHookTest, LdconfigThatIsNotStaticIsNotRun) {
-  const std::string script = dir_.Write(
-      "ldconfig", "#!/bin/sh\necho ran > " + dir_.path() + "/ran\n");
+  const std::string script =
+      dir_.Write("ldconfig", "#!/bin/sh\necho ran > " + dir_.path() + "/ran\n");
   ::chmod(script.c_str(), 0755);
   EXPECT_TRUE(UpdateLdCache(State(), {"/usr/lib"}, script).ok());
   EXPECT_FALSE(fs::exists(dir_.path() + "/ran"));

@@ -129,8 +129,8 @@ absl::Status EnterContainerRoot(const std::string& root) {
     return Errno("make the mount namespace private");
   }
   // pivot_root needs a mount point; the container's own mounts come along.
-  if (::mount(root.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC,
-              nullptr) != 0) {
+  if (::mount(root.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) !=
+      0) {
     return Errno("bind-mount " + root + " onto itself");
   }
   Fd new_root(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -161,7 +161,8 @@ absl::Status DropPrivileges() {
   for (int cap = 0; ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; ++cap) {
     if (cap == CAP_DAC_OVERRIDE) continue;
     if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-      return Errno(absl::StrCat("drop capability ", cap, " from the bounding set"));
+      return Errno(
+          absl::StrCat("drop capability ", cap, " from the bounding set"));
     }
   }
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 &&

@@ -32,8 +32,7 @@ TEST(KernelMountsUnderTest, ProcAndSysfsBelowTheRootOnly) {
   EXPECT_THAT(KernelMountsUnder(kMountinfo, "/tmp/b/rootfs2"),
               ElementsAre("/proc"));
   EXPECT_THAT(KernelMountsUnder(kMountinfo, "/tmp/none"), IsEmpty());
-  EXPECT_THAT(KernelMountsUnder(
-                  "5 1 0:5 / /r rw - proc proc rw\n", "/r"),
+  EXPECT_THAT(KernelMountsUnder("5 1 0:5 / /r rw - proc proc rw\n", "/r"),
               ElementsAre("/"));
   EXPECT_THAT(KernelMountsUnder("", "/tmp/b/rootfs"), IsEmpty());
 }

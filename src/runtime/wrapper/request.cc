@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "src/model/cdi/validate.h"
 #include "src/base/common/logging.h"
+#include "src/model/cdi/validate.h"
 #include "src/runtime/wrapper/oci_config.h"
 
 namespace gpulet::runtime {
@@ -92,8 +92,7 @@ std::vector<std::string> VolumeMountIds(const json& config) {
     }
     if (!IsDeviceListMount(mount)) {
       GPULET_VLOG(1) << "mount at " << dest->get_ref<const std::string&>()
-                     << " ignored: not a bind mount of "
-                     << kVolumeMountSource;
+                     << " ignored: not a bind mount of " << kVolumeMountSource;
       continue;
     }
     ids.emplace_back(d);

@@ -74,9 +74,8 @@ TEST(RequestTest, AnnotationsAndMounts) {
                     {"source", "/dev/null"},
                     {"options", {"ro", "bind"}}},
                    {{"destination", "/proc"}, {"source", "proc"}}});
-  EXPECT_THAT(Names(config),
-              ElementsAre("nvidia.com/gpu=0", "nvidia.com/gpu=1",
-                          "nvidia.com/gpu=GPU-x"));
+  EXPECT_THAT(Names(config), ElementsAre("nvidia.com/gpu=0", "nvidia.com/gpu=1",
+                                         "nvidia.com/gpu=GPU-x"));
   // The env var pointing at the mount dir without mounts asks for nothing.
   EXPECT_THAT(
       Names(
@@ -126,8 +125,8 @@ TEST(RequestTest, MountsOfOtherSourcesAskForNothing) {
   RequestOptions strict;
   strict.accept_envvar_unprivileged = false;
   for (const json& mount : mounts) {
-    json config = Config(
-        {"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"});
+    json config =
+        Config({"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"});
     config["mounts"] = json::array({mount});
     absl::StatusOr<GpuRequest> request = DetectRequest(config, strict);
     ASSERT_TRUE(request.ok()) << mount << ": " << request.status();
@@ -136,8 +135,7 @@ TEST(RequestTest, MountsOfOtherSourcesAskForNothing) {
   // With the mount ignored, an env request is judged as one.
   json config = Config({"NVIDIA_VISIBLE_DEVICES=all"});
   config["mounts"] = json::array({mounts[0]});
-  EXPECT_TRUE(absl::IsPermissionDenied(
-      DetectRequest(config, strict).status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(DetectRequest(config, strict).status()));
 }
 
 TEST(RequestTest, EnvNamesOnlyTheDefaultKind) {
@@ -156,9 +154,9 @@ TEST(RequestTest, EnvNamesOnlyTheDefaultKind) {
   RequestOptions other;
   other.vendor = "example.com";
   other.device_class = "accel";
-  EXPECT_THAT(Names(Config({"NVIDIA_VISIBLE_DEVICES=example.com/accel=3"}),
-                    other),
-              ElementsAre("example.com/accel=3"));
+  EXPECT_THAT(
+      Names(Config({"NVIDIA_VISIBLE_DEVICES=example.com/accel=3"}), other),
+      ElementsAre("example.com/accel=3"));
   EXPECT_FALSE(
       DetectRequest(Config({"NVIDIA_VISIBLE_DEVICES=nvidia.com/gpu=0"}), other)
           .ok());
@@ -166,7 +164,8 @@ TEST(RequestTest, EnvNamesOnlyTheDefaultKind) {
   json config = Config({});
   config["annotations"] = {
       {"cdi.k8s.io/claim", "k8s.gpu.nvidia.com/claim=0f3c-gpu-0"}};
-  EXPECT_THAT(Names(config), ElementsAre("k8s.gpu.nvidia.com/claim=0f3c-gpu-0"));
+  EXPECT_THAT(Names(config),
+              ElementsAre("k8s.gpu.nvidia.com/claim=0f3c-gpu-0"));
 }
 
 TEST(RequestTest, BadNames) {

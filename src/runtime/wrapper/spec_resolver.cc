@@ -9,10 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "src/model/cdi/spec_codec.h"
-#include "src/model/cdi/validate.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
+#include "src/model/cdi/spec_codec.h"
+#include "src/model/cdi/validate.h"
 
 namespace gpulet::runtime {
 namespace {
@@ -62,8 +62,8 @@ Found FindDevice(const LoadedSpecs& specs, const std::string& kind,
 // share a kind), not the spec files on the node.
 absl::Status UnknownDevice(const std::string& kind,
                            const std::string& qualified) {
-  return absl::NotFoundError(absl::StrCat("unknown CDI device ", qualified,
-                                          " (kind ", kind, ")"));
+  return absl::NotFoundError(
+      absl::StrCat("unknown CDI device ", qualified, " (kind ", kind, ")"));
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ bool ReadAt(int fd, void* buf, size_t size, off_t offset) {
 
 absl::Status NotStatic(const std::string& path, absl::string_view why) {
   return absl::FailedPreconditionError(
-      absl::StrCat(path, ": ", why, "; a statically linked ldconfig is "
+      absl::StrCat(path, ": ", why,
+                   "; a statically linked ldconfig is "
                    "needed to run it inside the container's root"));
 }
 
@@ -52,12 +53,12 @@ absl::Status CheckProgramHeaders(int fd, const std::string& path) {
     }
     if (ph.p_type != PT_INTERP) continue;
     char interp[256] = {};
-    size_t n = ph.p_filesz < sizeof(interp) - 1 ? ph.p_filesz
-                                                : sizeof(interp) - 1;
+    size_t n =
+        ph.p_filesz < sizeof(interp) - 1 ? ph.p_filesz : sizeof(interp) - 1;
     if (!ReadAt(fd, interp, n, static_cast<off_t>(ph.p_offset))) n = 0;
     interp[n] = '\0';
-    return NotStatic(path, absl::StrCat("dynamically linked (interpreter ",
-                                        interp, ")"));
+    return NotStatic(
+        path, absl::StrCat("dynamically linked (interpreter ", interp, ")"));
   }
   return absl::OkStatus();
 }

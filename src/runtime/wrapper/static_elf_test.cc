@@ -62,9 +62,9 @@ TEST(CheckStaticElfTest, RejectsWhatIsNotAnExecutable) {
               HasSubstr("script: not an ELF file"));
   EXPECT_THAT(Check(dir.Write("object", Elf64(ET_REL, {PT_LOAD}))).message(),
               HasSubstr("not an ELF executable"));
-  EXPECT_THAT(
-      Check(dir.Write("cut", Elf64(ET_EXEC, {PT_LOAD}).substr(0, 30))).message(),
-      HasSubstr("truncated ELF header"));
+  EXPECT_THAT(Check(dir.Write("cut", Elf64(ET_EXEC, {PT_LOAD}).substr(0, 30)))
+                  .message(),
+              HasSubstr("truncated ELF header"));
   std::string headers_cut = Elf64(ET_EXEC, {PT_LOAD, PT_INTERP});
   headers_cut.resize(sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) + 4);
   EXPECT_THAT(Check(dir.Write("phdrs", headers_cut)).message(),

@@ -1,0 +1,36 @@
+#include "src/net/kube/api_client.h"
+
+#include <utility>
+
+#include "src/base/common/clock.h"
+#include "src/base/common/status_macros.h"
+
+namespace gpulet::kube {
+
+absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(
+    const config::ApiServerConfig& api, const ClientOptions& options) {
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<TlsTransport> transport,
+                          TlsTransport::Create(api));
+  return std::unique_ptr<ApiClient>(
+      new ApiClient(std::move(transport), options, api));
+}
+
+ApiClient::ApiClient(std::unique_ptr<TlsTransport> transport,
+                     const ClientOptions& options,
+                     const config::ApiServerConfig& api)
+    : transport_(std::move(transport)),
+      client_(*transport_, common::RealClock::Get(), options),
+      server_(api.server),
+      source_(api.source) {}
+
+absl::StatusOr<std::unique_ptr<ApiClient>> MakeApiClient(
+    const ApiClientOptions& options) {
+  GPULET_ASSIGN_OR_RETURN(
+      config::ApiServerConfig api,
+      options.kubeconfig.empty()
+          ? config::LoadInClusterConfig(options.in_cluster)
+          : config::LoadKubeconfig(options.kubeconfig, options.context));
+  return ApiClient::Create(api, options.client);
+}
+
+}  // namespace gpulet::kube

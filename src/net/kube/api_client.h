@@ -1,0 +1,63 @@
+// ApiClient: the one way a gpulet process reaches its API server. MakeApiClient
+// loads the credentials (the kubeconfig named in the options, else the pod's
+// service account), opens the TLS transport (tls_transport.h) and puts a
+// Client (client.h) with the given rate limits and retries over it; the
+// ApiClient owns both.
+//
+// Errors are those of the step that failed, each naming what it read: the
+// kubeconfig's path and field ("kubeconfig /x: clusters[0].cluster.server:
+// ..."), the in-cluster environment variable or file, or the configuration's
+// source for a server that is not an https:// URL or PEM that does not load.
+//
+// Thread safety: Create/MakeApiClient from any thread; the client as in
+// client.h. The ApiClient must outlive every user of client().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/net/kube/client.h"
+#include "src/net/kube/kubeconfig.h"
+#include "src/net/kube/tls_transport.h"
+
+namespace gpulet::kube {
+
+struct ApiClientOptions {
+  std::string kubeconfig;  // empty: the pod's service account
+  std::string context;     // of the kubeconfig; empty: its current context
+  // Where the service account is read from when there is no kubeconfig.
+  config::InClusterOptions in_cluster{};
+  ClientOptions client{};
+};
+
+class ApiClient {
+ public:
+  // Opens the transport to `api` and a client over it.
+  static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
+      const config::ApiServerConfig& api, const ClientOptions& options);
+
+  ApiClient(const ApiClient&) = delete;
+  ApiClient& operator=(const ApiClient&) = delete;
+
+  Client& client() { return client_; }
+  // For messages: the server's URL, and where the configuration came from
+  // ("kubeconfig /path", "in-cluster config").
+  const std::string& server() const { return server_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  ApiClient(std::unique_ptr<TlsTransport> transport,
+            const ClientOptions& options, const config::ApiServerConfig& api);
+
+  std::unique_ptr<TlsTransport> transport_;
+  Client client_;  // over *transport_
+  const std::string server_;
+  const std::string source_;
+};
+
+// Loads the configuration `options` name, then ApiClient::Create.
+absl::StatusOr<std::unique_ptr<ApiClient>> MakeApiClient(
+    const ApiClientOptions& options);
+
+}  // namespace gpulet::kube
