@@ -48,6 +48,8 @@ TlsTransport::TlsTransport(const config::ApiServerConfig& config,
       options_(options),
       ctx_(std::move(ctx)),
       target_(std::move(target)),
+      impersonation_headers_(
+          config::ImpersonationHeaders(config.impersonation)),
       tokens_(config.token, config.token_file, *options.clock,
               options.token_refresh) {}
 
@@ -105,6 +107,8 @@ absl::StatusOr<std::unique_ptr<TlsTransport>> TlsTransport::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         config.source, ": a client certificate needs its key and vice versa"));
   }
+  GPULET_RETURN_IF_ERROR(config::ValidateImpersonation(
+      config.impersonation, absl::StrCat(config.source, ": impersonation")));
   GPULET_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewClientContext(config));
   return std::unique_ptr<TlsTransport>(
       new TlsTransport(config, options, std::move(ctx), std::move(target)));
@@ -152,6 +156,7 @@ std::string TlsTransport::Message(const Request& request,
   if (!token.empty()) {
     absl::StrAppend(&message, "Authorization: Bearer ", token, "\r\n");
   }
+  message += impersonation_headers_;
   if (!request.content_type.empty()) {
     absl::StrAppend(&message, "Content-Type: ", request.content_type, "\r\n");
   }

@@ -13,6 +13,8 @@
 // - The client certificate and key are handed to OpenSSL from memory; the
 //   bearer token comes from a TokenSource that re-reads a rotating token
 //   file. Neither ever appears in a log line or a Status message.
+// - Impersonation (config.impersonation, impersonation.h) goes out as
+//   Impersonate-* headers on every request.
 //
 // Connections: Do() takes an idle connection from a small pool (or opens
 // one) and puts it back when the response ended cleanly with keep-alive,
@@ -62,8 +64,9 @@ struct TlsTransportOptions {
 class TlsTransport final : public Transport {
  public:
   // InvalidArgument, naming config.source, when the server is not an
-  // https:// URL, the client certificate comes without its key, or the CA,
-  // certificate or key is not valid PEM (or the key does not match).
+  // https:// URL, the client certificate comes without its key, the CA,
+  // certificate or key is not valid PEM (or the key does not match), or an
+  // impersonation value cannot go into a header.
   static absl::StatusOr<std::unique_ptr<TlsTransport>> Create(
       const config::ApiServerConfig& config,
       const TlsTransportOptions& options = {});
@@ -108,6 +111,7 @@ class TlsTransport final : public Transport {
   const TlsTransportOptions options_;
   const SslCtxPtr ctx_;
   const Target target_;
+  const std::string impersonation_headers_;
   TokenSource tokens_;
   mutable absl::Mutex mu_;
   std::vector<TlsConnectionPtr> idle_ ABSL_GUARDED_BY(mu_);
