@@ -9,8 +9,9 @@
 // and impersonation: as, as-uid, as-groups, as-user-extra, impersonation.h).
 // Relative file paths are relative to the directory of the kubeconfig that
 // holds them, as in kubectl. Certificates and keys are read when the file is
-// loaded and also kept as paths; a token file is kept as a path because
-// bound service-account tokens rotate and the transport re-reads it. `insecure-skip-tls-verify: true` is
+// loaded; client-certificate/client-key files are also kept as paths, so the
+// transport picks up a rotated pair, and so is a token file (bound
+// service-account tokens rotate). `insecure-skip-tls-verify: true` is
 // rejected: gpulet always verifies the API server's certificate.
 // Authentication gpulet does not implement (exec plugins, auth providers,
 // basic auth), proxies, and any user field gpulet does not know (it could
@@ -55,7 +56,7 @@ struct ApiServerConfig {
   std::string client_cert_pem;  // set together with client_key_pem
   std::string client_key_pem;
   // Where client_cert_pem and client_key_pem were read from, when from
-  // files. Absolute paths.
+  // files: the transport re-reads them as they rotate. Absolute paths.
   std::string client_cert_file;
   std::string client_key_file;
   std::string token;            // a static bearer token

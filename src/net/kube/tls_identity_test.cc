@@ -1,6 +1,7 @@
 // Who the TLS transport says it is, against HTTPS servers on 127.0.0.1:
 // a kubeconfig's impersonation fields as the Impersonate-* headers a server
-// receives.
+// receives, and a client certificate rotated on disk presented by the next
+// connection to a server that demands client certificates.
 #include <fcntl.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -139,6 +140,82 @@ TEST_F(TlsIdentityTest, CreateRefusesImpersonationThatCannotBeAHeader) {
   config.impersonation = {.groups = {"devs"}};
   EXPECT_THAT(TlsTransport::Create(config).status().message(),
               ::testing::HasSubstr("needs `as`"));
+}
+
+// The common name of the client certificate a request came with.
+std::string PeerName(const httplib::Request& req) {
+  X509* cert = SSL_get1_peer_certificate(req.ssl);
+  if (cert == nullptr) return "";
+  char name[256] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, name,
+                            sizeof(name));
+  X509_free(cert);
+  return name;
+}
+
+// A client certificate pair replaced on disk is presented by the next
+// request, on a new connection; a pair half-replaced (the key not matching
+// the certificate) keeps the previous one and is logged once.
+TEST_F(TlsIdentityTest, RotatedClientCertificateIsUsedByTheNextConnection) {
+  HttpsTestServer server(*server_cert_, ca_->cert_pem);
+  std::mutex mu;
+  std::vector<std::string> names;
+  server.http().Get("/x",
+                    [&](const httplib::Request& req, httplib::Response& res) {
+                      std::lock_guard lock(mu);
+                      names.push_back(PeerName(req));
+                      res.set_content("{}", "application/json");
+                    });
+  // Names of different lengths, so each pair differs in size on disk too.
+  const KeyPair first = tls_test::MakeLeaf(*ca_, "node-a", false);
+  const KeyPair second = tls_test::MakeLeaf(*ca_, "node-bb", false);
+  const KeyPair third = tls_test::MakeLeaf(*ca_, "node-ccc", false);
+  TempDir dir;
+  config::ApiServerConfig config;
+  config.server = server.url();
+  config.ca_pem = ca_->cert_pem;
+  config.source = "test";
+  config.client_cert_file = dir.Write("client.crt", first.cert_pem);
+  config.client_key_file = dir.Write("client.key", first.key_pem);
+  config.client_cert_pem = first.cert_pem;
+  config.client_key_pem = first.key_pem;
+  auto transport = MustCreate(config);
+
+  const std::string log_path = dir.path() + "/log";
+  const int log_fd = ::open(log_path.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(log_fd, 0);
+  common::SetLogFd(log_fd);
+  auto get = [&] {
+    absl::StatusOr<Response> got = transport->Do({.path = "/x"});
+    EXPECT_TRUE(got.ok()) << got.status();
+  };
+  get();
+  get();  // same connection, same certificate
+  dir.Write("client.crt", second.cert_pem);
+  dir.Write("client.key", second.key_pem);
+  get();
+  // Half a rotation: a new certificate beside the old key.
+  dir.Write("client.crt", third.cert_pem);
+  get();
+  get();
+  dir.Write("client.key", third.key_pem);
+  get();
+  common::SetLogFd(2);
+  ::close(log_fd);
+
+  std::lock_guard lock(mu);
+  EXPECT_THAT(names, ElementsAre("node-a", "node-a", "node-bb", "node-bb",
+                                 "node-bb", "node-ccc"));
+  EXPECT_EQ(transport->certificate_reloads(), 2);
+  EXPECT_EQ(transport->connections_opened(), 3);
+  const std::string log = dir.Read("log");
+  size_t warnings = 0;
+  for (size_t at = log.find("do not load as a pair"); at != std::string::npos;
+       at = log.find("do not load as a pair", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1u) << log;
+  EXPECT_THAT(log, ::testing::Not(::testing::HasSubstr("PRIVATE KEY")));
 }
 
 }  // namespace

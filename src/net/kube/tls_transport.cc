@@ -41,12 +41,13 @@ struct TlsTransport::Attempt {
 };
 
 TlsTransport::TlsTransport(const config::ApiServerConfig& config,
-                           const TlsTransportOptions& options, SslCtxPtr ctx,
+                           const TlsTransportOptions& options,
+                           std::unique_ptr<TlsContextSource> contexts,
                            Target target)
     : server_(config.server),
       source_(config.source),
       options_(options),
-      ctx_(std::move(ctx)),
+      contexts_(std::move(contexts)),
       target_(std::move(target)),
       impersonation_headers_(
           config::ImpersonationHeaders(config.impersonation)),
@@ -109,9 +110,20 @@ absl::StatusOr<std::unique_ptr<TlsTransport>> TlsTransport::Create(
   }
   GPULET_RETURN_IF_ERROR(config::ValidateImpersonation(
       config.impersonation, absl::StrCat(config.source, ": impersonation")));
-  GPULET_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewClientContext(config));
-  return std::unique_ptr<TlsTransport>(
-      new TlsTransport(config, options, std::move(ctx), std::move(target)));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<TlsContextSource> contexts,
+                          TlsContextSource::Create(config));
+  return std::unique_ptr<TlsTransport>(new TlsTransport(
+      config, options, std::move(contexts), std::move(target)));
+}
+
+std::shared_ptr<SSL_CTX> TlsTransport::Context() {
+  TlsContextSource::Current current = contexts_->Get();
+  if (current.changed) {
+    std::vector<TlsConnectionPtr> stale;
+    absl::MutexLock lock(&mu_);
+    stale.swap(idle_);  // closed after the lock is released
+  }
+  return std::move(current.ctx);
 }
 
 int TlsTransport::connections_opened() const {
@@ -189,6 +201,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
+  const std::shared_ptr<SSL_CTX> ctx = Context();
   const common::Clock& clock = common::RealClock::Get();
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
@@ -209,7 +222,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         ++opened_;
       }
       absl::Status connected = conn->Connect(
-          ctx_.get(), target_.host, target_.port,
+          ctx.get(), target_.host, target_.port,
           std::min(deadline, clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }
