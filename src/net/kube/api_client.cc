@@ -27,9 +27,8 @@ absl::StatusOr<std::unique_ptr<ApiClient>> MakeApiClient(
     const ApiClientOptions& options) {
   GPULET_ASSIGN_OR_RETURN(
       config::ApiServerConfig api,
-      options.kubeconfig.empty()
-          ? config::LoadInClusterConfig(options.in_cluster)
-          : config::LoadKubeconfig(options.kubeconfig, options.context));
+      config::LoadApiServerConfig(options.kubeconfig, options.context,
+                                  options.in_cluster));
   return ApiClient::Create(api, options.client);
 }
 

@@ -20,7 +20,9 @@
 // verb (after the server's Retry-After when given); connection failures,
 // timeouts and 500/502/503/504 only for GET and merge patches, which are
 // safe to repeat, and for DELETE (a repeat finds the object gone: NotFound).
-// A POST or PUT that may have reached the server is not repeated.
+// A POST or PUT that may have reached the server is not repeated. A 504
+// "too large resource version" is not retried: the caller reads at another
+// version (IsResourceVersionTooLarge()).
 //
 // Watch() does not retry: it returns when the stream ends and the caller
 // (ListWatcher, list_watcher.h) decides whether to watch again or re-list.
@@ -97,8 +99,12 @@ class Client {
   absl::StatusOr<nlohmann::json> Get(const std::string& path,
                                      std::stop_token stop = {});
 
-  // A 410 Gone for a continue token (the list took longer than the server
-  // keeps its snapshot) restarts the list once without paging.
+  // Pages of options_.page_size when options.resource_version is "" (the
+  // newest, a quorum read) or "0" (any version, from the server's cache);
+  // a list at another version is not paged (paging would pin it to exactly
+  // that version). A 410 Gone for a continue token (the list took longer
+  // than the server keeps its snapshot) restarts the list once without
+  // paging.
   absl::StatusOr<ListResult> List(const std::string& path,
                                   const ListOptions& options,
                                   std::stop_token stop = {});

@@ -41,13 +41,16 @@ struct TlsTransport::Attempt {
 };
 
 TlsTransport::TlsTransport(const config::ApiServerConfig& config,
-                           const TlsTransportOptions& options, SslCtxPtr ctx,
+                           const TlsTransportOptions& options,
+                           std::unique_ptr<TlsContextSource> contexts,
                            Target target)
     : server_(config.server),
       source_(config.source),
       options_(options),
-      ctx_(std::move(ctx)),
+      contexts_(std::move(contexts)),
       target_(std::move(target)),
+      impersonation_headers_(
+          config::ImpersonationHeaders(config.impersonation)),
       tokens_(config.token, config.token_file, *options.clock,
               options.token_refresh) {}
 
@@ -105,9 +108,22 @@ absl::StatusOr<std::unique_ptr<TlsTransport>> TlsTransport::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         config.source, ": a client certificate needs its key and vice versa"));
   }
-  GPULET_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewClientContext(config));
-  return std::unique_ptr<TlsTransport>(
-      new TlsTransport(config, options, std::move(ctx), std::move(target)));
+  GPULET_RETURN_IF_ERROR(config::ValidateImpersonation(
+      config.impersonation, absl::StrCat(config.source, ": impersonation")));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<TlsContextSource> contexts,
+                          TlsContextSource::Create(config));
+  return std::unique_ptr<TlsTransport>(new TlsTransport(
+      config, options, std::move(contexts), std::move(target)));
+}
+
+std::shared_ptr<SSL_CTX> TlsTransport::Context() {
+  TlsContextSource::Current current = contexts_->Get();
+  if (current.changed) {
+    std::vector<TlsConnectionPtr> stale;
+    absl::MutexLock lock(&mu_);
+    stale.swap(idle_);  // closed after the lock is released
+  }
+  return std::move(current.ctx);
 }
 
 int TlsTransport::connections_opened() const {
@@ -152,6 +168,7 @@ std::string TlsTransport::Message(const Request& request,
   if (!token.empty()) {
     absl::StrAppend(&message, "Authorization: Bearer ", token, "\r\n");
   }
+  message += impersonation_headers_;
   if (!request.content_type.empty()) {
     absl::StrAppend(&message, "Content-Type: ", request.content_type, "\r\n");
   }
@@ -184,6 +201,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
+  const std::shared_ptr<SSL_CTX> ctx = Context();
   const common::Clock& clock = common::RealClock::Get();
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
@@ -204,7 +222,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         ++opened_;
       }
       absl::Status connected = conn->Connect(
-          ctx_.get(), target_.host, target_.port,
+          ctx.get(), target_.host, target_.port,
           std::min(deadline, clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }

@@ -10,9 +10,13 @@
 // - Only https:// is spoken; redirects are not followed (a 3xx is a
 //   Response like any other, so a credential never goes to another host);
 //   proxies are not used.
-// - The client certificate and key are handed to OpenSSL from memory; the
+// - The client certificate and key are handed to OpenSSL from memory; when
+//   they came from files, a pair rotated on disk is used by the next new
+//   connection and the idle pool is dropped (tls_context_source.h). The
 //   bearer token comes from a TokenSource that re-reads a rotating token
 //   file. Neither ever appears in a log line or a Status message.
+// - Impersonation (config.impersonation, impersonation.h) goes out as
+//   Impersonate-* headers on every request.
 //
 // Connections: Do() takes an idle connection from a small pool (or opens
 // one) and puts it back when the response ended cleanly with keep-alive,
@@ -44,6 +48,7 @@
 #include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_client_context.h"
 #include "src/net/kube/tls_connection.h"
+#include "src/net/kube/tls_context_source.h"
 #include "src/net/kube/token_source.h"
 #include "src/net/kube/transport.h"
 
@@ -62,8 +67,9 @@ struct TlsTransportOptions {
 class TlsTransport final : public Transport {
  public:
   // InvalidArgument, naming config.source, when the server is not an
-  // https:// URL, the client certificate comes without its key, or the CA,
-  // certificate or key is not valid PEM (or the key does not match).
+  // https:// URL, the client certificate comes without its key, the CA,
+  // certificate or key is not valid PEM (or the key does not match), or an
+  // impersonation value cannot go into a header.
   static absl::StatusOr<std::unique_ptr<TlsTransport>> Create(
       const config::ApiServerConfig& config,
       const TlsTransportOptions& options = {});
@@ -76,6 +82,8 @@ class TlsTransport final : public Transport {
 
   // Connections opened so far (for tests of connection reuse).
   int connections_opened() const;
+  // Rotated client certificate pairs loaded so far (for tests).
+  int certificate_reloads() const { return contexts_->reloads(); }
 
  private:
   struct Target {
@@ -90,8 +98,11 @@ class TlsTransport final : public Transport {
   // The request as sent: head (with the token) and body.
   std::string Message(const Request& request, const std::string& token) const;
   TlsTransport(const config::ApiServerConfig& config,
-               const TlsTransportOptions& options, SslCtxPtr ctx,
-               Target target);
+               const TlsTransportOptions& options,
+               std::unique_ptr<TlsContextSource> contexts, Target target);
+  // The context for a new connection; drops the idle pool when the client
+  // certificate was rotated.
+  std::shared_ptr<SSL_CTX> Context();
   absl::StatusOr<Response> Perform(const Request& request,
                                    const ChunkFn* on_chunk,
                                    const std::stop_token& stop);
@@ -106,8 +117,9 @@ class TlsTransport final : public Transport {
   const std::string server_;
   const std::string source_;
   const TlsTransportOptions options_;
-  const SslCtxPtr ctx_;
+  const std::unique_ptr<TlsContextSource> contexts_;
   const Target target_;
+  const std::string impersonation_headers_;
   TokenSource tokens_;
   mutable absl::Mutex mu_;
   std::vector<TlsConnectionPtr> idle_ ABSL_GUARDED_BY(mu_);
