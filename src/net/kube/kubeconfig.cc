@@ -130,7 +130,7 @@ absl::Status ReadCluster(const Reader& r, const Json& cluster,
 absl::Status ReadUser(const Reader& r, const Json& user,
                       const std::string& path, KubeconfigSelection& out) {
   GPULET_RETURN_IF_ERROR(RejectPresent(
-      r, user, path, {"exec", "auth-provider", "username", "password"},
+      r, user, path, {"auth-provider", "username", "password"},
       "not supported by gpulet (use a client certificate or a token)"));
   GPULET_ASSIGN_OR_RETURN(out.client_cert_file,
                           r.String(user, path, "client-certificate"));
@@ -210,6 +210,9 @@ absl::StatusOr<KubeconfigSelection> ParseKubeconfig(
                             r.Named(root, "users", "user", user_name,
                                     absl::StrCat(ctx_path, ".user")));
     GPULET_RETURN_IF_ERROR(ReadUser(r, user.first, user.second, out));
+    GPULET_ASSIGN_OR_RETURN(out.config.exec,
+                            ReadUserExec(user.first, user.second, cluster.first,
+                                         cluster.second, source, user_name));
   }
   return out;
 }
@@ -221,6 +224,7 @@ absl::StatusOr<ApiServerConfig> LoadKubeconfig(const std::string& path,
                           ParseKubeconfig(text, path, context));
   const std::string base = std::filesystem::path(path).parent_path().string();
   const std::string& src = sel.config.source;
+  if (sel.config.exec) sel.config.exec->base_dir = base;
   if (!sel.ca_file.empty() && sel.config.ca_pem.empty()) {
     GPULET_ASSIGN_OR_RETURN(
         sel.config.ca_pem,

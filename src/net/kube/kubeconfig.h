@@ -5,13 +5,14 @@
 //
 // Kubeconfig: the context named `context` (or `current-context`) selects a
 // cluster (server, certificate-authority or certificate-authority-data) and
-// a user (client-certificate[-data] + client-key[-data], token, tokenFile).
+// a user (client-certificate[-data] + client-key[-data], token, tokenFile,
+// or an exec credential plugin: exec_config.h).
 // Relative file paths are relative to the kubeconfig's directory, as in
 // kubectl. Certificates and keys are read when the file is loaded; a token
 // file is kept as a path because bound service-account tokens rotate and
 // the transport re-reads it. `insecure-skip-tls-verify: true` is rejected:
 // gpulet always verifies the API server's certificate. Authentication gpulet
-// does not implement (exec plugins, auth providers, basic auth) and proxies
+// does not implement (auth providers, basic auth) and proxies
 // are rejected with an error naming the field rather than ignored.
 //
 // In-cluster: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, the
@@ -30,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "src/net/kube/exec_config.h"
 
 namespace gpulet::config {
 
@@ -47,6 +49,9 @@ struct ApiServerConfig {
   std::string token_file;      // a bearer token re-read as it rotates
   std::string namespace_name;  // the context's or service account's namespace
   std::string source;          // "kubeconfig /path" or "in-cluster config"
+  // The user's exec credential plugin; the transport runs it (and uses no
+  // token or client certificate of its own then).
+  std::optional<ExecConfig> exec;
 };
 
 // A kubeconfig as written: file references are still paths (absolute or

@@ -40,16 +40,38 @@ struct TlsTransport::Attempt {
   bool keep = false;   // the connection may carry the next request
 };
 
+struct TlsTransport::Identity {
+  std::string token;
+  std::shared_ptr<SSL_CTX> ctx;
+  uint64_t generation = 0;  // of the exec plugin's credential; 0: none
+};
+
+namespace {
+
+std::unique_ptr<ExecCredentialSource> MakeExecSource(
+    const config::ApiServerConfig& config, const TlsTransportOptions& options) {
+  if (!config.exec) return nullptr;
+  auto plugin = std::make_shared<ExecPlugin>(
+      *config.exec, ExecClusterInfo{config.server, config.ca_pem},
+      options.exec);
+  return std::make_unique<ExecCredentialSource>(
+      [plugin] { return plugin->Run(); }, *options.clock);
+}
+
+}  // namespace
+
 TlsTransport::TlsTransport(const config::ApiServerConfig& config,
                            const TlsTransportOptions& options, SslCtxPtr ctx,
                            Target target)
     : server_(config.server),
       source_(config.source),
       options_(options),
+      ca_pem_(config.ca_pem),
       ctx_(std::move(ctx)),
       target_(std::move(target)),
       tokens_(config.token, config.token_file, *options.clock,
-              options.token_refresh) {}
+              options.token_refresh),
+      exec_(MakeExecSource(config, options)) {}
 
 TlsTransport::~TlsTransport() = default;
 
@@ -128,9 +150,37 @@ TlsConnectionPtr TlsTransport::TakeIdle() {
   }
 }
 
-void TlsTransport::ReturnIdle(TlsConnectionPtr conn) {
+void TlsTransport::ReturnIdle(TlsConnectionPtr conn, const SSL_CTX* ctx) {
   absl::MutexLock lock(&mu_);
-  if (idle_.size() < options_.max_idle) idle_.push_back(std::move(conn));
+  const SSL_CTX* current = exec_ctx_ != nullptr ? exec_ctx_.get() : ctx_.get();
+  if (ctx == current && idle_.size() < options_.max_idle) {
+    idle_.push_back(std::move(conn));
+  }
+}
+
+absl::StatusOr<TlsTransport::Identity> TlsTransport::CurrentIdentity() {
+  if (exec_ == nullptr) {
+    GPULET_ASSIGN_OR_RETURN(std::string token, tokens_.Token());
+    return Identity{std::move(token), ctx_, 0};
+  }
+  GPULET_ASSIGN_OR_RETURN(ExecCredentialSource::Current current, exec_->Get());
+  Identity id{std::move(current.credential.token), ctx_, current.generation};
+  if (current.credential.client_cert_pem.empty()) return id;
+  absl::MutexLock lock(&mu_);
+  // A request that got an older credential uses the newer context.
+  if (current.generation > exec_ctx_generation_) {
+    config::ApiServerConfig with_cert;
+    with_cert.source = absl::StrCat(source_, " (exec plugin credential)");
+    with_cert.ca_pem = ca_pem_;
+    with_cert.client_cert_pem = std::move(current.credential.client_cert_pem);
+    with_cert.client_key_pem = std::move(current.credential.client_key_pem);
+    GPULET_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewClientContext(with_cert));
+    exec_ctx_ = std::move(ctx);
+    exec_ctx_generation_ = current.generation;
+    idle_.clear();
+  }
+  id.ctx = exec_ctx_;
+  return id;
 }
 
 absl::StatusOr<Response> TlsTransport::Do(const Request& request) {
@@ -178,7 +228,8 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not a valid method, path or content type"));
   }
-  GPULET_ASSIGN_OR_RETURN(std::string token, tokens_.Token());
+  GPULET_ASSIGN_OR_RETURN(Identity id, CurrentIdentity());
+  const std::string& token = id.token;
   if (token.find_first_of("\r\n") != std::string::npos) {
     return absl::FailedPreconditionError(
         absl::StrCat(source_, ": the bearer token contains a line break"));
@@ -204,7 +255,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         ++opened_;
       }
       absl::Status connected = conn->Connect(
-          ctx_.get(), target_.host, target_.port,
+          id.ctx.get(), target_.host, target_.port,
           std::min(deadline, clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }
@@ -213,8 +264,16 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         Exchange(*conn, reused, message, request, on_chunk, deadline, attempt);
     on_stop.reset();
     if (!response.ok() && attempt.retry && tries == 0) continue;
-    if (response.ok() && attempt.keep) ReturnIdle(std::move(conn));
-    if (response.ok() && response->status == 401) tokens_.Invalidate();
+    if (response.ok() && attempt.keep) {
+      ReturnIdle(std::move(conn), id.ctx.get());
+    }
+    if (response.ok() && response->status == 401) {
+      if (exec_ != nullptr) {
+        exec_->Invalidate(id.generation);
+      } else {
+        tokens_.Invalidate();
+      }
+    }
     return response;
   }
 }
