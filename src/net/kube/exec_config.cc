@@ -59,32 +59,42 @@ absl::StatusOr<InteractiveMode> ReadInteractiveMode(const Fields& f,
       absl::StrCat("\"", mode, "\" is not one of Never, IfAvailable, Always"));
 }
 
-absl::Status ReadList(const Fields& f, const char* key, ExecConfig& out) {
+// The list at `key`, nullptr when absent; an error when not a list.
+absl::StatusOr<const Json*> List(const Fields& f, const char* key) {
   const Json* list = f.Find(key);
-  if (list == nullptr) return absl::OkStatus();
-  if (!list->is_array()) return f.Error(key, "expected a list");
-  for (size_t i = 0; i < list->size(); ++i) {
-    const Json& item = (*list)[i];
-    const std::string at = absl::StrCat(key, "[", i, "]");
-    if (std::string(key) == "args") {
-      if (!item.is_string()) return f.Error(at, "expected a string");
-      out.args.push_back(item.get<std::string>());
-      continue;
+  if (list != nullptr && !list->is_array()) {
+    return f.Error(key, "expected a list");
+  }
+  return list;
+}
+
+absl::Status ReadArgs(const Fields& f, ExecConfig& out) {
+  GPULET_ASSIGN_OR_RETURN(const Json* list, List(f, "args"));
+  for (size_t i = 0; list != nullptr && i < list->size(); ++i) {
+    if (!(*list)[i].is_string()) {
+      return f.Error(absl::StrCat("args[", i, "]"), "expected a string");
     }
-    const Json* name =
-        item.is_object() && item.contains("name") ? &item["name"] : nullptr;
-    const Json* value =
-        item.is_object() && item.contains("value") ? &item["value"] : nullptr;
-    if (name == nullptr || !name->is_string() ||
-        name->get_ref<const std::string&>().empty() || value == nullptr ||
-        !value->is_string()) {
+    out.args.push_back((*list)[i].get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadEnv(const Fields& f, ExecConfig& out) {
+  GPULET_ASSIGN_OR_RETURN(const Json* list, List(f, "env"));
+  for (size_t i = 0; list != nullptr && i < list->size(); ++i) {
+    const Json& item = (*list)[i];
+    const std::string at = absl::StrCat("env[", i, "]");
+    const Json name = item.is_object() ? item.value("name", Json()) : Json();
+    const Json value = item.is_object() ? item.value("value", Json()) : Json();
+    if (!name.is_string() || name.get_ref<const std::string&>().empty() ||
+        !value.is_string()) {
       return f.Error(at,
                      "expected {name: <non-empty string>, value: <string>}");
     }
-    if (name->get_ref<const std::string&>().find('=') != std::string::npos) {
+    if (name.get_ref<const std::string&>().find('=') != std::string::npos) {
       return f.Error(at, "an environment variable's name has no '='");
     }
-    out.env.emplace_back(name->get<std::string>(), value->get<std::string>());
+    out.env.emplace_back(name.get<std::string>(), value.get<std::string>());
   }
   return absl::OkStatus();
 }
@@ -111,8 +121,8 @@ absl::StatusOr<ExecConfig> ParseExecConfig(const Json& exec,
   }
   GPULET_ASSIGN_OR_RETURN(out.command, f.String("command"));
   if (out.command.empty()) return f.Error("command", "missing");
-  GPULET_RETURN_IF_ERROR(ReadList(f, "args", out));
-  GPULET_RETURN_IF_ERROR(ReadList(f, "env", out));
+  GPULET_RETURN_IF_ERROR(ReadArgs(f, out));
+  GPULET_RETURN_IF_ERROR(ReadEnv(f, out));
   GPULET_ASSIGN_OR_RETURN(out.install_hint, f.String("installHint"));
   if (const Json* info = f.Find("provideClusterInfo"); info != nullptr) {
     if (!info->is_boolean()) {
@@ -144,9 +154,8 @@ absl::StatusOr<std::optional<ExecConfig>> ReadUserExec(
       ExecConfig out,
       ParseExecConfig(*exec, source, absl::StrCat(user_path, ".exec"), user));
   const Fields c(cluster_json, source, cluster_path);
-  const Json* list = c.Find("extensions");
+  GPULET_ASSIGN_OR_RETURN(const Json* list, List(c, "extensions"));
   if (list == nullptr) return out;
-  if (!list->is_array()) return c.Error("extensions", "expected a list");
   for (const Json& item : *list) {
     if (!item.is_object() ||
         item.value("name", Json()) != kExecClusterExtension) {
