@@ -165,21 +165,30 @@ absl::StatusOr<TlsTransport::Identity> TlsTransport::CurrentIdentity() {
   }
   GPULET_ASSIGN_OR_RETURN(ExecCredentialSource::Current current, exec_->Get());
   Identity id{std::move(current.credential.token), ctx_, current.generation};
-  if (current.credential.client_cert_pem.empty()) return id;
   absl::MutexLock lock(&mu_);
   // A request that got an older credential uses the newer context.
   if (current.generation > exec_ctx_generation_) {
-    config::ApiServerConfig with_cert;
-    with_cert.source = absl::StrCat(source_, " (exec plugin credential)");
-    with_cert.ca_pem = ca_pem_;
-    with_cert.client_cert_pem = std::move(current.credential.client_cert_pem);
-    with_cert.client_key_pem = std::move(current.credential.client_key_pem);
-    GPULET_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewClientContext(with_cert));
+    SslCtxPtr ctx;
+    if (!current.credential.client_cert_pem.empty()) {
+      config::ApiServerConfig with_cert;
+      with_cert.source = absl::StrCat(source_, " (exec plugin credential)");
+      with_cert.ca_pem = ca_pem_;
+      with_cert.client_cert_pem = std::move(current.credential.client_cert_pem);
+      with_cert.client_key_pem = std::move(current.credential.client_key_pem);
+      absl::StatusOr<SslCtxPtr> made = NewClientContext(with_cert);
+      if (!made.ok()) {
+        // Not kept: the next request asks the plugin again.
+        exec_->Invalidate(current.generation);
+        return made.status();
+      }
+      ctx = *std::move(made);
+    }
+    // Pooled connections present the identity they were made with.
+    if (exec_ctx_ != nullptr || ctx != nullptr) idle_.clear();
     exec_ctx_ = std::move(ctx);
     exec_ctx_generation_ = current.generation;
-    idle_.clear();
   }
-  id.ctx = exec_ctx_;
+  if (exec_ctx_ != nullptr) id.ctx = exec_ctx_;
   return id;
 }
 

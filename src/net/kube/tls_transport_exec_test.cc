@@ -184,5 +184,28 @@ TEST_F(TlsTransportExecTest, PluginFailureIsTheRequestsError) {
               ::testing::HasSubstr("of kubeconfig user \"u\": exit status 4"));
 }
 
+TEST_F(TlsTransportExecTest, ACertificateThatDoesNotLoadIsNotKept) {
+  const KeyPair ca = tls_test::MakeCa("ca");
+  Serve(ca, false);
+  server_->Get("/x", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{}", "application/json");
+  });
+  scripts_.Write("answer-1",
+                 R"({"clientCertificateData":"not PEM","clientKeyData":"x"})");
+  scripts_.Write("answer-2", R"({"token":"t"})");
+  absl::StatusOr<std::unique_ptr<TlsTransport>> transport =
+      TlsTransport::Create(Config(ca), Options());
+  ASSERT_TRUE(transport.ok()) << transport.status();
+  absl::StatusOr<Response> got = (*transport)->Do({.path = "/x"});
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(got.status().message(),
+              ::testing::HasSubstr("(exec plugin credential): client "
+                                   "certificate"));
+  got = (*transport)->Do({.path = "/x"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(Runs(), 2);
+}
+
 }  // namespace
 }  // namespace gpulet::kube
