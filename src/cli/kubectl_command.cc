@@ -142,6 +142,9 @@ int RunKubectlGpulet(const std::vector<std::string>& args, std::ostream& out,
   api_options.context = opts->context;
   api_options.in_cluster.getenv = getenv;
   api_options.client.max_attempts = 3;
+  // The user's own kubeconfig: its credential plugin (EKS, GKE, AKS) runs
+  // with this process's environment and terminal.
+  api_options.allow_exec_plugin = true;
   absl::StatusOr<std::unique_ptr<kube::ApiClient>> api =
       kube::MakeApiClient(api_options);
   if (!api.ok()) {

@@ -33,13 +33,22 @@ struct ApiClientOptions {
   // service account is read from when there is no kubeconfig.
   config::InClusterOptions in_cluster{};
   ClientOptions client{};
+  // Whether a kubeconfig's exec credential plugin may run. Only
+  // kubectl-gpulet, run by a person with their own kubeconfig, allows it;
+  // gpulet's node and cluster components refuse such a kubeconfig
+  // (FailedPrecondition naming it) rather than run a program from it.
+  bool allow_exec_plugin = false;
+  // How the plugin runs (environment, terminal, bounds).
+  ExecPluginOptions exec{};
 };
 
 class ApiClient {
  public:
-  // Opens the transport to `api` and a client over it.
+  // Opens the transport to `api` and a client over it; `exec` is how an
+  // exec credential plugin of `api` runs.
   static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
-      const config::ApiServerConfig& api, const ClientOptions& options);
+      const config::ApiServerConfig& api, const ClientOptions& options,
+      const ExecPluginOptions& exec = {});
 
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;

@@ -202,7 +202,7 @@ absl::Status ReadUser(const Doc& doc, const Json& user, const std::string& path,
   const Reader& r = doc.reader;
   ApiServerConfig& c = out.config;
   GPULET_RETURN_IF_ERROR(RejectPresent(
-      r, user, path, {"exec", "auth-provider", "username", "password"},
+      r, user, path, {"auth-provider", "username", "password"},
       "not supported by gpulet (use a client certificate or a token)"));
   GPULET_RETURN_IF_ERROR(RejectUnknownUserFields(r, user, path));
   GPULET_ASSIGN_OR_RETURN(c.client_cert_file,
@@ -277,6 +277,11 @@ absl::StatusOr<KubeconfigSelection> Select(const std::vector<Doc>& docs,
         Found user,
         FindFirst(docs, "users", "user", user_name, wanted_by + ".user"));
     GPULET_RETURN_IF_ERROR(ReadUser(*user.doc, user.item, user.path, out));
+    GPULET_ASSIGN_OR_RETURN(
+        out.config.exec,
+        ReadUserExec(user.item, user.path, cluster.item, cluster.path,
+                     user.doc->reader.source(), user_name));
+    if (out.config.exec) out.config.exec->base_dir = user.doc->base_dir;
   }
   return out;
 }

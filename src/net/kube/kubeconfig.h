@@ -6,17 +6,18 @@
 // Kubeconfig: the context named `context` (or `current-context`) selects a
 // cluster (server, certificate-authority or certificate-authority-data) and
 // a user (client-certificate[-data] + client-key[-data], token, tokenFile,
-// and impersonation: as, as-uid, as-groups, as-user-extra, impersonation.h).
+// and impersonation: as, as-uid, as-groups, as-user-extra, impersonation.h),
+// or an exec credential plugin (exec_config.h).
 // Relative file paths are relative to the directory of the kubeconfig that
 // holds them, as in kubectl. Certificates and keys are read when the file is
 // loaded; client-certificate/client-key files are also kept as paths, so the
 // transport picks up a rotated pair, and so is a token file (bound
 // service-account tokens rotate). `insecure-skip-tls-verify: true` is
 // rejected: gpulet always verifies the API server's certificate.
-// Authentication gpulet does not implement (exec plugins, auth providers,
-// basic auth), proxies, and any user field gpulet does not know (it could
-// change whose identity the requests carry) are rejected with an error
-// naming the field rather than ignored.
+// Authentication gpulet does not implement (auth providers, basic auth),
+// proxies, and any user field gpulet does not know (it could change whose
+// identity the requests carry) are rejected with an error naming the field
+// rather than ignored.
 //
 // Several kubeconfigs ($KUBECONFIG, ':'-separated) are merged the way
 // kubectl merges them: a context, cluster or user comes from the first file
@@ -41,6 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "src/net/kube/exec_config.h"
 #include "src/net/kube/impersonation.h"
 
 namespace gpulet::config {
@@ -64,6 +66,9 @@ struct ApiServerConfig {
   std::string namespace_name;   // the context's or service account's namespace
   std::string source;           // "kubeconfig /path" or "in-cluster config"
   Impersonation impersonation;  // the user's as, as-uid, as-groups, ...
+  // The user's exec credential plugin; the transport runs it (and uses no
+  // token or client certificate of its own then).
+  std::optional<ExecConfig> exec;
 };
 
 // A kubeconfig selection before its files are read: file references are

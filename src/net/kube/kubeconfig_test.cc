@@ -109,7 +109,7 @@ TEST(KubeconfigTest, ErrorsNameTheField) {
       {"    server: https://a:1", "    client-certificate: /c", "",
        "users[0].user: client-certificate and client-key go together"},
       {"    server: https://a:1", "    exec: {command: aws}", "",
-       "users[0].user.exec: not supported"},
+       "users[0].user.exec.apiVersion: missing"},
       {"    server: https://a:1", "    username: admin", "",
        "users[0].user.username: not supported"},
       {"    server: https://a:1", "    token: [1]", "",

@@ -40,6 +40,26 @@ struct TlsTransport::Attempt {
   bool keep = false;   // the connection may carry the next request
 };
 
+struct TlsTransport::Identity {
+  std::string token;
+  std::shared_ptr<SSL_CTX> ctx;
+  uint64_t generation = 0;  // of the exec plugin's credential; 0: none
+};
+
+namespace {
+
+std::unique_ptr<ExecCredentialSource> MakeExecSource(
+    const config::ApiServerConfig& config, const TlsTransportOptions& options) {
+  if (!config.exec) return nullptr;
+  auto plugin = std::make_shared<ExecPlugin>(
+      *config.exec, ExecClusterInfo{config.server, config.ca_pem},
+      options.exec);
+  return std::make_unique<ExecCredentialSource>(
+      [plugin] { return plugin->Run(); }, *options.clock);
+}
+
+}  // namespace
+
 TlsTransport::TlsTransport(const config::ApiServerConfig& config,
                            const TlsTransportOptions& options,
                            std::unique_ptr<TlsContextSource> contexts,
@@ -48,11 +68,13 @@ TlsTransport::TlsTransport(const config::ApiServerConfig& config,
       source_(config.source),
       options_(options),
       contexts_(std::move(contexts)),
+      ca_pem_(config.ca_pem),
       target_(std::move(target)),
       impersonation_headers_(
           config::ImpersonationHeaders(config.impersonation)),
       tokens_(config.token, config.token_file, *options.clock,
-              options.token_refresh) {}
+              options.token_refresh),
+      exec_(MakeExecSource(config, options)) {}
 
 TlsTransport::~TlsTransport() = default;
 
@@ -144,9 +166,50 @@ TlsConnectionPtr TlsTransport::TakeIdle() {
   }
 }
 
-void TlsTransport::ReturnIdle(TlsConnectionPtr conn) {
+void TlsTransport::ReturnIdle(TlsConnectionPtr conn, const SSL_CTX* ctx) {
   absl::MutexLock lock(&mu_);
-  if (idle_.size() < options_.max_idle) idle_.push_back(std::move(conn));
+  if (ctx == current_ctx_.get() && idle_.size() < options_.max_idle) {
+    idle_.push_back(std::move(conn));
+  }
+}
+
+absl::StatusOr<TlsTransport::Identity> TlsTransport::CurrentIdentity() {
+  std::shared_ptr<SSL_CTX> base = Context();
+  if (exec_ == nullptr) {
+    GPULET_ASSIGN_OR_RETURN(std::string token, tokens_.Token());
+    absl::MutexLock lock(&mu_);
+    current_ctx_ = base;
+    return Identity{std::move(token), std::move(base), 0};
+  }
+  GPULET_ASSIGN_OR_RETURN(ExecCredentialSource::Current current, exec_->Get());
+  Identity id{std::move(current.credential.token), std::move(base),
+              current.generation};
+  absl::MutexLock lock(&mu_);
+  // A request that got an older credential uses the newer context.
+  if (current.generation > exec_ctx_generation_) {
+    SslCtxPtr ctx;
+    if (!current.credential.client_cert_pem.empty()) {
+      config::ApiServerConfig with_cert;
+      with_cert.source = absl::StrCat(source_, " (exec plugin credential)");
+      with_cert.ca_pem = ca_pem_;
+      with_cert.client_cert_pem = std::move(current.credential.client_cert_pem);
+      with_cert.client_key_pem = std::move(current.credential.client_key_pem);
+      absl::StatusOr<SslCtxPtr> made = NewClientContext(with_cert);
+      if (!made.ok()) {
+        // Not kept: the next request asks the plugin again.
+        exec_->Invalidate(current.generation);
+        return made.status();
+      }
+      ctx = *std::move(made);
+    }
+    // Pooled connections present the identity they were made with.
+    if (exec_ctx_ != nullptr || ctx != nullptr) idle_.clear();
+    exec_ctx_ = std::move(ctx);
+    exec_ctx_generation_ = current.generation;
+  }
+  if (exec_ctx_ != nullptr) id.ctx = exec_ctx_;
+  current_ctx_ = id.ctx;
+  return id;
 }
 
 absl::StatusOr<Response> TlsTransport::Do(const Request& request) {
@@ -195,13 +258,13 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not a valid method, path or content type"));
   }
-  GPULET_ASSIGN_OR_RETURN(std::string token, tokens_.Token());
+  GPULET_ASSIGN_OR_RETURN(Identity id, CurrentIdentity());
+  const std::string& token = id.token;
   if (token.find_first_of("\r\n") != std::string::npos) {
     return absl::FailedPreconditionError(
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
-  const std::shared_ptr<SSL_CTX> ctx = Context();
   const common::Clock& clock = common::RealClock::Get();
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
@@ -222,7 +285,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         ++opened_;
       }
       absl::Status connected = conn->Connect(
-          ctx.get(), target_.host, target_.port,
+          id.ctx.get(), target_.host, target_.port,
           std::min(deadline, clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }
@@ -231,8 +294,16 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         Exchange(*conn, reused, message, request, on_chunk, deadline, attempt);
     on_stop.reset();
     if (!response.ok() && attempt.retry && tries == 0) continue;
-    if (response.ok() && attempt.keep) ReturnIdle(std::move(conn));
-    if (response.ok() && response->status == 401) tokens_.Invalidate();
+    if (response.ok() && attempt.keep) {
+      ReturnIdle(std::move(conn), id.ctx.get());
+    }
+    if (response.ok() && response->status == 401) {
+      if (exec_ != nullptr) {
+        exec_->Invalidate(id.generation);
+      } else {
+        tokens_.Invalidate();
+      }
+    }
     return response;
   }
 }

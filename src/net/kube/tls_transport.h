@@ -17,6 +17,11 @@
 //   file. Neither ever appears in a log line or a Status message.
 // - Impersonation (config.impersonation, impersonation.h) goes out as
 //   Impersonate-* headers on every request.
+// - With an exec credential plugin (config.exec) the token, the client
+//   certificate and key, or both, come from the plugin instead
+//   (exec_credential_source.h: run at the first request, again on expiry
+//   and after a 401). A new certificate gets a new TLS context, and pooled
+//   connections made with the old one are dropped.
 //
 // Connections: Do() takes an idle connection from a small pool (or opens
 // one) and puts it back when the response ended cleanly with keep-alive,
@@ -36,6 +41,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +51,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "src/base/common/clock.h"
+#include "src/net/kube/exec_credential_source.h"
+#include "src/net/kube/exec_plugin.h"
 #include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_client_context.h"
 #include "src/net/kube/tls_connection.h"
@@ -61,7 +69,8 @@ struct TlsTransportOptions {
   absl::Duration connect_timeout = absl::Seconds(10);
   size_t max_body = 256 << 20;  // a whole (paged) response
   size_t max_head = 64 << 10;
-  size_t max_idle = 4;  // pooled connections
+  size_t max_idle = 4;       // pooled connections
+  ExecPluginOptions exec{};  // how an exec credential plugin is run
 };
 
 class TlsTransport final : public Transport {
@@ -93,6 +102,7 @@ class TlsTransport final : public Transport {
     std::string base_path;  // the URL's path, "" or "/prefix"
   };
   struct Attempt;
+  struct Identity;
   static absl::StatusOr<Target> ParseServer(
       const config::ApiServerConfig& config);
   // The request as sent: head (with the token) and body.
@@ -100,9 +110,11 @@ class TlsTransport final : public Transport {
   TlsTransport(const config::ApiServerConfig& config,
                const TlsTransportOptions& options,
                std::unique_ptr<TlsContextSource> contexts, Target target);
-  // The context for a new connection; drops the idle pool when the client
-  // certificate was rotated.
+  // The context of the configured client certificate (none with an exec
+  // plugin); drops the idle pool when the certificate files were rotated.
   std::shared_ptr<SSL_CTX> Context();
+  // The token and TLS context for the next request.
+  absl::StatusOr<Identity> CurrentIdentity();
   absl::StatusOr<Response> Perform(const Request& request,
                                    const ChunkFn* on_chunk,
                                    const std::stop_token& stop);
@@ -112,18 +124,26 @@ class TlsTransport final : public Transport {
                                     const ChunkFn* on_chunk,
                                     absl::Time deadline, Attempt& attempt);
   TlsConnectionPtr TakeIdle();
-  void ReturnIdle(TlsConnectionPtr conn);
+  // Pools `conn` unless the client identity changed since `ctx` made it.
+  void ReturnIdle(TlsConnectionPtr conn, const SSL_CTX* ctx);
 
   const std::string server_;
   const std::string source_;
   const TlsTransportOptions options_;
   const std::unique_ptr<TlsContextSource> contexts_;
+  const std::string ca_pem_;
   const Target target_;
   const std::string impersonation_headers_;
   TokenSource tokens_;
+  const std::unique_ptr<ExecCredentialSource> exec_;  // null without exec
   mutable absl::Mutex mu_;
   std::vector<TlsConnectionPtr> idle_ ABSL_GUARDED_BY(mu_);
   int opened_ ABSL_GUARDED_BY(mu_) = 0;
+  // The context with the exec plugin's certificate, and its generation.
+  std::shared_ptr<SSL_CTX> exec_ctx_ ABSL_GUARDED_BY(mu_);
+  uint64_t exec_ctx_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The context new requests use: only connections made with it are pooled.
+  std::shared_ptr<SSL_CTX> current_ctx_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::kube
