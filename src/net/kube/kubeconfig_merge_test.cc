@@ -117,12 +117,13 @@ TEST(KubeconfigMergeTest, ErrorsNameTheFileAndTheList) {
   sel = SelectKubeconfig({{"/d/n/config", kNoCurrent},
                           {"/d/x/config",
                            "users:\n- {name: ua, user: "
-                           "{exec: {command: x}}}\n"},
+                           "{auth-provider: {name: x}}}\n"},
                           {"/d/a/config", kA}},
                          "ctx-a");
   ASSERT_FALSE(sel.ok());
   EXPECT_THAT(sel.status().message(),
-              HasSubstr("/d/x/config: users[0].user.exec: not supported"));
+              HasSubstr("/d/x/config: users[0].user.auth-provider: not "
+                        "supported"));
 }
 
 class TempDir {
