@@ -140,8 +140,10 @@ absl::Status Client::Watch(const std::string& path, const WatchOptions& options,
                  {"resourceVersion", options.resource_version},
                  {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
                  {"timeoutSeconds", absl::StrCat(timeout_seconds)}}),
-      // The server ends the watch; this only catches a server gone silent.
-      .timeout = options.timeout + options_.request_timeout};
+      // The server ends the watch; this only bounds one that never ends.
+      .timeout = options.timeout + options_.request_timeout,
+      // What notices a connection that died without a word.
+      .idle_timeout = options_.watch_idle_timeout};
   const std::string what = Describe(request);
   if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
 

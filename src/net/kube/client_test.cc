@@ -246,6 +246,17 @@ TEST_F(ClientTest, WatchDeliversEventsAcrossChunks) {
                           "allowWatchBookmarks=true&timeoutSeconds=300"));
 }
 
+TEST_F(ClientTest, WatchAsksTheTransportForTheIdleTimeout) {
+  transport_.AddStream({Event("ADDED", "a", "11")});
+  EXPECT_TRUE(client_.Watch("/p", {}, [](const auto&) { return true; }).ok());
+  transport_.AddResponse(200, "{}");
+  EXPECT_TRUE(client_.Get("/p").ok());
+  const std::vector<Request> requests = transport_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].idle_timeout, kWatchIdleTimeout);
+  EXPECT_EQ(requests[1].idle_timeout, absl::InfiniteDuration());
+}
+
 TEST_F(ClientTest, WatchErrorEventEndsTheWatchAsGone) {
   transport_.AddStream(
       {Event("ADDED", "a", "11"),

@@ -4,9 +4,11 @@
 // last version seen (bookmarks move it on even when nothing changes); when
 // the server answers 410 Gone (that version is too old), list again and
 // hand the caller the whole new set. Failures wait a jittered, growing
-// backoff before the next attempt. Each watch asks the server to end it
-// after a random 5 to 10 minutes (as client-go does), so the watches of
-// many nodes do not all restart together.
+// backoff before the next attempt; a watch that went silent past the
+// client's watch_idle_timeout (client.h) is such a failure, and the next
+// watch resumes from the last version seen, without a list. Each watch asks the
+// server to end it after a random 5 to 10 minutes (as client-go does), so the
+// watches of many nodes do not all restart together.
 //
 // The resourceVersion each list asks for is the reflector's (ListVersion()):
 // "0" for the first list, any version the server has, served from its watch

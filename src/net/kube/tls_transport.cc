@@ -26,6 +26,18 @@ absl::Status Wrap(absl::string_view what, const absl::Status& status) {
                       absl::StrCat(what, ": ", status.message()));
 }
 
+// When waiting for the next bytes gives up, counted from now.
+absl::Time IdleDeadline(const common::Clock& clock, absl::Duration idle) {
+  return idle == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                          : clock.Now() + idle;
+}
+
+absl::Status IdleTimedOut(absl::string_view what, absl::Duration idle) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      what, ": nothing from the server for ", absl::FormatDuration(idle),
+      " (the idle timeout): the connection is taken for dead"));
+}
+
 bool Printable(absl::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
     return static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
@@ -265,7 +277,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
-  const common::Clock& clock = common::RealClock::Get();
+  const common::Clock& clock = *options_.clock;
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
                                   : clock.Now() + request.timeout;
@@ -274,7 +286,12 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
     TlsConnectionPtr conn =
         on_chunk == nullptr && tries == 0 ? TakeIdle() : nullptr;
     const bool reused = conn != nullptr;
-    if (!reused) conn = std::make_unique<TlsConnection>();
+    if (!reused) {
+      conn = std::make_unique<TlsConnection>(
+          TlsConnectionOptions{.clock = options_.clock,
+                               .resolver = options_.resolver,
+                               .keepalive = options_.keepalive});
+    }
     std::optional<std::stop_callback<std::function<void()>>> on_stop;
     if (stop.stop_possible()) {
       on_stop.emplace(stop, [c = conn.get()] { c->Interrupt(); });
@@ -340,14 +357,21 @@ absl::StatusOr<Response> TlsTransport::Exchange(
   // of an answer came, so a GET can go again on a new connection.
   const bool may_retry = reused && request.method == "GET";
   std::string buffer(kReadBuffer, '\0');
+  const common::Clock& clock = *options_.clock;
+  absl::Time idle_until = IdleDeadline(clock, request.idle_timeout);
   while (!parser.done() && !parser.stopped()) {
-    absl::StatusOr<size_t> n =
-        conn.Read(buffer.data(), buffer.size(), deadline);
+    const absl::Time until = std::min(deadline, idle_until);
+    absl::StatusOr<size_t> n = conn.Read(buffer.data(), buffer.size(), until);
     if (!n.ok()) {
       attempt.retry = may_retry && !parser.started() &&
                       n.status().code() == absl::StatusCode::kUnavailable;
+      if (n.status().code() == absl::StatusCode::kDeadlineExceeded &&
+          idle_until < deadline) {
+        return IdleTimedOut(what, request.idle_timeout);
+      }
       return Wrap(what, n.status());
     }
+    idle_until = IdleDeadline(clock, request.idle_timeout);
     if (*n == 0 && !parser.started()) {
       attempt.retry = may_retry;
       return absl::UnavailableError(absl::StrCat(

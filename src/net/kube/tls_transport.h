@@ -34,8 +34,11 @@
 // Bounds: a whole response body at most `max_body` bytes (a non-2xx body
 // while streaming, 1 MiB), the status line and headers `max_head` bytes:
 // past them ResourceExhausted. Request::timeout covers the whole exchange;
-// `connect_timeout` bounds connecting and the TLS handshake within it.
-// Stream()'s stop request ends a blocked read at once (Cancelled).
+// `connect_timeout` bounds resolving the host, connecting and the TLS
+// handshake within it; Request::idle_timeout bounds each wait for bytes of
+// the answer (measured from the last bytes that arrived). Every connection
+// has TCP keepalive tuned (`keepalive`, tcp_keepalive.h). Stream()'s stop
+// request ends a blocked read at once (Cancelled).
 //
 // Thread safety: Do() and Stream() may be called from any number of threads.
 #pragma once
@@ -54,6 +57,8 @@
 #include "src/net/kube/exec_credential_source.h"
 #include "src/net/kube/exec_plugin.h"
 #include "src/net/kube/kubeconfig.h"
+#include "src/net/kube/resolver.h"
+#include "src/net/kube/tcp_keepalive.h"
 #include "src/net/kube/tls_client_context.h"
 #include "src/net/kube/tls_connection.h"
 #include "src/net/kube/tls_context_source.h"
@@ -63,8 +68,11 @@
 namespace gpulet::kube {
 
 struct TlsTransportOptions {
-  // Drives token-file refresh; must outlive the transport.
+  // Reads the time for every deadline and token-file refresh; must outlive
+  // the transport.
   const common::Clock* clock = &common::RealClock::Get();
+  Resolver* resolver = nullptr;  // borrowed; nullptr: Resolver::System()
+  TcpKeepAlive keepalive{};
   absl::Duration token_refresh = absl::Minutes(1);
   absl::Duration connect_timeout = absl::Seconds(10);
   size_t max_body = 256 << 20;  // a whole (paged) response

@@ -36,6 +36,9 @@ struct Request {
   std::string body{};
   // The whole exchange, streamed body included.
   absl::Duration timeout = absl::Seconds(30);
+  // The longest wait for the next bytes of the answer (a watch: its idle
+  // timeout); past it the exchange fails with DeadlineExceeded, naming it.
+  absl::Duration idle_timeout = absl::InfiniteDuration();
 };
 
 struct Response {
