@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
 namespace gpulet::h2 {
@@ -104,6 +105,24 @@ void CallWorkers::Stop() {
   for (std::stop_source& s : running) s.request_stop();
   threads_.clear();  // joins; queued jobs run with a requested token
   watcher_ = std::jthread();
+}
+
+AsyncUnaryMethod OnWorkers(CallWorkers& workers, std::string what,
+                           CallWork work) {
+  auto shared = std::make_shared<const CallWork>(std::move(work));
+  return [&workers, what = std::move(what), shared](std::string_view request,
+                                                    UnaryResponder responder) {
+    auto job = [shared, responder,
+                bytes = std::string(request)](std::stop_token stop) {
+      responder.Complete((*shared)(bytes, stop));
+    };
+    if (!workers.Submit(CallWorkers::Budget(responder.deadline()),
+                        std::move(job))) {
+      responder.Complete(absl::UnavailableError(
+          absl::StrCat(what, ": ", workers.max_queued(),
+                       " calls already waiting; try again")));
+    }
+  };
 }
 
 }  // namespace gpulet::h2

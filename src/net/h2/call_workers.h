@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "src/net/h2/service.h"
 
@@ -49,6 +50,7 @@ class CallWorkers {
   // job is dropped, not run) when `max_queued` jobs wait or after Stop.
   bool Submit(Clock::time_point deadline, Job job);
   void Stop();
+  size_t max_queued() const { return max_queued_; }
 
  private:
   struct Entry {
@@ -70,5 +72,16 @@ class CallWorkers {
   std::vector<std::jthread> threads_;
   std::jthread watcher_;
 };
+
+// The work of an asynchronous method: the request's answer, computed on a
+// worker; `stop` is requested when the call's time is up.
+using CallWork = std::function<absl::StatusOr<std::string>(
+    std::string_view request, std::stop_token stop)>;
+
+// An asynchronous method running `work` on `workers` (which outlive the
+// server's run) with the call's Budget; a call they cannot take is
+// UNAVAILABLE "<what>: <n> calls already waiting; try again".
+AsyncUnaryMethod OnWorkers(CallWorkers& workers, std::string what,
+                           CallWork work);
 
 }  // namespace gpulet::h2

@@ -133,8 +133,9 @@ void TlsTransport::ReturnIdle(TlsConnectionPtr conn) {
   if (idle_.size() < options_.max_idle) idle_.push_back(std::move(conn));
 }
 
-absl::StatusOr<Response> TlsTransport::Do(const Request& request) {
-  return Perform(request, nullptr, std::stop_token());
+absl::StatusOr<Response> TlsTransport::Do(const Request& request,
+                                          std::stop_token stop) {
+  return Perform(request, nullptr, stop);
 }
 
 absl::StatusOr<Response> TlsTransport::Stream(const Request& request,
