@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "src/net/h2/async_call.h"
 #include "src/net/h2/grpc_wire.h"
 
 namespace gpulet::h2 {
@@ -43,6 +44,7 @@ struct ServerConnection::Call {
   bool want_step = false;
   std::optional<Clock::time_point> deadline;
   std::unique_ptr<StreamSource> source;
+  std::shared_ptr<AsyncCall> async;  // an asynchronous call not answered yet
   // The message being sent: prefix then body, `offset` over both.
   std::string prefix;
   std::shared_ptr<const std::string> message;
@@ -180,7 +182,9 @@ struct Callbacks {
   }
 };
 
-ServerConnection::ServerConnection(const Service& service) : service_(service) {
+ServerConnection::ServerConnection(const Service& service,
+                                   std::shared_ptr<LoopWaker> waker)
+    : service_(service), waker_(std::move(waker)) {
   static nghttp2_session_callbacks* const callbacks = [] {
     nghttp2_session_callbacks* cb = nullptr;
     nghttp2_session_callbacks_new(&cb);
@@ -206,6 +210,7 @@ ServerConnection::ServerConnection(const Service& service) : service_(service) {
 ServerConnection::~ServerConnection() {
   for (auto& [id, call] : calls_) {
     if (call->source != nullptr) call->source->Ended("connection closed");
+    if (call->async != nullptr) call->async->Abandon();
   }
   calls_.clear();
   nghttp2_session_del(session_);
@@ -250,6 +255,11 @@ void ServerConnection::Dispatch(Call& call, Clock::time_point now) {
     call.end = absl::OkStatus();
     return Respond(call);
   }
+  if (auto it = service_.async_unary.find(call.path);
+      it != service_.async_unary.end()) {
+    if (!request.ok()) return End(call, request.status(), "bad request");
+    return DispatchAsync(call, it->second, *request, now);
+  }
   if (auto it = service_.streaming.find(call.path);
       it != service_.streaming.end()) {
     if (!request.ok()) return End(call, request.status(), "bad request");
@@ -263,6 +273,32 @@ void ServerConnection::Dispatch(Call& call, Clock::time_point now) {
       absl::UnimplementedError(
           absl::StrCat("unknown method \"", call.path, "\"")),
       "unknown method");
+}
+
+void ServerConnection::DispatchAsync(Call& call, const AsyncUnaryMethod& method,
+                                     std::string_view request,
+                                     Clock::time_point now) {
+  if (!call.deadline.has_value())
+    call.deadline = now + service_.async_default_deadline;
+  call.async = std::make_shared<AsyncCall>(*call.deadline, waker_);
+  method(request, UnaryResponder(call.async));
+  Collect(call);
+}
+
+void ServerConnection::Collect(Call& call) {
+  if (call.async == nullptr) return;
+  std::optional<absl::StatusOr<std::string>> response = call.async->Take();
+  if (!response.has_value()) return;
+  call.async.reset();
+  if (!response->ok()) return End(call, response->status(), "error");
+  call.prefix = MessagePrefix((*response)->size());
+  call.message = std::make_shared<const std::string>(**std::move(response));
+  call.end = absl::OkStatus();
+  Respond(call);
+}
+
+void ServerConnection::CollectAsync() {
+  for (auto& [id, call] : calls_) Collect(*call);
 }
 
 void ServerConnection::Step(Call& call) {
@@ -300,6 +336,10 @@ void ServerConnection::Respond(Call& call) {
 
 void ServerConnection::End(Call& call, const absl::Status& status,
                            std::string_view why) {
+  if (call.async != nullptr) {
+    call.async->Abandon();
+    call.async.reset();
+  }
   if (call.finished || call.end.has_value()) return;
   call.end = status;
   if (call.source != nullptr) {
@@ -342,6 +382,7 @@ void ServerConnection::Closed(int32_t stream_id, uint32_t error_code) {
   auto it = calls_.find(stream_id);
   if (it == calls_.end()) return;
   Call& call = *it->second;
+  if (call.async != nullptr) call.async->Abandon();
   if (call.source != nullptr) {
     call.source->Ended(error_code == NGHTTP2_NO_ERROR ? "stream closed"
                                                       : "client cancelled");

@@ -61,7 +61,7 @@ absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
   const std::string what = Describe(request);
   for (int attempt = 1;; ++attempt) {
     if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
-    absl::StatusOr<Response> response = transport_.Do(request);
+    absl::StatusOr<Response> response = transport_.Do(request, stop);
     absl::Status status =
         response.ok() ? StatusFromResponse(what, *response) : response.status();
     if (status.ok()) return response;

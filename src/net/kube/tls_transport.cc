@@ -224,8 +224,9 @@ absl::StatusOr<TlsTransport::Identity> TlsTransport::CurrentIdentity() {
   return id;
 }
 
-absl::StatusOr<Response> TlsTransport::Do(const Request& request) {
-  return Perform(request, nullptr, std::stop_token());
+absl::StatusOr<Response> TlsTransport::Do(const Request& request,
+                                          std::stop_token stop) {
+  return Perform(request, nullptr, stop);
 }
 
 absl::StatusOr<Response> TlsTransport::Stream(const Request& request,

@@ -92,7 +92,8 @@ class TlsTransport final : public Transport {
       const TlsTransportOptions& options = {});
   ~TlsTransport() override;
 
-  absl::StatusOr<Response> Do(const Request& request) override;
+  absl::StatusOr<Response> Do(const Request& request,
+                              std::stop_token stop = {}) override;
   absl::StatusOr<Response> Stream(const Request& request,
                                   const ChunkFn& on_chunk,
                                   std::stop_token stop) override;
