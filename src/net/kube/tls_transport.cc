@@ -8,12 +8,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/status_macros.h"
 #include "src/net/kube/http_response_parser.h"
+#include "src/net/kube/server_target.h"
 
 namespace gpulet::kube {
 namespace {
@@ -36,12 +35,6 @@ absl::Status IdleTimedOut(absl::string_view what, absl::Duration idle) {
   return absl::DeadlineExceededError(absl::StrCat(
       what, ": nothing from the server for ", absl::FormatDuration(idle),
       " (the idle timeout): the connection is taken for dead"));
-}
-
-bool Printable(absl::string_view text) {
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
-  });
 }
 
 }  // namespace
@@ -76,7 +69,7 @@ std::unique_ptr<ExecCredentialSource> MakeExecSource(
 TlsTransport::TlsTransport(const config::ApiServerConfig& config,
                            const TlsTransportOptions& options,
                            std::unique_ptr<TlsContextSource> contexts,
-                           Target target)
+                           ServerTarget target)
     : server_(config.server),
       source_(config.source),
       options_(options),
@@ -91,54 +84,9 @@ TlsTransport::TlsTransport(const config::ApiServerConfig& config,
 
 TlsTransport::~TlsTransport() = default;
 
-absl::StatusOr<TlsTransport::Target> TlsTransport::ParseServer(
-    const config::ApiServerConfig& config) {
-  const auto invalid = [&config](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(config.source, ": server \"", config.server, "\" ", why));
-  };
-  absl::string_view url = config.server;
-  if (!absl::ConsumePrefix(&url, "https://")) {
-    return invalid("is not an https:// URL");
-  }
-  const size_t slash = url.find('/');
-  absl::string_view authority = url.substr(0, slash);
-  absl::string_view base =
-      slash == absl::string_view::npos ? "" : url.substr(slash);
-  while (absl::ConsumeSuffix(&base, "/")) {
-  }
-  if (authority.empty() || !Printable(url) ||
-      url.find_first_of("@?#") != absl::string_view::npos) {
-    return invalid("is not a URL of the form https://host[:port][/path]");
-  }
-  absl::string_view host = authority;
-  absl::string_view port;
-  if (absl::StartsWith(authority, "[")) {
-    const size_t close = authority.find(']');
-    if (close == absl::string_view::npos) return invalid("has no closing ]");
-    host = authority.substr(1, close - 1);
-    port = authority.substr(close + 1);
-  } else if (const size_t colon = authority.rfind(':');
-             colon != absl::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon);
-  }
-  int port_number = 443;
-  if (!port.empty() &&
-      (!absl::ConsumePrefix(&port, ":") || port.empty() ||
-       !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
-       !absl::SimpleAtoi(port, &port_number) || port_number < 1 ||
-       port_number > 65535)) {
-    return invalid("has a bad port");
-  }
-  if (host.empty()) return invalid("has no host");
-  return Target{std::string(host), absl::StrCat(port_number),
-                std::string(authority), std::string(base)};
-}
-
 absl::StatusOr<std::unique_ptr<TlsTransport>> TlsTransport::Create(
     const config::ApiServerConfig& config, const TlsTransportOptions& options) {
-  GPULET_ASSIGN_OR_RETURN(Target target, ParseServer(config));
+  GPULET_ASSIGN_OR_RETURN(ServerTarget target, ParseServerTarget(config));
   if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         config.source, ": a client certificate needs its key and vice versa"));
@@ -290,7 +238,7 @@ absl::StatusOr<Response> TlsTransport::Send(const Request& request,
   if (request.method.empty() ||
       !std::all_of(request.method.begin(), request.method.end(),
                    absl::ascii_isupper) ||
-      !absl::StartsWith(request.path, "/") || !Printable(request.path) ||
+      !absl::StartsWith(request.path, "/") || !VisibleAscii(request.path) ||
       request.content_type.find_first_of("\r\n") != std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not a valid method, path or content type"));

@@ -70,6 +70,7 @@
 #include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/request_metrics.h"
 #include "src/net/kube/resolver.h"
+#include "src/net/kube/server_target.h"
 #include "src/net/kube/tcp_keepalive.h"
 #include "src/net/kube/tls_client_context.h"
 #include "src/net/kube/tls_connection.h"
@@ -117,21 +118,13 @@ class TlsTransport final : public Transport {
   int certificate_reloads() const { return contexts_->reloads(); }
 
  private:
-  struct Target {
-    std::string host;  // without brackets
-    std::string port;
-    std::string authority;  // the Host header
-    std::string base_path;  // the URL's path, "" or "/prefix"
-  };
   struct Attempt;
   struct Identity;
-  static absl::StatusOr<Target> ParseServer(
-      const config::ApiServerConfig& config);
   // The request as sent: head (with the token) and body.
   std::string Message(const Request& request, const std::string& token) const;
   TlsTransport(const config::ApiServerConfig& config,
                const TlsTransportOptions& options,
-               std::unique_ptr<TlsContextSource> contexts, Target target);
+               std::unique_ptr<TlsContextSource> contexts, ServerTarget target);
   // The context of the configured client certificate (none with an exec
   // plugin); drops the idle pool when the certificate files were rotated.
   std::shared_ptr<SSL_CTX> Context();
@@ -158,7 +151,7 @@ class TlsTransport final : public Transport {
   const TlsTransportOptions options_;
   const std::unique_ptr<TlsContextSource> contexts_;
   const std::string ca_pem_;
-  const Target target_;
+  const ServerTarget target_;
   const std::string impersonation_headers_;
   TokenSource tokens_;
   const std::unique_ptr<ExecCredentialSource> exec_;  // null without exec
