@@ -257,6 +257,11 @@ struct Health {
 struct Metrics {
   // "host:port" to serve /metrics on; empty: no metrics server.
   std::string address;
+  // TLS for that server (PEM chain and key, set together; empty: plain
+  // HTTP), and the CAs of client certificates /metrics then requires.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string client_ca_file;
 
   bool operator==(const Metrics&) const = default;
 };

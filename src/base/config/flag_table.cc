@@ -319,6 +319,32 @@ void AddProcessFlags(std::vector<FlagSpec>& t) {
                "host:port to serve Prometheus metrics on (GET /metrics), "
                "e.g. :9400; empty: no metrics server",
                String([](Config& c) { return &c.metrics.address; })});
+  t.push_back({"metrics-tls-cert-file",
+               {},
+               {"METRICS_TLS_CERT_FILE"},
+               FlagKind::kString,
+               "",
+               "metrics.tlsCertFile",
+               "PEM certificate chain to serve /metrics over TLS with (needs "
+               "--metrics-tls-key-file); empty: plain HTTP",
+               String([](Config& c) { return &c.metrics.tls_cert_file; })});
+  t.push_back({"metrics-tls-key-file",
+               {},
+               {"METRICS_TLS_KEY_FILE"},
+               FlagKind::kString,
+               "",
+               "metrics.tlsKeyFile",
+               "PEM private key of --metrics-tls-cert-file",
+               String([](Config& c) { return &c.metrics.tls_key_file; })});
+  t.push_back({"metrics-client-ca-file",
+               {},
+               {"METRICS_CLIENT_CA_FILE"},
+               FlagKind::kString,
+               "",
+               "metrics.clientCAFile",
+               "PEM CAs of the client certificates /metrics requires "
+               "(mutual TLS; needs --metrics-tls-cert-file)",
+               String([](Config& c) { return &c.metrics.client_ca_file; })});
   t.push_back({kConfigFileFlag,
                {},
                {"CONFIG_FILE"},

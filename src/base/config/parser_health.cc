@@ -98,8 +98,12 @@ absl::Status ParseHealth(ParseContext& ctx, const Field& field) {
 }
 
 absl::Status ParseMetrics(ParseContext& ctx, const Field& field) {
-  return ReadMap(ctx, field,
-                 {{"address", SetString(ctx, &ctx.config->metrics.address)}});
+  return ReadMap(
+      ctx, field,
+      {{"address", SetString(ctx, &ctx.config->metrics.address)},
+       {"tlsCertFile", SetString(ctx, &ctx.config->metrics.tls_cert_file)},
+       {"tlsKeyFile", SetString(ctx, &ctx.config->metrics.tls_key_file)},
+       {"clientCAFile", SetString(ctx, &ctx.config->metrics.client_ca_file)}});
 }
 
 }  // namespace gpulet::config::internal

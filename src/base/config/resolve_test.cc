@@ -115,6 +115,24 @@ TEST(ResolveTest, MetricsAddressPrecedence) {
             "\"127.0.0.1:9400\", \"[::1]:9400\")");
 }
 
+TEST(ResolveTest, MetricsTlsFlags) {
+  absl::StatusOr<Config> both =
+      Resolve({{"metrics-tls-cert-file", {"/c.pem"}},
+               {"metrics-tls-key-file", {"/k.pem"}},
+               {"metrics-client-ca-file", {"/ca.pem"}}},
+              Env({}), std::nullopt);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->metrics.tls_cert_file, "/c.pem");
+  EXPECT_EQ(both->metrics.tls_key_file, "/k.pem");
+  EXPECT_EQ(both->metrics.client_ca_file, "/ca.pem");
+  absl::StatusOr<Config> alone =
+      Resolve({{"metrics-tls-cert-file", {"/c.pem"}}}, Env({}), std::nullopt);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_THAT(std::string(alone.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("--metrics-tls-cert-file"),
+                               ::testing::HasSubstr("--metrics-tls-key-file")));
+}
+
 TEST(ResolveTest, ListPrecedence) {
   auto strategies = [](const Config& c) {
     std::string out;
@@ -315,8 +333,17 @@ TEST(FlagTableTest, ConfigKeysAreFileKeys) {
     if (spec.config_key == "flags.plugin.deviceListStrategy")
       value = "[cdi-cri]";
     if (spec.config_key == "metrics.address") value = "\":9400\"";
-    absl::StatusOr<Config> c =
-        ParseConfig(yaml + indent + key + ": " + value + "\n", "k.yaml");
+    // The TLS files of the metrics server are valid only with their peers.
+    std::string peers;
+    if (spec.config_key == "metrics.tlsCertFile") {
+      peers = indent + "tlsKeyFile: /k\n";
+    } else if (spec.config_key == "metrics.tlsKeyFile") {
+      peers = indent + "tlsCertFile: /c\n";
+    } else if (spec.config_key == "metrics.clientCAFile") {
+      peers = indent + "tlsCertFile: /c\n" + indent + "tlsKeyFile: /k\n";
+    }
+    absl::StatusOr<Config> c = ParseConfig(
+        yaml + peers + indent + key + ": " + value + "\n", "k.yaml");
     if (!c.ok()) {
       // Enum-valued keys refuse "/x" but must name the key itself.
       EXPECT_THAT(std::string(c.status().message()),

@@ -271,7 +271,24 @@ absl::Status Checker::Health() const {
 // "host:port" as common::ParseListenAddress reads it; config cannot
 // depend on that layer, and the check is small.
 absl::Status Checker::Metrics() const {
-  const std::string& address = config_.metrics.address;
+  const config::Metrics& m = config_.metrics;
+  if (!m.tls_cert_file.empty() && m.tls_key_file.empty()) {
+    return Error("metrics.tlsCertFile",
+                 "needs its key too: give metrics.tlsKeyFile "
+                 "(--metrics-tls-key-file)");
+  }
+  if (m.tls_cert_file.empty() && !m.tls_key_file.empty()) {
+    return Error("metrics.tlsKeyFile",
+                 "needs its certificate too: give metrics.tlsCertFile "
+                 "(--metrics-tls-cert-file)");
+  }
+  if (!m.client_ca_file.empty() && m.tls_cert_file.empty()) {
+    return Error("metrics.clientCAFile",
+                 "client certificates need TLS: give metrics.tlsCertFile and "
+                 "metrics.tlsKeyFile (--metrics-tls-cert-file, "
+                 "--metrics-tls-key-file)");
+  }
+  const std::string& address = m.address;
   if (address.empty()) return absl::OkStatus();
   const size_t colon = address.rfind(':');
   const std::string port =

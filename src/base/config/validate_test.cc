@@ -261,6 +261,16 @@ const BadCase kBadCases[] = {
     {"MetricsAddressUnbracketedIpv6", "metrics:\n  address: \"::1:80\"\n",
      "t.yaml:2:12: metrics.address: \"::1:80\" is not host:port with a port "
      "in [0, 65535] (e.g. \":9400\", \"127.0.0.1:9400\", \"[::1]:9400\")"},
+    {"MetricsCertWithoutKey", "metrics:\n  tlsCertFile: /c.pem\n",
+     "t.yaml:2:16: metrics.tlsCertFile: needs its key too: give "
+     "metrics.tlsKeyFile (--metrics-tls-key-file)"},
+    {"MetricsKeyWithoutCert", "metrics:\n  tlsKeyFile: /k.pem\n",
+     "t.yaml:2:15: metrics.tlsKeyFile: needs its certificate too: give "
+     "metrics.tlsCertFile (--metrics-tls-cert-file)"},
+    {"MetricsClientCaWithoutCert", "metrics:\n  clientCAFile: /ca.pem\n",
+     "t.yaml:2:17: metrics.clientCAFile: client certificates need TLS: give "
+     "metrics.tlsCertFile and metrics.tlsKeyFile (--metrics-tls-cert-file, "
+     "--metrics-tls-key-file)"},
     {"MemoryUnit", "sharing:\n  memory:\n    unit: 3KiB\n",
      "t.yaml:3:11: sharing.memory.unit: \"3KiB\" is not a memory unit: "
      "expected MiB, GiB or a size such as 512MiB or 2GiB, between 1MiB and "

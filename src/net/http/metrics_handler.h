@@ -1,7 +1,7 @@
 // The Prometheus endpoint on the one HTTP server (server.h): every gpulet
 // process that serves /metrics serves it through a Server, alone on its own
 // address (`gpulet plugin --metrics-address`) or beside other paths on a
-// shared one (the scheduler extender's verbs).
+// shared one (the scheduler extender's verbs), over plain HTTP or TLS.
 //
 //   GET /metrics  the registry in the text exposition format 0.0.4
 //                 (Content-Type: text/plain; version=0.0.4; charset=utf-8)
@@ -16,6 +16,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "src/base/metrics/registry.h"
 #include "src/net/http/request.h"
 #include "src/net/http/server.h"
@@ -32,11 +33,28 @@ Response MetricsResponse(const metrics::Registry& registry);
 // Answers /metrics and /healthz as above.
 Handler MetricsHandler(const metrics::Registry& registry);
 
+// The TLS of a metrics-only server, as the flags --metrics-tls-cert-file,
+// --metrics-tls-key-file and --metrics-client-ca-file give it. No
+// certificate: plain HTTP. A certificate (with its key): HTTPS, the files
+// read again when they change on disk (server.h). A client CA too: /metrics
+// is answered only for a client certificate one of its CAs signed, and
+// /healthz stays open for probes that send none.
+struct MetricsTls {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
+// InvalidArgument naming the flags when a certificate comes without its
+// key, a key without its certificate, or a client CA without both.
+absl::Status ValidateMetricsTls(const MetricsTls& tls);
+
 // Options of a server that serves only MetricsHandler on `address`, bounded
 // for scrapers: 16 connections (all may be from one Prometheus), 5 s to
 // send a request of at most 8 KiB head and no body and read the answer, 5 s
-// idle between requests. Name "metrics" in log lines and errors. TLS
-// fields are left for the caller.
-ServerOptions MetricsServerOptions(const std::string& address);
+// idle between requests. Name "metrics" in log lines and errors. TLS as
+// `tls` says above.
+ServerOptions MetricsServerOptions(const std::string& address,
+                                   const MetricsTls& tls = {});
 
 }  // namespace gpulet::http

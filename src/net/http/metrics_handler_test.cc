@@ -88,6 +88,35 @@ TEST(MetricsServerTest, BadAddressNamesTheMetricsAddress) {
   }
 }
 
+TEST(MetricsServerTest, TlsFlagsGoTogetherAndNameEachOther) {
+  EXPECT_TRUE(ValidateMetricsTls({}).ok());
+  EXPECT_TRUE(ValidateMetricsTls({.cert_file = "c", .key_file = "k"}).ok());
+  EXPECT_TRUE(ValidateMetricsTls(
+                  {.cert_file = "c", .key_file = "k", .client_ca_file = "a"})
+                  .ok());
+  const absl::Status no_key = ValidateMetricsTls({.cert_file = "c"});
+  EXPECT_EQ(no_key.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_key.message()),
+              ::testing::HasSubstr("needs --metrics-tls-key-file"));
+  EXPECT_THAT(std::string(ValidateMetricsTls({.key_file = "k"}).message()),
+              ::testing::HasSubstr("needs --metrics-tls-cert-file"));
+  EXPECT_THAT(
+      std::string(ValidateMetricsTls({.client_ca_file = "a"}).message()),
+      ::testing::HasSubstr("--metrics-client-ca-file needs"));
+}
+
+TEST(MetricsServerTest, ClientCaLeavesOnlyHealthzOpen) {
+  const ServerOptions plain = MetricsServerOptions(":0");
+  EXPECT_TRUE(plain.tls_cert_file.empty());
+  EXPECT_TRUE(plain.open_paths.empty());
+  const ServerOptions mutual = MetricsServerOptions(
+      ":0", {.cert_file = "c", .key_file = "k", .client_ca_file = "a"});
+  EXPECT_EQ(mutual.tls_cert_file, "c");
+  EXPECT_EQ(mutual.tls_key_file, "k");
+  EXPECT_EQ(mutual.client_ca_file, "a");
+  EXPECT_THAT(mutual.open_paths, ::testing::ElementsAre("/healthz"));
+}
+
 TEST(MetricsServerTest, ServesMetricsAndHealthz) {
   Registry registry;
   GpuletMetrics m = *GpuletMetrics::Register(registry);

@@ -75,7 +75,7 @@ int Daemon::Impl::Run() {
   // buffers; two arenas keep a burst of large requests from growing the
   // resident set by megabytes.
   ::mallopt(M_ARENA_MAX, 2);
-  if (absl::Status s = metrics_.Start(config_.metrics.address); !s.ok()) {
+  if (absl::Status s = metrics_.Start(config_.metrics); !s.ok()) {
     GPULET_LOG(ERROR) << s.message();
     return 1;
   }

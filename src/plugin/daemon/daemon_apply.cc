@@ -48,9 +48,9 @@ absl::StatusOr<Daemon::Impl::Loaded> Daemon::Impl::ReadConfig() {
                       << health.status().message();
     return health.status();
   }
-  if (fresh->metrics.address != config_.metrics.address) {
-    GPULET_LOG(WARNING) << "metrics.address changed; the metrics server "
-                           "keeps its address until gpulet restarts";
+  if (fresh->metrics != config_.metrics) {
+    GPULET_LOG(WARNING) << "metrics.* changed; the metrics server keeps its "
+                           "address and TLS files until gpulet restarts";
   }
   return Loaded{*std::move(fresh), *std::move(health)};
 }

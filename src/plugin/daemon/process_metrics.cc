@@ -10,7 +10,8 @@
 
 namespace gpulet::daemon {
 
-absl::Status ProcessMetrics::Start(const std::string& address) {
+absl::Status ProcessMetrics::Start(const config::Metrics& config) {
+  const std::string& address = config.address;
   absl::StatusOr<metrics::GpuletMetrics> m =
       metrics::GpuletMetrics::Register(registry_);
   if (!m.ok()) return m.status();
@@ -21,7 +22,11 @@ absl::Status ProcessMetrics::Start(const std::string& address) {
   gpulet_.config_reloads->Add({metrics::kResultError}, 0);
   if (address.empty()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<http::Server>> server = http::Server::Start(
-      http::MetricsServerOptions(address), http::MetricsHandler(registry_));
+      http::MetricsServerOptions(address,
+                                 {.cert_file = config.tls_cert_file,
+                                  .key_file = config.tls_key_file,
+                                  .client_ca_file = config.client_ca_file}),
+      http::MetricsHandler(registry_));
   if (!server.ok()) {
     return common::Annotate(server.status(), "cannot serve metrics");
   }

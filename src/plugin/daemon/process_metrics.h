@@ -1,8 +1,9 @@
 // ProcessMetrics: the device plugin process's metrics, across reloads: the
 // registry every part registers into, gpulet's own families
 // (metrics::GpuletMetrics) and the /metrics server (an http::Server with
-// http::MetricsHandler), when metrics.address is set (it keeps its address
-// until the process restarts).
+// http::MetricsHandler), when metrics.address is set, over TLS when
+// metrics.tlsCertFile is (it keeps its address and TLS files until the
+// process restarts; the files' contents are read again when they change).
 //
 // Thread safety: Start on the loop thread before anything reads the
 // families; afterwards the registry and the families are thread-safe and
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "src/base/config/config.h"
 #include "src/base/metrics/gpulet_metrics.h"
 #include "src/base/metrics/registry.h"
 #include "src/net/http/server.h"
@@ -26,8 +28,8 @@ class ProcessMetrics {
   ProcessMetrics& operator=(const ProcessMetrics&) = delete;
 
   // Registers the families (the counters without labels at 0) and serves
-  // them on `address` when it is not empty.
-  absl::Status Start(const std::string& address);
+  // them on config.address when it is not empty.
+  absl::Status Start(const config::Metrics& config);
   metrics::Registry& registry() { return registry_; }
   // Null families until Start.
   const metrics::GpuletMetrics* gpulet() const { return &gpulet_; }
