@@ -52,6 +52,22 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
                   "host directory of the claims' MPS control daemons (pipes, "
                   "logs, shm); needed by claims configured for MPS sharing")
       ->envname("MPS_ROOT");
+  cmd->add_option("--metrics-address", options.metrics_address,
+                  "host:port to serve Prometheus metrics on (GET /metrics), "
+                  "e.g. :9400; empty: no metrics server")
+      ->envname("METRICS_ADDRESS");
+  cmd->add_option("--metrics-tls-cert-file", options.metrics_tls.cert_file,
+                  "PEM certificate chain to serve /metrics over TLS with "
+                  "(needs --metrics-tls-key-file); empty: plain HTTP")
+      ->envname("METRICS_TLS_CERT_FILE");
+  cmd->add_option("--metrics-tls-key-file", options.metrics_tls.key_file,
+                  "PEM private key of --metrics-tls-cert-file")
+      ->envname("METRICS_TLS_KEY_FILE");
+  cmd->add_option("--metrics-client-ca-file",
+                  options.metrics_tls.client_ca_file,
+                  "PEM CAs of the client certificates /metrics requires "
+                  "(mutual TLS; needs --metrics-tls-cert-file)")
+      ->envname("METRICS_CLIENT_CA_FILE");
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
       ->check(CLI::Range(1.0, 10000.0))

@@ -15,6 +15,7 @@
 #include "src/base/config/config.h"
 #include "src/base/config/names.h"
 #include "src/base/config/resolve.h"
+#include "src/base/metrics/registry.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/dra/kubelet/dra_server.h"
@@ -31,6 +32,7 @@
 #include "src/model/cdi/driver.h"
 #include "src/model/cdi/spec_builder.h"
 #include "src/model/cdi/spec_file.h"
+#include "src/net/http/server.h"
 #include "src/net/kube/api_client.h"
 #include "src/net/kube/api_path.h"
 #include "src/net/kube/client.h"
@@ -172,6 +174,21 @@ DraSharingOptions SharingOptions(const DraRunOptions& options) {
   return out;
 }
 
+// The /metrics server of --metrics-address; null without one.
+absl::StatusOr<std::unique_ptr<http::Server>> ServeMetrics(
+    const DraRunOptions& options, const metrics::Registry& registry) {
+  if (options.metrics_address.empty()) {
+    return std::unique_ptr<http::Server>();
+  }
+  absl::StatusOr<std::unique_ptr<http::Server>> started = http::Server::Start(
+      http::MetricsServerOptions(options.metrics_address, options.metrics_tls),
+      http::MetricsHandler(registry));
+  if (!started.ok()) {
+    return common::Annotate(started.status(), "--metrics-address");
+  }
+  return started;
+}
+
 }  // namespace
 
 absl::Status RunDra(const DraRunOptions& options) {
@@ -187,7 +204,11 @@ absl::Status RunDra(const DraRunOptions& options) {
           : options.plugin_dir;
   const std::string state_dir =
       options.state_dir.empty() ? plugin_dir : options.state_dir;
+  GPULET_RETURN_IF_ERROR(http::ValidateMetricsTls(options.metrics_tls));
+  // Before the API client, which records its requests in it.
+  metrics::Registry registry;
   kube::ApiClientOptions api_options;
+  api_options.metrics = &registry;
   api_options.kubeconfig = options.kubeconfig;
   api_options.context = options.context;
   api_options.client.qps = options.kube_qps;
@@ -195,6 +216,9 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<kube::ApiClient> api,
                           kube::MakeApiClient(api_options));
   kube::Client& client = api->client();
+  // Before anything else starts, so that a bad address stops nothing.
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<http::Server> metrics_server,
+                          ServeMetrics(options, registry));
 
   GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib,
                           nvml::OpenLibrary(options.nvml));

@@ -3,7 +3,9 @@
 // servers', the health monitor's, the slice publisher's. No policy here.
 //
 // RunDra() blocks SIGTERM/SIGINT first (before any thread exists), loads
-// the API server configuration (claims are read from it), loads NVML and
+// the API server configuration (claims are read from it; its requests are
+// counted in the registry /metrics serves, when --metrics-address is
+// given), loads NVML and
 // discovers the GPUs, builds the node's CDI spec (the device edits claim
 // specs copy), loads the prepared-claims checkpoint, starts the health
 // monitor (a fatal Xid marks the GPU's DRA devices unhealthy on the
@@ -24,6 +26,7 @@
 #include "absl/status/status.h"
 #include "src/dra/kubelet/device_health.h"
 #include "src/gpu/nvml/library_search.h"
+#include "src/net/http/metrics_handler.h"
 
 namespace gpulet::daemon {
 
@@ -53,6 +56,12 @@ struct DraRunOptions {
   // and /dev/shm (<mps-root>/claim-<uid>/, each claim's own, shared with
   // that claim's clients only); empty: claims asking for MPS sharing fail.
   std::string mps_root;
+  // --metrics-address: where /metrics and /healthz are served (the API
+  // client's rest_client_* metrics), "host:port"; empty: no metrics
+  // server. TLS as --metrics-tls-cert-file, --metrics-tls-key-file and
+  // --metrics-client-ca-file give it (http::MetricsTls).
+  std::string metrics_address;
+  http::MetricsTls metrics_tls;
   double kube_qps = 20;
   int kube_burst = 40;
   // Called once serving, with the health board (the slice publisher's
