@@ -51,10 +51,11 @@ std::string ReadAll(const std::string& path) {
 DaemonProcess::DaemonProcess(const std::string& machine,
                              const std::vector<std::string>& args,
                              const std::string& log_path,
-                             const std::vector<std::string>& env)
+                             const std::vector<std::string>& env,
+                             const std::string& command)
     : log_path_(log_path) {
   std::vector<std::string> argv = {GpuletBinary(), "--nvml-lib", SimLibPath(),
-                                   "--sysfs-root", kNoSysfs,     "plugin"};
+                                   "--sysfs-root", kNoSysfs,     command};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> envs;
   for (char** e = environ; *e != nullptr; ++e) {

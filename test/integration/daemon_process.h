@@ -1,7 +1,8 @@
-// DaemonProcess: `gpulet plugin` running as a child process for the daemon
-// integration tests: started against the NVML simulator, signalled, waited
-// for with a deadline, and observed through /proc (open fds, threads, CPU
-// time). Its stdout and stderr go to a log file in the test's directory.
+// DaemonProcess: `gpulet plugin` (or `gpulet dra`) running as a child process
+// for the daemon integration tests: started against the NVML simulator,
+// signalled, waited for with a deadline, and observed through /proc (open fds,
+// threads, CPU time). Its stdout and stderr go to a log file in the test's
+// directory.
 //
 // Ownership: owns the child; the destructor kills (SIGKILL) and reaps it if
 // it is still running. Thread safety: none; one test thread.
@@ -19,12 +20,14 @@ namespace gpulet::testing {
 
 class DaemonProcess {
  public:
-  // Runs `gpulet --nvml-lib <sim> --sysfs-root <none> plugin <args...>`
-  // with GPULET_SIM_MACHINE=machine and `env` ("NAME=value") added.
+  // Runs `gpulet --nvml-lib <sim> --sysfs-root <none> <command> <args...>`
+  // with GPULET_SIM_MACHINE=machine and `env` ("NAME=value") added;
+  // `command` is "plugin" or "dra".
   DaemonProcess(const std::string& machine,
                 const std::vector<std::string>& args,
                 const std::string& log_path,
-                const std::vector<std::string>& env = {});
+                const std::vector<std::string>& env = {},
+                const std::string& command = "plugin");
   ~DaemonProcess();
   DaemonProcess(const DaemonProcess&) = delete;
   DaemonProcess& operator=(const DaemonProcess&) = delete;
