@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -105,7 +106,8 @@ int Run() {
   options.checkpoint_path = dir + "/checkpoint.json";
   options.cdi_dir = dir + "/cdi";
   auto preparer = ClaimPreparer::Create(
-      options, [](const ClaimRef& ref) -> absl::StatusOr<json> {
+      options,
+      [](const ClaimRef& ref, std::stop_token) -> absl::StatusOr<json> {
         return Claim(ref, std::stoi(ref.name.substr(1)) % 8);
       });
   if (!preparer.ok()) {

@@ -15,9 +15,11 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
                   "this node's name: the pool of its devices")
       ->envname("NODE_NAME")
       ->required();
+  // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
+  // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", options.kubeconfig,
-                  "kubeconfig file (default: the pod's service account)")
-      ->envname("KUBECONFIG");
+                  "kubeconfig file (default: the files of $KUBECONFIG "
+                  "merged, else the pod's service account)");
   cmd->add_option("--context", options.context,
                   "kubeconfig context (default: current-context)");
   cmd->add_option("--registry-dir", options.registry_dir,

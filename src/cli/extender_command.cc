@@ -17,9 +17,11 @@ CLI::App* AddExtenderCommand(CLI::App& app, ExtenderCommandOptions& options) {
                   "host:port to serve on (port 0: any free port)")
       ->envname("GPULET_EXTENDER_ADDRESS")
       ->capture_default_str();
+  // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
+  // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", run.kubeconfig,
-                  "kubeconfig file (default: the pod's service account)")
-      ->envname("KUBECONFIG");
+                  "kubeconfig file (default: the files of $KUBECONFIG "
+                  "merged, else the pod's service account)");
   cmd->add_option("--context", run.context,
                   "kubeconfig context (default: current-context)");
   cmd->add_option("--resource-name", run.resource,

@@ -8,7 +8,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "src/cli/memory_status.h"
 #include "src/net/kube/api_client.h"
 #include "src/net/kube/api_path.h"
@@ -28,8 +27,9 @@ constexpr char kUsage[] =
     "\n"
     "Options:\n"
     "  -o, --output FORMAT   table (default) or json\n"
-    "  --kubeconfig PATH     kubeconfig file (default: $KUBECONFIG, then\n"
-    "                        ~/.kube/config, then the in-cluster config)\n"
+    "  --kubeconfig PATH     kubeconfig file (default: the files of\n"
+    "                        $KUBECONFIG merged, then ~/.kube/config, then\n"
+    "                        the in-cluster config)\n"
     "  --context NAME        kubeconfig context (default: current-context)\n"
     "  -h, --help            this text\n";
 
@@ -82,14 +82,15 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
   return opts;
 }
 
-// The kubeconfig kubectl would read: --kubeconfig, else the first path of
-// $KUBECONFIG, else ~/.kube/config when readable; empty: in-cluster.
+// The one kubeconfig file to read: --kubeconfig, else (no $KUBECONFIG,
+// whose files the API client merges itself) ~/.kube/config when readable;
+// empty: $KUBECONFIG, else in-cluster.
 std::string KubeconfigPath(const Options& opts, const GetenvFn& getenv) {
   std::string path = opts.kubeconfig;
   if (path.empty()) {
     if (std::optional<std::string> env = getenv("KUBECONFIG");
         env.has_value() && !env->empty()) {
-      path = std::string(*absl::StrSplit(*env, ':').begin());
+      return "";
     }
   }
   if (path.empty()) {
@@ -141,6 +142,9 @@ int RunKubectlGpulet(const std::vector<std::string>& args, std::ostream& out,
   api_options.context = opts->context;
   api_options.in_cluster.getenv = getenv;
   api_options.client.max_attempts = 3;
+  // The user's own kubeconfig: its credential plugin (EKS, GKE, AKS) runs
+  // with this process's environment and terminal.
+  api_options.allow_exec_plugin = true;
   absl::StatusOr<std::unique_ptr<kube::ApiClient>> api =
       kube::MakeApiClient(api_options);
   if (!api.ok()) {

@@ -3,8 +3,9 @@
 // API server and prints them (memory_status.h). main() only hands argv and
 // the environment to RunKubectlGpulet, so tests drive the whole command.
 //
-// The API server comes from --kubeconfig, else the first file in
-// $KUBECONFIG, else ~/.kube/config, else the pod's service account;
+// The API server comes from --kubeconfig (one file), else the files of
+// $KUBECONFIG merged as kubectl merges them, else ~/.kube/config, else the
+// pod's service account;
 // --context picks a context of the kubeconfig. Thread safety: none needed.
 #pragma once
 

@@ -64,10 +64,11 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
                   "Also merge-patch the labels onto this Node through the API "
                   "server (its own node: see docs/labels.md)")
       ->envname("GPULET_LABELS_PATCH_NODE");
+  // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
+  // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", options.kubeconfig,
-                  "kubeconfig for --patch-node (default: the pod's service "
-                  "account)")
-      ->envname("KUBECONFIG");
+                  "kubeconfig file for --patch-node (default: the files of "
+                  "$KUBECONFIG merged, else the pod's service account)");
   cmd->add_option("--machine-type-file", options.machine_type_file,
                   "File holding the machine's product name")
       ->envname("GFD_MACHINE_TYPE_FILE")

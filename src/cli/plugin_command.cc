@@ -84,10 +84,12 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
                   "Merge-patch the node labels onto this Node (the node "
                   "gpulet runs on) through the API server")
       ->envname("GPULET_LABELS_PATCH_NODE");
+  // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
+  // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", options.kubeconfig,
-                  "kubeconfig for the API server, for --labels-patch-node "
-                  "and memory shares (default: the pod's service account)")
-      ->envname("KUBECONFIG");
+                  "kubeconfig file for the API server, for "
+                  "--labels-patch-node and memory shares (default: the files "
+                  "of $KUBECONFIG merged, else the pod's service account)");
   return cmd;
 }
 
@@ -129,13 +131,11 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   d.kubelet_socket = socket;
   d.fail_on_init_error = config.flags.fail_on_init_error;
   d.health = *std::move(health);
-  // Memory shares (docs/sharing.md): the Node's name from the downward API,
-  // the API server from KUBECONFIG or the pod's service account.
+  // Memory shares (docs/sharing.md): the Node's name from the downward API;
+  // the API client itself reads $KUBECONFIG (several files, merged) when
+  // no --kubeconfig is given.
   if (std::optional<std::string> v = env("NODE_NAME"); v && !v->empty()) {
     d.node_name = *v;
-  }
-  if (std::optional<std::string> v = env("KUBECONFIG"); v && !v->empty()) {
-    d.kubeconfig = *v;
   }
   if (std::optional<std::string> v = env("GPULET_POD_RESOURCES_SOCKET");
       v && !v->empty()) {

@@ -39,8 +39,8 @@ struct PluginCommandOptions {
   // Node labels (docs/labels.md), off unless one of the first two is set:
   // --labels-output-file (GPULET_LABELS_OUTPUT_FILE), the feature file;
   // --labels-patch-node (GPULET_LABELS_PATCH_NODE), the Node to patch;
-  // --kubeconfig (KUBECONFIG), how to reach the API server (default: the
-  // pod's service account).
+  // --kubeconfig, how to reach the API server (default: the files of
+  // $KUBECONFIG merged, else the pod's service account).
   std::string labels_output_file;
   std::string labels_patch_node;
   std::string kubeconfig;

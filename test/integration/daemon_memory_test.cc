@@ -33,6 +33,7 @@
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
 #include "test/integration/gpulet_runner.h"
+#include "test/integration/memory_api_server.h"
 
 namespace gpulet::testing {
 namespace {
@@ -41,7 +42,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-constexpr absl::Duration kTimeout = absl::Seconds(30);
 constexpr char kMemorySocket[] = "gpulet-gpu-memory.sock";
 // pcie-t4's first two GPUs; 15360 MiB each, 7 units of 2 GiB.
 constexpr char kGpu0[] = "GPU-5fdf10a6-0287-5e63-be17-239c7682b518";
@@ -50,180 +50,6 @@ constexpr char kGpu1[] = "GPU-ac5ac60b-e97f-5810-9a76-8ed7fbe42021";
 std::string Unit(const std::string& gpu, int k) {
   return absl::StrCat(gpu, "::m", k);
 }
-
-// An API server that knows one Node (n1) and answers what the node agent
-// asks: the Node (GET, PATCH with a resourceVersion check), pods by name,
-// and a pod list/watch that stays open until the server stops.
-class FakeApiServer {
- public:
-  FakeApiServer() {
-    ca_ = kube::tls_test::MakeCa("test-ca");
-    kube::tls_test::KeyPair leaf =
-        kube::tls_test::MakeLeaf(ca_, "apiserver", /*server=*/true);
-    server_ = std::make_unique<httplib::SSLServer>(
-        kube::tls_test::ReadCert(leaf.cert_pem).get(),
-        kube::tls_test::ReadKey(leaf.key_pem).get());
-    Routes();
-    port_ = server_->bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
-  }
-  ~FakeApiServer() {
-    {
-      std::lock_guard lock(watch_mu_);
-      stopping_ = true;
-    }
-    watch_cv_.notify_all();
-    server_->stop();
-    thread_.join();
-  }
-
-  bool ok() const { return port_ > 0; }
-
-  std::string Kubeconfig() const {
-    return absl::StrCat(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
-        "    server: https://127.0.0.1:",
-        port_,
-        "\n    certificate-authority-data: ", absl::Base64Escape(ca_.cert_pem),
-        "\nusers:\n- name: u\n  user:\n    token: test-token\ncontexts:\n"
-        "- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n");
-  }
-
-  void SetPending(const std::string& value) {
-    absl::MutexLock lock(&mu_);
-    annotations_[std::string(sharing::kPendingAnnotation)] = value;
-    ++version_;
-  }
-  void AddPod(const std::string& name, const std::string& uid) {
-    absl::MutexLock lock(&mu_);
-    pods_[name] = uid;
-  }
-  // The node annotation, once `pred` holds for it.
-  std::optional<sharing::NodeMemory> WaitForNode(
-      const std::function<bool(const sharing::NodeMemory&)>& pred) {
-    absl::MutexLock lock(&mu_);
-    std::optional<sharing::NodeMemory> found;
-    auto check = [&]() {
-      mu_.AssertHeld();
-      auto it = annotations_.find(std::string(sharing::kNodeAnnotation));
-      if (it == annotations_.end()) return false;
-      absl::StatusOr<sharing::NodeMemory> node =
-          sharing::ParseNodeMemory(it->second);
-      if (!node.ok() || !pred(*node)) return false;
-      found = *node;
-      return true;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&check), kTimeout);
-    return found;
-  }
-  // Waits until the annotation `key` satisfies `pred`.
-  bool WaitForAnnotation(std::string_view key,
-                         const std::function<bool(const std::string&)>& pred) {
-    absl::MutexLock lock(&mu_);
-    auto check = [&]() {
-      mu_.AssertHeld();
-      auto it = annotations_.find(std::string(key));
-      return pred(it == annotations_.end() ? "" : it->second);
-    };
-    return mu_.AwaitWithTimeout(absl::Condition(&check), kTimeout);
-  }
-  std::string Annotation(std::string_view key) {
-    absl::MutexLock lock(&mu_);
-    auto it = annotations_.find(std::string(key));
-    return it == annotations_.end() ? "" : it->second;
-  }
-
- private:
-  Json NodeObject() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Json node = {
-        {"kind", "Node"},
-        {"apiVersion", "v1"},
-        {"metadata",
-         {{"name", "n1"}, {"resourceVersion", std::to_string(version_)}}}};
-    for (const auto& [k, v] : annotations_) {
-      node["metadata"]["annotations"][k] = v;
-    }
-    return node;
-  }
-
-  void Routes() {
-    server_->Get("/api/v1/nodes/n1",
-                 [this](const httplib::Request&, httplib::Response& res) {
-                   absl::MutexLock lock(&mu_);
-                   res.set_content(NodeObject().dump(), "application/json");
-                 });
-    server_->Patch("/api/v1/nodes/n1", [this](const httplib::Request& req,
-                                              httplib::Response& res) {
-      Json patch = Json::parse(req.body, nullptr, false);
-      absl::MutexLock lock(&mu_);
-      if (patch.is_discarded() ||
-          patch["metadata"]["resourceVersion"] != std::to_string(version_)) {
-        res.status = 409;
-        res.set_content(
-            R"({"kind":"Status","reason":"Conflict","code":409,"message":"the object has been modified"})",
-            "application/json");
-        return;
-      }
-      for (const auto& [k, v] : patch["metadata"]["annotations"].items()) {
-        if (v.is_null()) {
-          annotations_.erase(k);
-        } else {
-          annotations_[k] = v.get<std::string>();
-        }
-      }
-      ++version_;
-      res.set_content(NodeObject().dump(), "application/json");
-    });
-    server_->Get(R"(/api/v1/namespaces/ns/pods/([a-z0-9-]+))",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-                   absl::MutexLock lock(&mu_);
-                   auto it = pods_.find(req.matches[1].str());
-                   if (it == pods_.end()) {
-                     res.status = 404;
-                     res.set_content(
-                         R"({"kind":"Status","reason":"NotFound","code":404})",
-                         "application/json");
-                     return;
-                   }
-                   res.set_content(Json{{"metadata", {{"uid", it->second}}},
-                                        {"spec", {{"nodeName", "n1"}}},
-                                        {"status", {{"phase", "Pending"}}}}
-                                       .dump(),
-                                   "application/json");
-                 });
-    server_->Get("/api/v1/pods", [this](const httplib::Request& req,
-                                        httplib::Response& res) {
-      if (!req.has_param("watch")) {
-        // ns/x, whose uid PodResources does not tell.
-        res.set_content(
-            R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[)"
-            R"({"metadata":{"namespace":"ns","name":"x","uid":"u-x"}}]})",
-            "application/json");
-        return;
-      }
-      // Open until the server stops, as a quiet watch is.
-      res.set_chunked_content_provider(
-          "application/json", [this](size_t, httplib::DataSink& sink) {
-            std::unique_lock lock(watch_mu_);
-            watch_cv_.wait(lock, [this] { return stopping_; });
-            sink.done();
-            return true;
-          });
-    });
-  }
-
-  kube::tls_test::KeyPair ca_;
-  std::unique_ptr<httplib::SSLServer> server_;
-  int port_ = -1;
-  std::thread thread_;
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  bool stopping_ = false;
-  absl::Mutex mu_;
-  int version_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<std::string, std::string> annotations_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> pods_ ABSL_GUARDED_BY(mu_);
-};
 
 std::unique_ptr<v1beta1::DevicePlugin::Stub> Dial(const std::string& path) {
   return v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
@@ -406,6 +232,82 @@ TEST_F(DaemonMemoryTest, AdvertisesUnitsPublishesAndKeepsPendingPodsFitting) {
   EXPECT_THAT(status.error_message(),
               HasSubstr(absl::StrCat("span GPUs ", kGpu0, ", ", kGpu1)));
 
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// The API server stops answering: GetPreferredAllocation and Allocate of
+// the memory units fail with an error naming the node and what they waited
+// for, before their deadline; meanwhile the memory socket's other calls
+// and streams and the other resource's socket are served.
+TEST_F(DaemonMemoryTest, AnApiServerThatDoesNotAnswerHoldsUpNothingElse) {
+  HoldUnits();
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start(kConfig);
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(2, kTimeout)) << plugin->Log();
+  ASSERT_TRUE(api_.WaitForNode([](const sharing::NodeMemory& n) {
+                    return n.gpus.size() == 2 && n.pods.size() == 1;
+                  })
+                  .has_value())
+      << plugin->Log();
+  api_.Hold();
+
+  auto memory = Dial(MemorySocket());
+  grpc::Status allocated;
+  std::jthread call([&] {
+    v1beta1::AllocateRequest request;
+    request.add_container_requests()->add_devices_ids(Unit(kGpu1, 4));
+    v1beta1::AllocateResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(6)));
+    allocated = memory->Allocate(&context, request, &response);
+  });
+  // The placement write's read of the Node is held.
+  ASSERT_TRUE(api_.WaitHeld(1)) << plugin->Log();
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+    auto stream = memory->ListAndWatch(&context, v1beta1::Empty());
+    v1beta1::ListAndWatchResponse list;
+    ASSERT_TRUE(stream->Read(&list));
+    EXPECT_EQ(list.devices_size(), 14);
+    context.TryCancel();
+  }
+  {
+    auto gpus = Dial(dir_ + "/gpulet-gpu.sock");
+    grpc::ClientContext watch;
+    watch.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+    auto stream = gpus->ListAndWatch(&watch, v1beta1::Empty());
+    v1beta1::ListAndWatchResponse list;
+    ASSERT_TRUE(stream->Read(&list));
+    ASSERT_GT(list.devices_size(), 0);
+    watch.TryCancel();
+    v1beta1::AllocateRequest request;
+    request.add_container_requests()->add_devices_ids(list.devices(0).id());
+    v1beta1::AllocateResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+    EXPECT_TRUE(gpus->Allocate(&context, request, &response).ok());
+  }
+  call.join();
+  EXPECT_EQ(allocated.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(allocated.error_message(),
+              HasSubstr(absl::StrCat("node n1: the Allocate of 1 unit(s) of ",
+                                     kGpu1, " was not recorded")));
+
+  v1beta1::PreferredAllocationRequest preferred;
+  auto* req = preferred.add_container_requests();
+  for (int k = 3; k < 7; ++k) req->add_available_deviceids(Unit(kGpu0, k));
+  req->set_allocation_size(1);
+  v1beta1::PreferredAllocationResponse answer;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(6)));
+  grpc::Status chosen =
+      memory->GetPreferredAllocation(&context, preferred, &answer);
+  EXPECT_EQ(chosen.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(chosen.error_message(),
+              HasSubstr("node n1: the pending memory requests"));
+  api_.Release();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }

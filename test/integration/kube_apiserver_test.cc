@@ -4,7 +4,8 @@
 // the test. Covers what a fake server can only assume: the API server's
 // Status bodies and codes, merge patches of a Node, pod bindings, paged
 // lists, field-selected watches, a kubeconfig loaded by config/ and the
-// kubectl plugin reading memory-share annotations.
+// kubectl plugin reading memory-share annotations, also with a kubeconfig
+// whose user authenticates through an exec credential plugin.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -468,6 +470,77 @@ TEST_F(KubeApiServerTest, KubectlPluginShowsMemoryShares) {
   EXPECT_THAT(err, HasSubstr("node share-bad: annotation"));
   EXPECT_EQ(run({"status", "no-such-node"}, out, err), 1);
   EXPECT_THAT(err, HasSubstr("nodes \"no-such-node\" not found"));
+}
+
+// `kubectl gpulet status` with a kubeconfig like EKS's, GKE's and AKS's:
+// the user has no token of its own but an exec credential plugin
+// (test/integration/exec_credential_plugin.sh) that prints one the API
+// server accepts. A plugin answering a token the server refuses fails the
+// command with the server's answer.
+TEST_F(KubeApiServerTest, KubectlPluginAuthenticatesWithAnExecPlugin) {
+  const std::string memory =
+      R"({"v":1,"resource":"gpulet.dev/gpu-memory","unitMiB":1024,)"
+      R"("observed":"2026-11-24T05:01:02Z","gpus":[{"uuid":)"
+      R"("GPU-2ccccccc-3333","index":0,"units":40,"used":0,"healthy":true}],)"
+      R"("pods":[]})";
+  absl::StatusOr<Json> node = client_->Create(
+      "/api/v1/nodes",
+      {{"apiVersion", "v1"},
+       {"kind", "Node"},
+       {"metadata",
+        {{"name", "exec-1"},
+         {"annotations", {{"gpulet.dev/gpu-memory", memory}}}}}});
+  ASSERT_TRUE(node.ok()) << node.status();
+  const std::string runs = host_->dir() + "/exec-runs";
+  auto kubeconfig = [&](const std::string& token) {
+    const std::string path = host_->dir() + "/exec-kubeconfig";
+    EXPECT_TRUE(
+        common::WriteFileAtomic(
+            path,
+            absl::StrCat(
+                "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                "clusters:\n- name: c\n  cluster:\n    server: https://"
+                "127.0.0.1:",
+                host_->port(), "\n    certificate-authority: ca.crt\n",
+                "users:\n- name: eks-user\n  user:\n    exec:\n",
+                "      apiVersion: client.authentication.k8s.io/v1\n",
+                "      command: ", GPULET_SOURCE_DIR,
+                "/test/integration/exec_credential_plugin.sh\n",
+                "      interactiveMode: IfAvailable\n",
+                "      provideClusterInfo: true\n", "      env:\n",
+                "      - {name: GPULET_TEST_TOKEN, value: ", token, "}\n",
+                "      - {name: GPULET_TEST_RUNS, value: ", runs, "}\n",
+                "contexts:\n- name: t\n  context: {cluster: c, user: "
+                "eks-user}\n"),
+            {.mode = 0600, .durable = false})
+            .ok());
+    return path;
+  };
+  auto run = [&](const std::string& path, std::string& out, std::string& err) {
+    std::ostringstream o, e;
+    const int rc = cli::RunKubectlGpulet(
+        {"status", "exec-1", "--kubeconfig", path}, o, e,
+        [](const std::string&) -> std::optional<std::string> {
+          return std::nullopt;
+        });
+    out = o.str();
+    err = e.str();
+    return rc;
+  };
+  std::string out, err;
+  ASSERT_EQ(run(kubeconfig(testing::ApiServerHost::kAdminToken), out, err), 0)
+      << err;
+  EXPECT_THAT(out, ::testing::ContainsRegex("exec-1 +0 GPU-2ccccccc +40GiB"));
+  // One run, which was told the cluster it authenticates to.
+  absl::StatusOr<std::string> seen = common::ReadFile(runs);
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_EQ(std::count(seen->begin(), seen->end(), '\n'), 1) << *seen;
+  EXPECT_THAT(*seen, HasSubstr(absl::StrCat(R"("server":"https://127.0.0.1:)",
+                                            host_->port(), "\"")));
+
+  EXPECT_EQ(run(kubeconfig("refused-token"), out, err), 1);
+  EXPECT_THAT(err, HasSubstr("Unauthorized"));
+  EXPECT_THAT(err, ::testing::Not(HasSubstr("refused-token")));
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ class FakeApiServer final : public kube::Transport {
     return conflicts_;
   }
 
-  absl::StatusOr<kube::Response> Do(const kube::Request& request) override {
+  absl::StatusOr<kube::Response> Do(const kube::Request& request,
+                                    std::stop_token = {}) override {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> parts = absl::StrSplit(
         request.path.substr(0, request.path.find('?')), '/', absl::SkipEmpty());

@@ -111,12 +111,12 @@ void ClaimPreparer::SetNode(device::Node node, cdi::Spec node_spec) {
   if (first) RewriteSpecs();
 }
 
-absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& ref) {
+absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(
+    const ClaimRef& ref, const nlohmann::json& object) {
   if (!have_node_) {
     return absl::UnavailableError(
         absl::StrCat("claim ", ClaimName(ref), ": GPUs not discovered yet"));
   }
-  GPULET_ASSIGN_OR_RETURN(nlohmann::json object, get_claim_(ref));
   GPULET_ASSIGN_OR_RETURN(
       ClaimAllocation allocation,
       ReadAllocation(object, ref, options_.driver, options_.pool));
@@ -257,8 +257,38 @@ absl::Status ClaimPreparer::WriteSpec(const ClaimRef& ref,
                                  {.mode = 0644, .durable = true});
 }
 
+std::map<std::string, absl::StatusOr<nlohmann::json>> ClaimPreparer::ReadNew(
+    const std::vector<ClaimRef>& claims, std::stop_token stop) {
+  std::vector<ClaimRef> wanted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!have_node_) return {};
+    for (const ClaimRef& ref : claims) {
+      if (CheckClaimUid(ref).ok() && !prepared_.contains(ref.uid)) {
+        wanted.push_back(ref);
+      }
+    }
+  }
+  std::map<std::string, absl::StatusOr<nlohmann::json>> read;
+  for (const ClaimRef& ref : wanted) {
+    if (read.contains(ref.uid)) continue;
+    absl::StatusOr<nlohmann::json> object = get_claim_(ref, stop);
+    if (!object.ok() && stop.stop_requested()) {
+      object = absl::DeadlineExceededError(absl::StrCat(
+          "claim ", ClaimName(ref), " (node ", options_.pool,
+          "): the ResourceClaim was not read from the API server before the "
+          "call's deadline: ",
+          object.status().message()));
+    }
+    read.emplace(ref.uid, std::move(object));
+  }
+  return read;
+}
+
 std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
-    const std::vector<ClaimRef>& claims) {
+    const std::vector<ClaimRef>& claims, std::stop_token stop) {
+  std::map<std::string, absl::StatusOr<nlohmann::json>> read =
+      ReadNew(claims, stop);
   absl::MutexLock lock(&mu_);
   std::map<std::string, PrepareResult> out;
   std::vector<std::string> added;
@@ -277,7 +307,18 @@ std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
       }
       continue;
     }
-    absl::StatusOr<PreparedClaim> claim = PrepareNew(ref);
+    auto object = read.find(ref.uid);
+    absl::StatusOr<PreparedClaim> claim =
+        object == read.end()
+            // Not read: no GPUs then, or prepared and unprepared by other
+            // requests meanwhile. The kubelet asks again.
+            ? absl::StatusOr<PreparedClaim>(absl::UnavailableError(
+                  absl::StrCat("claim ", ClaimName(ref),
+                               ": GPUs not discovered yet, or the claim "
+                               "changed while being read")))
+            : object->second.ok()
+                  ? PrepareNew(ref, *object->second)
+                  : absl::StatusOr<PreparedClaim>(object->second.status());
     if (!claim.ok()) {
       result.status = claim.status();
       continue;

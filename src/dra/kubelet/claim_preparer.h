@@ -28,13 +28,15 @@
 // without a checkpoint entry is an orphan that Create removes.
 //
 // Thread safety: all methods may be called from any thread; requests are
-// serialised by one mutex (the ClaimGetter is called under it).
+// serialised by one mutex, except the ClaimGetter's reads, made before it
+// is taken.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -52,9 +54,10 @@
 
 namespace gpulet::dra {
 
-// Reads a ResourceClaim's JSON; errors name the claim.
-using ClaimGetter =
-    std::function<absl::StatusOr<nlohmann::json>(const ClaimRef&)>;
+// Reads a ResourceClaim's JSON, giving up when `stop` is requested; errors
+// name the claim.
+using ClaimGetter = std::function<absl::StatusOr<nlohmann::json>(
+    const ClaimRef&, std::stop_token stop)>;
 
 struct PreparerOptions {
   std::string driver;           // kDriverName
@@ -90,9 +93,12 @@ class ClaimPreparer {
   // The first call rewrites the checkpointed claims' specs (above).
   void SetNode(device::Node node, cdi::Spec node_spec);
 
-  // Answers keyed by claim UID, one per distinct UID in `claims`.
+  // Answers keyed by claim UID, one per distinct UID in `claims`. The
+  // claims not prepared yet are read first, without the lock (a read that
+  // hangs holds no other request up), until `stop`: a claim not read when
+  // it is requested is DeadlineExceeded, naming it.
   std::map<std::string, PrepareResult> Prepare(
-      const std::vector<ClaimRef>& claims);
+      const std::vector<ClaimRef>& claims, std::stop_token stop = {});
   std::map<std::string, absl::Status> Unprepare(
       const std::vector<ClaimRef>& claims);
 
@@ -103,8 +109,13 @@ class ClaimPreparer {
   ClaimPreparer(PreparerOptions options, ClaimGetter get_claim,
                 PreparedClaims prepared,
                 std::map<std::string, SharingEdits> reapplied);
-  absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref)
+  absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref,
+                                           const nlohmann::json& object)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The claims of `claims` not prepared yet, read through the getter.
+  std::map<std::string, absl::StatusOr<nlohmann::json>> ReadNew(
+      const std::vector<ClaimRef>& claims, std::stop_token stop)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Each allocated device found in the discovery: its CDI device (with a
   // memory share's limit) and, in `claim`, its answer.
   absl::StatusOr<std::vector<ClaimDevice>> ResolveDevices(

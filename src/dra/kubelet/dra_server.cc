@@ -61,10 +61,14 @@ class DraServer::Impl {
     // kubelet may dial the DRA one. h2::Server binds both 0600: only root
     // (the kubelet) may connect.
     dra_server_ = std::make_unique<h2::Server>();
+    workers_ = std::make_unique<h2::CallWorkers>(options_.driver, kDraWorkers,
+                                                 kDraMaxQueued);
     if (absl::Status s = dra_server_->Start(
-            dra_socket_, DraMethods(preparer_, health_, options_.pool));
+            dra_socket_,
+            DraMethods(preparer_, health_, options_.pool, *workers_));
         !s.ok()) {
       dra_server_.reset();
+      workers_.reset();
       return Unavailable(s);
     }
     h2::Server* dra = dra_server_.get();
@@ -117,6 +121,8 @@ class DraServer::Impl {
     health_.Unsubscribe(subscription_);
     dra_server_->Stop();
     dra_server_.reset();
+    // Claim reads in flight are stopped; the threads are joined.
+    workers_.reset();
     RemoveSocket(dra_socket_);
   }
 
@@ -125,6 +131,7 @@ class DraServer::Impl {
   mutable absl::Mutex mu_;
   std::unique_ptr<h2::Server> reg_server_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<h2::Server> dra_server_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<h2::CallWorkers> workers_ ABSL_GUARDED_BY(mu_);
   int subscription_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

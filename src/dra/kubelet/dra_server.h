@@ -11,13 +11,16 @@
 //    NodeWatchResources, streamed from a DeviceHealthBoard).
 // Both sockets are 0600 (the kubelet runs as root).
 //
-// Handlers run inline on their socket's loop thread: a NodePrepareResources
-// that reads its claims from the API server holds the DRA socket's loop
-// (and so the health streams beside it) for as long; the registration
-// socket is never held up by it.
+// NodePrepareResources and NodeUnprepareResources run on workers of the
+// server (kDraWorkers threads, kDraMaxQueued calls waiting), never on the
+// DRA socket's loop: a claim read that hangs on the API server holds up
+// neither the health streams nor other calls, and ends at the call's
+// deadline (the kubelet's, 45 s by default, less a margin) with
+// DEADLINE_EXCEEDED naming the claim. The other methods run inline.
 //
 // Lifecycle: Start() removes stale sockets, listens and serves; Stop() ends
-// the health streams, stops both servers and removes both sockets. It can
+// the health streams, stops both servers and the workers (claim reads in
+// flight are stopped) and removes both sockets. It can
 // start again after Stop().
 //
 // Thread safety: Start/Stop from one controlling thread; the accessors from

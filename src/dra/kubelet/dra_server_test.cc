@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
@@ -179,6 +181,65 @@ TEST_F(DraServerTest, HealthStreamsEverythingThenChanges) {
   EXPECT_EQ(msg.devices(0).health(), ::v1alpha1::UNHEALTHY);
   EXPECT_EQ(msg.devices(0).message(), "Xid 79");
   ctx.TryCancel();
+  while (reader->Read(&msg)) {
+  }
+}
+
+// The API server holds the read of claim ns/held: that prepare ends with
+// DEADLINE_EXCEEDED naming the claim before the kubelet's deadline, while
+// the health stream and another prepare on the same socket go on.
+TEST_F(DraServerTest, AClaimReadThatHangsHoldsUpNothingAndEndsInTime) {
+  api_.hung.insert("ns/held");
+  api_.Add(Ref("other"), {"gpu-0"});
+  board_.Set(
+      {{.device = "gpu-0", .healthy = true, .message = "", .updated_unix = 1}});
+  auto channel = Dial(server_->dra_socket());
+  auto stub = v1::DRAPlugin::NewStub(channel);
+  grpc::Status held;
+  std::jthread held_call([&] {
+    v1::NodePrepareResourcesRequest req;
+    auto* c = req.add_claims();
+    c->set_namespace_("ns");
+    c->set_name("held");
+    c->set_uid("uid-held");
+    v1::NodePrepareResourcesResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(4));
+    held = stub->NodePrepareResources(&ctx, req, &resp);
+  });
+  ASSERT_TRUE(api_.WaitHeld(1));
+
+  auto health = ::v1alpha1::DRAResourceHealth::NewStub(channel);
+  grpc::ClientContext watch;
+  auto reader = health->NodeWatchResources(&watch, {});
+  ::v1alpha1::NodeWatchResourcesResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));
+  board_.Set({{.device = "gpu-0",
+               .healthy = false,
+               .message = "Xid 79",
+               .updated_unix = 2}});
+  ASSERT_TRUE(reader->Read(&msg));
+  EXPECT_EQ(msg.devices(0).health(), ::v1alpha1::UNHEALTHY);
+
+  v1::NodePrepareResourcesRequest req;
+  auto* c = req.add_claims();
+  c->set_namespace_("ns");
+  c->set_name("other");
+  c->set_uid("uid-other");
+  v1::NodePrepareResourcesResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->NodePrepareResources(&ctx, req, &resp).ok());
+  EXPECT_EQ(resp.claims().at("uid-other").error(), "");
+
+  held_call.join();
+  EXPECT_EQ(held.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The server's own answer, not the client's timeout.
+  EXPECT_THAT(held.error_message(),
+              HasSubstr("claim ns/held (node " + std::string(kPool) +
+                        "): the ResourceClaim was not read"));
+  EXPECT_FALSE(preparer_->Prepared().contains("uid-held"));
+  watch.TryCancel();
   while (reader->Read(&msg)) {
   }
 }

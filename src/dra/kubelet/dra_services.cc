@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "dra/v1/api.pb.h"
 #include "dra/v1beta1/api.pb.h"
 #include "drahealth/v1alpha1/api.pb.h"
 #include "pluginregistration/v1/api.pb.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/status_macros.h"
 
 namespace gpulet::dra {
 namespace {
@@ -77,10 +79,28 @@ std::vector<ClaimRef> Claims(const Request& req) {
   return out;
 }
 
+// A claim the API server did not give in time fails the whole call
+// (DEADLINE_EXCEEDED naming it): the kubelet tries again, and the claims
+// prepared meanwhile are answered from the checkpoint then.
 template <typename Api>
-void Prepare(ClaimPreparer& preparer, const typename Api::PrepareRequest& req,
-             typename Api::PrepareResponse& resp) {
-  for (auto& [uid, result] : preparer.Prepare(Claims(req))) {
+absl::Status Prepare(ClaimPreparer& preparer,
+                     const typename Api::PrepareRequest& req,
+                     typename Api::PrepareResponse& resp,
+                     std::stop_token stop) {
+  std::map<std::string, PrepareResult> results =
+      preparer.Prepare(Claims(req), stop);
+  std::vector<std::string> late;
+  for (const auto& [uid, result] : results) {
+    if (result.status.code() == absl::StatusCode::kDeadlineExceeded) {
+      late.emplace_back(result.status.message());
+    }
+  }
+  if (!late.empty()) {
+    GPULET_LOG(WARNING) << "NodePrepareResources: "
+                        << absl::StrJoin(late, "; ");
+    return absl::DeadlineExceededError(absl::StrJoin(late, "; "));
+  }
+  for (auto& [uid, result] : results) {
     auto& answer = (*resp.mutable_claims())[uid];
     if (!result.status.ok()) {
       GPULET_LOG(WARNING) << "NodePrepareResources: "
@@ -101,6 +121,7 @@ void Prepare(ClaimPreparer& preparer, const typename Api::PrepareRequest& req,
       }
     }
   }
+  return absl::OkStatus();
 }
 
 template <typename Api>
@@ -117,21 +138,32 @@ void Unprepare(ClaimPreparer& preparer,
   }
 }
 
+// Prepare and unprepare run on `workers`: a claim read from the API
+// server, spec files, sharing set up or released.
 template <typename Api>
-void AddDraVersion(ClaimPreparer& preparer, h2::Service& service) {
-  service.unary[absl::StrCat(Api::kPrefix, "NodePrepareResources")] =
-      Unary<typename Api::PrepareRequest, typename Api::PrepareResponse>(
-          "NodePrepareResources",
-          [&preparer](const typename Api::PrepareRequest& req,
-                      typename Api::PrepareResponse& resp) {
-            Prepare<Api>(preparer, req, resp);
+void AddDraVersion(ClaimPreparer& preparer, h2::CallWorkers& workers,
+                   h2::Service& service) {
+  service.async_unary[absl::StrCat(Api::kPrefix, "NodePrepareResources")] =
+      h2::OnWorkers(
+          workers, "NodePrepareResources",
+          [&preparer](std::string_view bytes,
+                      std::stop_token stop) -> absl::StatusOr<std::string> {
+            typename Api::PrepareRequest req;
+            GPULET_RETURN_IF_ERROR(Parse(bytes, "NodePrepareResources", req));
+            typename Api::PrepareResponse resp;
+            GPULET_RETURN_IF_ERROR(Prepare<Api>(preparer, req, resp, stop));
+            return resp.SerializeAsString();
           });
-  service.unary[absl::StrCat(Api::kPrefix, "NodeUnprepareResources")] =
-      Unary<typename Api::UnprepareRequest, typename Api::UnprepareResponse>(
-          "NodeUnprepareResources",
-          [&preparer](const typename Api::UnprepareRequest& req,
-                      typename Api::UnprepareResponse& resp) {
+  service.async_unary[absl::StrCat(Api::kPrefix, "NodeUnprepareResources")] =
+      h2::OnWorkers(
+          workers, "NodeUnprepareResources",
+          [&preparer](std::string_view bytes,
+                      std::stop_token) -> absl::StatusOr<std::string> {
+            typename Api::UnprepareRequest req;
+            GPULET_RETURN_IF_ERROR(Parse(bytes, "NodeUnprepareResources", req));
+            typename Api::UnprepareResponse resp;
             Unprepare<Api>(preparer, req, resp);
+            return resp.SerializeAsString();
           });
 }
 
@@ -224,10 +256,10 @@ h2::Service RegistrationMethods(
 }
 
 h2::Service DraMethods(ClaimPreparer& preparer, DeviceHealthBoard& board,
-                       std::string pool) {
+                       std::string pool, h2::CallWorkers& workers) {
   h2::Service service;
-  AddDraVersion<V1>(preparer, service);
-  AddDraVersion<V1beta1>(preparer, service);
+  AddDraVersion<V1>(preparer, workers, service);
+  AddDraVersion<V1beta1>(preparer, workers, service);
   service.streaming[kHealthWatch] =
       [&board, pool = std::make_shared<const std::string>(std::move(pool))](
           std::string_view bytes)

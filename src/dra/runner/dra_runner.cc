@@ -105,9 +105,10 @@ absl::StatusOr<std::unique_ptr<health::HealthMonitor>> StartHealth(
 
 // Claims as the API server has them.
 dra::ClaimGetter ClaimsFrom(kube::Client& client) {
-  return [&client](const dra::ClaimRef& ref) -> absl::StatusOr<nlohmann::json> {
+  return [&client](const dra::ClaimRef& ref,
+                   std::stop_token stop) -> absl::StatusOr<nlohmann::json> {
     GPULET_ASSIGN_OR_RETURN(std::string path, ClaimPath(ref));
-    absl::StatusOr<nlohmann::json> claim = client.Get(path);
+    absl::StatusOr<nlohmann::json> claim = client.Get(path, stop);
     if (!claim.ok()) {
       return common::Annotate(claim.status(),
                               absl::StrCat("get claim ", dra::ClaimName(ref)));

@@ -21,7 +21,8 @@ using Json = nlohmann::json;
 // first, as if another writer got in.
 class FakeSlices final : public kube::Transport {
  public:
-  absl::StatusOr<kube::Response> Do(const kube::Request& r) override {
+  absl::StatusOr<kube::Response> Do(const kube::Request& r,
+                                    std::stop_token = {}) override {
     ++requests[r.method];
     const std::string base = kResourceSlicesPath;
     if (r.method == "GET") {

@@ -3,12 +3,18 @@
 // holding ResourceClaims. Test-only; header-only.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <set>
+#include <stop_token>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "nlohmann/json.hpp"
 #include "src/dra/kubelet/claim_allocation.h"
 #include "src/dra/kubelet/claim_preparer.h"
@@ -71,9 +77,23 @@ inline cdi::Spec TestSpec() {
 }
 
 // The API server: claims by namespace/name, and how often each was read.
+// A read of a claim in `hung` does not answer until it is stopped (as the
+// API client's reads of a server that holds requests); `held` counts such
+// reads begun.
 struct FakeApi {
   std::map<std::string, json> claims;
   std::map<std::string, int> gets;
+  std::set<std::string> hung;
+  std::mutex mu;  // reads come from the server's workers
+  std::condition_variable held_changed;
+  int held = 0;  // guarded by mu
+
+  // Whether `n` held reads began within 30 s.
+  bool WaitHeld(int n) {
+    std::unique_lock lock(mu);
+    return held_changed.wait_for(lock, std::chrono::seconds(30),
+                                 [&] { return held >= n; });
+  }
 
   void Add(const ClaimRef& ref, std::vector<std::string> devices) {
     json results = json::array();
@@ -105,7 +125,21 @@ struct FakeApi {
          {"consumedCapacity", {{"memory", memory}}}});
   }
   ClaimGetter Getter() {
-    return [this](const ClaimRef& ref) -> absl::StatusOr<json> {
+    return [this](const ClaimRef& ref,
+                  std::stop_token stop) -> absl::StatusOr<json> {
+      if (hung.contains(ClaimName(ref))) {
+        {
+          std::lock_guard lock(mu);
+          ++held;
+        }
+        held_changed.notify_all();
+        absl::Notification stopped;
+        std::stop_callback on_stop(stop, [&] { stopped.Notify(); });
+        stopped.WaitForNotification();
+        return absl::CancelledError(
+            absl::StrCat("GET claim ", ClaimName(ref), ": stopped"));
+      }
+      std::lock_guard lock(mu);
       ++gets[ClaimName(ref)];
       auto it = claims.find(ClaimName(ref));
       if (it == claims.end()) {

@@ -12,7 +12,7 @@
 // docs/allocation.md describes each policy.
 //
 // Ownership: the handler keeps the matrix alive through a shared_ptr.
-// Thread safety: pure over immutable data; callable from any gRPC thread.
+// Thread safety: pure over immutable data; callable from any thread.
 #pragma once
 
 #include <memory>

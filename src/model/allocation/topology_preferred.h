@@ -7,7 +7,7 @@
 //
 // Ownership: the handler keeps the matrix alive through a shared_ptr.
 // Thread safety: the handler is a pure function over immutable data and may
-// be called concurrently from gRPC threads.
+// be called concurrently from the plugin server's threads.
 #pragma once
 
 #include <memory>

@@ -3,8 +3,12 @@
 // policy). Kept apart from the gRPC server so policies are plain functions
 // over values that are table-tested without a socket.
 //
-// Thread safety: handlers are called concurrently from gRPC threads and
-// must be safe for that (pure functions are).
+// Thread safety: handlers are called from the plugin server's loop thread
+// and, for a resource whose handlers wait on the network (the memory units,
+// PluginOptions::handlers_wait), concurrently from its worker threads: they
+// must be safe for that (pure functions are). A handler that runs on the
+// loop must not block; one that waits gives up when CurrentCallStop()
+// (call_scope.h) is requested.
 #pragma once
 
 #include <functional>

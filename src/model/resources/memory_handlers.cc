@@ -65,17 +65,23 @@ std::vector<std::string> FirstAvailable(
 }
 
 // The GPU the answer comes from (-1 when none fits), chosen against the
-// pending requests read now, whose Node version goes to `node_version`.
-int ChooseFor(const MemoryHandlerOptions& o,
-              const std::vector<sharing::GpuSpace>& spaces, int size,
-              std::string* node_version) {
+// pending requests read now, whose Node version goes to `node_version`;
+// the error when they cannot be read.
+absl::StatusOr<int> ChooseFor(const MemoryHandlerOptions& o,
+                              const std::vector<sharing::GpuSpace>& spaces,
+                              int size, std::string* node_version) {
   // The pending pods as the API server has them now. The extender records
   // a pod there before it binds it, so this read holds the pod being
   // admitted and every pod bound before it; the copy of the last sync may
   // lack some, and when one of those has this request's size, the copy
   // would send this container into the room another one needs.
   std::vector<sharing::Request> pending;
-  if (o.pending) pending = o.pending(true, node_version);
+  if (o.pending) {
+    absl::StatusOr<std::vector<sharing::Request>> read =
+        o.pending(true, node_version);
+    if (!read.ok()) return read.status();
+    pending = *std::move(read);
+  }
   absl::StatusOr<sharing::Choice> c =
       sharing::ChooseGpu(spaces, pending, size, o.policy);
   if (!c.ok() || !c->pending_fits) {
@@ -158,7 +164,9 @@ absl::StatusOr<std::vector<std::string>> Preferred(
   std::vector<std::string> out;
   for (int attempt = 1; attempt <= kMaxPreferredChoices; ++attempt) {
     std::string version;
-    const int chosen = ChooseFor(o, table.gpus, size, &version);
+    absl::StatusOr<int> choice = ChooseFor(o, table.gpus, size, &version);
+    if (!choice.ok()) return choice.status();
+    const int chosen = *choice;
     if (chosen < 0 || static_cast<int>(free_ids[chosen].size()) < size) {
       return FirstAvailable(available, must_include, size);
     }
@@ -278,7 +286,7 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> Allocate(
     for (int64_t unit : by_gpu.begin()->second) {
       placed.push_back(sharing::MemoryUnitId(gpu, unit));
     }
-    o.on_allocate(gpu, units, placed);
+    if (absl::Status s = o.on_allocate(gpu, units, placed); !s.ok()) return s;
   }
   return response;
 }

@@ -8,11 +8,16 @@
 // fitting, without knowing which pod it is. The choice is recorded on the
 // Node (through `reserve`) only if no pod was bound since that read, else
 // it is made again: a pod bound in between counted this container as
-// pending anywhere it fits, not on the GPU just chosen. It always answers
-// (the kubelet fails the admission when GetPreferredAllocation fails): with
-// nothing better to go on, it packs by the policy.
+// pending anywhere it fits, not on the GPU just chosen. When the pending
+// requests cannot be read (`pending` fails: the API server is slow or
+// unreachable), it fails with that error rather than choose blind; the
+// kubelet then fails the pod's admission (docs/sharing.md). Otherwise it
+// always answers: with no GPU keeping every pending request fitting, it
+// packs by the policy.
 //
-// Allocate refuses units spanning GPUs, naming the units and GPUs, and
+// Allocate fails with `on_allocate`'s error when the answer cannot be
+// recorded on the Node in time. It refuses units spanning GPUs, naming the
+// units and GPUs, and
 // tells the container its limit: GPULET_GPU_MEMORY_LIMIT in MiB, and
 // gpushare's ALIYUN_COM_GPU_MEM_* variables when the resource has
 // gpushare's name. With MPS (mps_root set) it also points the container
@@ -52,10 +57,10 @@ struct MemoryHandlerOptions {
   sharing::Policy policy = sharing::Policy::kBinpack;
   // The requests pending on the node (docs/sharing.md); `refresh` asks for
   // the Node to be read again first, and then sets `node_version` to the
-  // resourceVersion read (left empty when the Node could not be read).
-  // Null: nothing is pending.
-  std::function<std::vector<sharing::Request>(bool refresh,
-                                              std::string* node_version)>
+  // resourceVersion read. An error (the Node could not be read) fails the
+  // preferred allocation with it. Null: nothing is pending.
+  std::function<absl::StatusOr<std::vector<sharing::Request>>(
+      bool refresh, std::string* node_version)>
       pending;
   // Told every preferred answer chosen against the pending requests
   // (GPU, units, unit IDs) with the `node_version` they were read at,
@@ -75,9 +80,10 @@ struct MemoryHandlerOptions {
   // GPU's units the container has.
   bool mps_compute_by_share = false;
   // Told the GPU, the number of units and their IDs of every Allocate, just
-  // before it is answered (the node agent records it on the Node).
-  std::function<void(const std::string& gpu_uuid, int64_t units,
-                     const std::vector<std::string>& ids)>
+  // before it is answered (the node agent records it on the Node). An
+  // error (not recorded in time) fails the Allocate with it.
+  std::function<absl::Status(const std::string& gpu_uuid, int64_t units,
+                             const std::vector<std::string>& ids)>
       on_allocate;
 };
 

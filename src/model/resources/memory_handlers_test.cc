@@ -60,6 +60,7 @@ TEST(MemoryAllocate, OneGpuGetsItsLimit) {
                       const std::vector<std::string>& ids) {
     told.emplace_back(gpu, units);
     told_ids = ids;
+    return absl::OkStatus();
   };
   auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
   auto r = allocate(Snapshot(4), Units(1, {0, 3}));
@@ -154,7 +155,10 @@ TEST(MemoryAllocate, UnitsSpanningGpusAreRefused) {
   o.resource_name = "nvidia.com/gpu-memory";
   bool told = false;
   o.on_allocate = [&](const std::string&, int64_t,
-                      const std::vector<std::string>&) { told = true; };
+                      const std::vector<std::string>&) {
+    told = true;
+    return absl::OkStatus();
+  };
   auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
   auto r = allocate(Snapshot(2), Concat(Units(0, {0, 1}), Units(1, {0})));
   ASSERT_FALSE(r.ok());
@@ -261,8 +265,8 @@ TEST(MemoryPreferred, ChoosesAgainWhenPodsAreBoundUnderTheChoice) {
   EXPECT_THAT(reserved, ElementsAre("GPU-0@1", "GPU-1@2"));
 }
 
-// The API server is unreachable: the choice stands (the kubelet is never
-// held up), and it is not made again.
+// The choice was made from a fresh read of the Node; only recording it
+// failed: the choice stands, and it is not made again.
 TEST(MemoryPreferred, KeepsTheChoiceWhenItCannotBeRecorded) {
   MemoryHandlerOptions o;
   int reads = 0;
@@ -281,6 +285,31 @@ TEST(MemoryPreferred, KeepsTheChoiceWhenItCannotBeRecorded) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(*r, ElementsAre("GPU-0::m1", "GPU-0::m3"));
   EXPECT_EQ(reads, 1);
+}
+
+// Without the pending requests any choice is a guess: the read's error is
+// the answer.
+TEST(MemoryPreferred, FailsWhenThePendingRequestsCannotBeRead) {
+  MemoryHandlerOptions o;
+  o.pending =
+      [](bool, std::string*) -> absl::StatusOr<std::vector<sharing::Request>> {
+    return absl::DeadlineExceededError("node n1: no answer in time");
+  };
+  auto preferred = MakeMemoryPreferredHandler(o);
+  auto r = preferred(Snapshot(4), Units(0, {0, 1, 2}), {}, 2);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(r.status().message(), "node n1: no answer in time");
+}
+
+TEST(MemoryAllocate, FailsWhenTheAnswerCannotBeRecorded) {
+  MemoryHandlerOptions o;
+  o.on_allocate = [](const std::string&, int64_t,
+                     const std::vector<std::string>&) {
+    return absl::UnavailableError("node n1: placement not written");
+  };
+  auto allocate = MakeMemoryAllocateHandler(allocation::EnvvarResponse, o);
+  auto r = allocate(Snapshot(4), Units(0, {0}));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(MemoryPreferred, MustIncludePinsItsGpu) {

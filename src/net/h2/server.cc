@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "src/base/common/unique_fd.h"
+#include "src/net/h2/async_call.h"
 #include "src/net/h2/server_connection.h"
 
 namespace gpulet::h2 {
@@ -37,8 +38,9 @@ struct Peer {
   bool broken = false;
   bool closed = false;  // out of epoll; destroyed after the batch
 
-  Peer(common::UniqueFd socket, const Service& service)
-      : fd(std::move(socket)), connection(service) {}
+  Peer(common::UniqueFd socket, const Service& service,
+       std::shared_ptr<LoopWaker> waker)
+      : fd(std::move(socket)), connection(service, std::move(waker)) {}
 };
 
 // Writes what the connection has; false when the peer is done with.
@@ -146,6 +148,7 @@ absl::Status Server::Start(const std::string& path, Service service) {
   }
   stopping_ = false;
   service_ = std::move(service);
+  waker_ = std::make_shared<LoopWaker>(event_fd_.get());
   thread_ = std::jthread(
       [this, fd = std::move(listener)]() mutable { Loop(std::move(fd)); });
   return absl::OkStatus();
@@ -168,6 +171,9 @@ void Server::Stop() {
   Signal();
   thread_.join();
   thread_ = std::jthread();
+  // Completions still to come find the waker closed, not a reused fd.
+  waker_->Close();
+  waker_.reset();
   event_fd_.Reset();
 }
 
@@ -210,7 +216,7 @@ void Server::Loop(common::UniqueFd listener_fd) {
           if (!fd.valid()) break;
           // Past the limit, or stopping: closed at once.
           if (peers.size() >= kMaxConnections || stop_by.has_value()) continue;
-          auto peer = std::make_unique<Peer>(std::move(fd), service_);
+          auto peer = std::make_unique<Peer>(std::move(fd), service_, waker_);
           event.events = EPOLLIN;
           event.data.ptr = peer.get();
           epoll_ctl(epoll, EPOLL_CTL_ADD, peer->fd.get(), &event);
@@ -229,6 +235,9 @@ void Server::Loop(common::UniqueFd listener_fd) {
         }
         if (wake_.exchange(false)) {
           for (auto& [raw, peer] : peers) peer->connection.WakeStreams();
+        }
+        if (waker_->TakeReady()) {
+          for (auto& [raw, peer] : peers) peer->connection.CollectAsync();
         }
         for (auto& [raw, peer] : peers) {
           if (!peer->closed && !Flush(epoll, *peer)) close_peer(raw);

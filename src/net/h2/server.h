@@ -1,9 +1,12 @@
 // Server: gRPC over HTTP/2 on a unix socket, serving one Service from a
 // single thread of its own: an epoll loop over the listening socket, the
 // connections (ServerConnection each, non-blocking) and an eventfd through
-// which other threads wake it. Handlers run inline on that thread: no
-// hand-offs, no thread pool. An idle server sleeps in epoll_wait without a
-// timeout (one only while a call has a grpc-timeout).
+// which other threads wake it: WakeStreams, and the completion of an
+// asynchronous call (service.h). Handlers run inline on that thread; the
+// work of an asynchronous one goes wherever its handler sends it (the
+// server owns no thread pool). An idle server sleeps in epoll_wait without
+// a timeout (one only while a call has a deadline: a grpc-timeout, or any
+// asynchronous call).
 //
 // Bounds: 64 connections (later ones are closed at once), 100 streams and
 // 16 KiB of headers per connection, 4 MiB per request message, 256 KiB of
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -22,6 +26,8 @@
 #include "src/net/h2/service.h"
 
 namespace gpulet::h2 {
+
+class LoopWaker;
 
 class Server {
  public:
@@ -39,7 +45,8 @@ class Server {
   // REQUIRES: running (sources call it through watchers they remove when
   // they end, which is before Stop returns).
   void WakeStreams();
-  // Ends every stream with OK, answers unfinished calls UNAVAILABLE, sends
+  // Ends every stream with OK, answers unfinished calls UNAVAILABLE (an
+  // asynchronous call's later completion is dropped), sends
   // GOAWAY, gives the connections up to a second to take it, closes them
   // and joins the loop. The socket file is left. No-op when not running.
   void Stop();
@@ -51,6 +58,7 @@ class Server {
 
   Service service_;  // of this run; set before the loop starts
   common::UniqueFd event_fd_;
+  std::shared_ptr<LoopWaker> waker_;  // over event_fd_, closed on Stop
   std::atomic<bool> stopping_{false};
   std::atomic<bool> wake_{false};
   std::jthread thread_;

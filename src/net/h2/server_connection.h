@@ -11,6 +11,11 @@
 // error. Bounds per connection: 100 concurrent streams, 16 KiB of headers
 // per request, 4 MiB per request message.
 //
+// An asynchronous unary call (service.h) gets its deadline (grpc-timeout,
+// else kDefaultAsyncDeadline) and a responder; its completion is collected
+// by CollectAsync, and ending the call any other way (deadline, cancel,
+// Shutdown, destruction) abandons it.
+//
 // Thread safety: none; one thread drives a connection.
 #pragma once
 
@@ -27,12 +32,15 @@ struct nghttp2_session;
 
 namespace gpulet::h2 {
 
-using Clock = std::chrono::steady_clock;
+class LoopWaker;
 
 class ServerConnection {
  public:
-  // Borrows `service`, which must outlive the connection.
-  explicit ServerConnection(const Service& service);
+  // Borrows `service`, which must outlive the connection. Completions of
+  // asynchronous calls wake `waker` (may be null: the owner calls
+  // CollectAsync when it likes).
+  explicit ServerConnection(const Service& service,
+                            std::shared_ptr<LoopWaker> waker = nullptr);
   // Every stream still open reports Ended("connection closed").
   ~ServerConnection();
   ServerConnection(const ServerConnection&) = delete;
@@ -44,6 +52,8 @@ class ServerConnection {
   bool Receive(std::string_view bytes, Clock::time_point now);
   // Asks every stream's source for its next step.
   void WakeStreams();
+  // Answers the asynchronous calls completed since.
+  void CollectAsync();
   // Ends the calls whose deadline passed with DEADLINE_EXCEEDED; returns
   // the earliest deadline left (Clock::time_point::max() when none).
   Clock::time_point Expire(Clock::time_point now);
@@ -64,6 +74,10 @@ class ServerConnection {
   friend struct Callbacks;
   void Dispatch(Call& call, Clock::time_point now);
   void Step(Call& call);
+  // Starts an asynchronous call; answers it when it is already complete.
+  void DispatchAsync(Call& call, const AsyncUnaryMethod& method,
+                     std::string_view request, Clock::time_point now);
+  void Collect(Call& call);
   // Ends `call` with `status`: trailers after what was sent, or a
   // trailers-only response when nothing was.
   void End(Call& call, const absl::Status& status, std::string_view why);
@@ -72,6 +86,7 @@ class ServerConnection {
   void SubmitTrailers(nghttp2_session* session, int32_t stream_id, Call& call);
 
   const Service& service_;
+  const std::shared_ptr<LoopWaker> waker_;
   nghttp2_session* session_ = nullptr;
   absl::flat_hash_map<int32_t, std::unique_ptr<Call>> calls_;
   bool shut_down_ = false;

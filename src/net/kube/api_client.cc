@@ -2,15 +2,19 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/status_macros.h"
 
 namespace gpulet::kube {
 
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(
-    const config::ApiServerConfig& api, const ClientOptions& options) {
+    const config::ApiServerConfig& api, const ClientOptions& options,
+    const ExecPluginOptions& exec) {
+  TlsTransportOptions transport_options;
+  transport_options.exec = exec;
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<TlsTransport> transport,
-                          TlsTransport::Create(api));
+                          TlsTransport::Create(api, transport_options));
   return std::unique_ptr<ApiClient>(
       new ApiClient(std::move(transport), options, api));
 }
@@ -27,10 +31,16 @@ absl::StatusOr<std::unique_ptr<ApiClient>> MakeApiClient(
     const ApiClientOptions& options) {
   GPULET_ASSIGN_OR_RETURN(
       config::ApiServerConfig api,
-      options.kubeconfig.empty()
-          ? config::LoadInClusterConfig(options.in_cluster)
-          : config::LoadKubeconfig(options.kubeconfig, options.context));
-  return ApiClient::Create(api, options.client);
+      config::LoadApiServerConfig(options.kubeconfig, options.context,
+                                  options.in_cluster));
+  if (api.exec && !options.allow_exec_plugin) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        api.source, ": user \"", api.exec->user,
+        "\" authenticates with an exec credential plugin, which only "
+        "kubectl-gpulet runs; give this component a client certificate or "
+        "a token"));
+  }
+  return ApiClient::Create(api, options.client, options.exec);
 }
 
 }  // namespace gpulet::kube

@@ -1,8 +1,9 @@
-// ApiClient: the one way a gpulet process reaches its API server. MakeApiClient
-// loads the credentials (the kubeconfig named in the options, else the pod's
-// service account), opens the TLS transport (tls_transport.h) and puts a
-// Client (client.h) with the given rate limits and retries over it; the
-// ApiClient owns both.
+// ApiClient: the one way a gpulet process reaches its API server.
+// MakeApiClient loads the credentials (the kubeconfig file named in the
+// options, else the files of $KUBECONFIG merged as kubectl merges them, else
+// the pod's service account: config::LoadApiServerConfig), opens the TLS
+// transport (tls_transport.h) and puts a Client (client.h) with the given
+// rate limits and retries over it; the ApiClient owns both.
 //
 // Errors are those of the step that failed, each naming what it read: the
 // kubeconfig's path and field ("kubeconfig /x: clusters[0].cluster.server:
@@ -24,18 +25,30 @@
 namespace gpulet::kube {
 
 struct ApiClientOptions {
-  std::string kubeconfig;  // empty: the pod's service account
-  std::string context;     // of the kubeconfig; empty: its current context
-  // Where the service account is read from when there is no kubeconfig.
+  // One kubeconfig file (--kubeconfig), not merged. Empty: $KUBECONFIG's
+  // files merged, else the pod's service account.
+  std::string kubeconfig;
+  std::string context;  // of the kubeconfig; empty: its current context
+  // How $KUBECONFIG and the in-cluster variables are read, and where the
+  // service account is read from when there is no kubeconfig.
   config::InClusterOptions in_cluster{};
   ClientOptions client{};
+  // Whether a kubeconfig's exec credential plugin may run. Only
+  // kubectl-gpulet, run by a person with their own kubeconfig, allows it;
+  // gpulet's node and cluster components refuse such a kubeconfig
+  // (FailedPrecondition naming it) rather than run a program from it.
+  bool allow_exec_plugin = false;
+  // How the plugin runs (environment, terminal, bounds).
+  ExecPluginOptions exec{};
 };
 
 class ApiClient {
  public:
-  // Opens the transport to `api` and a client over it.
+  // Opens the transport to `api` and a client over it; `exec` is how an
+  // exec credential plugin of `api` runs.
   static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
-      const config::ApiServerConfig& api, const ClientOptions& options);
+      const config::ApiServerConfig& api, const ClientOptions& options,
+      const ExecPluginOptions& exec = {});
 
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;

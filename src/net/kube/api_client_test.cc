@@ -27,14 +27,14 @@ class ApiClientTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A kubeconfig whose one cluster has `server`; returns its path.
-  std::string Kubeconfig(const std::string& server) {
+  std::string Kubeconfig(const std::string& server,
+                         const std::string& user = "{token: abc}") {
     const std::string path = dir_ + "/config";
     const std::string text = absl::StrCat(
         "apiVersion: v1\nkind: Config\ncurrent-context: main\n"
         "clusters:\n- name: c1\n  cluster: {server: \"",
-        server,
-        "\"}\nusers:\n- name: u1\n  user: {token: abc}\n"
-        "contexts:\n- name: main\n  context: {cluster: c1, user: u1}\n");
+        server, "\"}\nusers:\n- name: u1\n  user: ", user,
+        "\ncontexts:\n- name: main\n  context: {cluster: c1, user: u1}\n");
     EXPECT_TRUE(common::WriteFileAtomic(path, text, {.durable = false}).ok());
     return path;
   }
@@ -91,6 +91,24 @@ TEST_F(ApiClientTest, GoodKubeconfigMakesAClientWithoutConnecting) {
   ASSERT_TRUE(api.ok()) << api.status();
   EXPECT_EQ((*api)->server(), "https://127.0.0.1:1");
   EXPECT_EQ((*api)->source(), absl::StrCat("kubeconfig ", options.kubeconfig));
+}
+
+// gpulet's node and cluster components do not run a program named in a
+// kubeconfig; kubectl-gpulet (allow_exec_plugin) does, at its first request.
+TEST_F(ApiClientTest, ExecPluginOnlyWhereAllowed) {
+  ApiClientOptions options;
+  options.kubeconfig = Kubeconfig(
+      "https://127.0.0.1:1",
+      "{exec: {apiVersion: client.authentication.k8s.io/v1, command: "
+      "/nonexistent/plugin, interactiveMode: Never}}");
+  absl::StatusOr<std::unique_ptr<ApiClient>> api = MakeApiClient(options);
+  EXPECT_EQ(api.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(api.status().message(),
+              AllOf(HasSubstr(options.kubeconfig), HasSubstr("user \"u1\""),
+                    HasSubstr("exec credential plugin")));
+  options.allow_exec_plugin = true;
+  api = MakeApiClient(options);
+  ASSERT_TRUE(api.ok()) << api.status();
 }
 
 }  // namespace

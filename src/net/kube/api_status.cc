@@ -14,6 +14,7 @@ namespace {
 constexpr char kCodeUrl[] = "gpulet.kube/http-code";
 constexpr char kReasonUrl[] = "gpulet.kube/reason";
 constexpr char kRetryAfterUrl[] = "gpulet.kube/retry-after-seconds";
+constexpr char kTooLargeUrl[] = "gpulet.kube/resource-version-too-large";
 
 // Server text quoted into a message: bounded, control characters escaped.
 std::string Excerpt(absl::string_view text, size_t max = 300) {
@@ -86,6 +87,34 @@ absl::Status Make(absl::string_view what, int http, const std::string& reason,
   return status;
 }
 
+// The server could not serve a list or watch at the resourceVersion asked
+// for because it has not seen that version yet (its cache is behind):
+// details.causes[].reason ResourceVersionTooLarge, or, from servers before
+// 1.19, only the message.
+bool TooLargeResourceVersion(const nlohmann::json& body) {
+  auto details = body.find("details");
+  if (details != body.end() && details->is_object()) {
+    auto causes = details->find("causes");
+    if (causes != details->end() && causes->is_array()) {
+      for (const nlohmann::json& cause : *causes) {
+        if (cause.is_object() &&
+            StringField(cause, "reason") == "ResourceVersionTooLarge") {
+          return true;
+        }
+      }
+    }
+  }
+  return StringField(body, "message").find("Too large resource version") !=
+         std::string::npos;
+}
+
+absl::Status MarkCauses(absl::Status status, const nlohmann::json& body) {
+  if (TooLargeResourceVersion(body)) {
+    status.SetPayload(kTooLargeUrl, absl::Cord("1"));
+  }
+  return status;
+}
+
 std::optional<int64_t> ParseRetryAfter(absl::string_view header) {
   int64_t seconds = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(header), &seconds) ||
@@ -107,8 +136,9 @@ absl::Status StatusFromResponse(absl::string_view what,
       nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_object() && StringField(body, "kind") == "Status") {
     std::string reason = StringField(body, "reason");
-    return Make(what, response.status, reason, StringField(body, "message"),
-                retry_after);
+    return MarkCauses(Make(what, response.status, reason,
+                           StringField(body, "message"), retry_after),
+                      body);
   }
   return Make(what, response.status, "", response.body, retry_after);
 }
@@ -127,8 +157,9 @@ absl::Status StatusFromApiStatus(absl::string_view what,
     return Make(what, http, "", "error event without a Status object",
                 std::nullopt);
   }
-  return Make(what, http, StringField(status, "reason"),
-              StringField(status, "message"), std::nullopt);
+  return MarkCauses(Make(what, http, StringField(status, "reason"),
+                         StringField(status, "message"), std::nullopt),
+                    status);
 }
 
 int HttpCode(const absl::Status& status) {
@@ -144,6 +175,10 @@ std::string Reason(const absl::Status& status) {
 }
 
 bool IsGone(const absl::Status& status) { return HttpCode(status) == 410; }
+
+bool IsResourceVersionTooLarge(const absl::Status& status) {
+  return status.GetPayload(kTooLargeUrl).has_value();
+}
 
 std::optional<absl::Duration> RetryAfter(const absl::Status& status) {
   auto payload = status.GetPayload(kRetryAfterUrl);

@@ -52,6 +52,9 @@ std::string Reason(const absl::Status& status);
 // True for 410 Gone: a resourceVersion or continue token too old to serve;
 // the caller lists again.
 bool IsGone(const absl::Status& status);
+// True when the server has not caught up with the resourceVersion asked
+// for (a cause ResourceVersionTooLarge, HTTP 504): list at "" instead.
+bool IsResourceVersionTooLarge(const absl::Status& status);
 // The server's Retry-After, when it sent one in seconds.
 std::optional<absl::Duration> RetryAfter(const absl::Status& status);
 

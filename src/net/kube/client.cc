@@ -18,12 +18,23 @@ std::string Describe(const Request& request) {
 }
 
 bool Retriable(const absl::Status& status, bool idempotent) {
+  // The caller reads at another version instead (ListWatcher).
+  if (IsResourceVersionTooLarge(status)) return false;
   const int http = HttpCode(status);
   if (http == 429) return true;
   if (!idempotent) return false;
   if (http == 500 || http == 502 || http == 503 || http == 504) return true;
   return http == 0 && (status.code() == absl::StatusCode::kUnavailable ||
                        status.code() == absl::StatusCode::kDeadlineExceeded);
+}
+
+// A list at a given version ("" and "0" aside) is not paged: with a limit
+// the server reads exactly that version from etcd (Gone once compacted),
+// without one it serves anything at least as new, from its watch cache, as
+// client-go's reflector relies on.
+int64_t PageLimit(const ListOptions& options, int64_t page_size) {
+  const std::string& rv = options.resource_version;
+  return rv.empty() || rv == "0" ? page_size : 0;
 }
 
 // Invalid UTF-8 in a string becomes U+FFFD rather than an exception.
@@ -50,7 +61,7 @@ absl::StatusOr<Response> Client::Send(const Request& request, bool idempotent,
   const std::string what = Describe(request);
   for (int attempt = 1;; ++attempt) {
     if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
-    absl::StatusOr<Response> response = transport_.Do(request);
+    absl::StatusOr<Response> response = transport_.Do(request, stop);
     absl::Status status =
         response.ok() ? StatusFromResponse(what, *response) : response.status();
     if (status.ok()) return response;
@@ -107,9 +118,9 @@ absl::StatusOr<ListResult> Client::ListPages(const std::string& path,
 absl::StatusOr<ListResult> Client::List(const std::string& path,
                                         const ListOptions& options,
                                         std::stop_token stop) {
-  absl::StatusOr<ListResult> result =
-      ListPages(path, options, options_.page_size, stop);
-  if (result.ok() || !IsGone(result.status()) || options_.page_size <= 0) {
+  const int64_t limit = PageLimit(options, options_.page_size);
+  absl::StatusOr<ListResult> result = ListPages(path, options, limit, stop);
+  if (result.ok() || !IsGone(result.status()) || limit <= 0) {
     return result;
   }
   GPULET_VLOG(1) << ForLog(result.status()) << "; listing again without paging";
@@ -129,8 +140,10 @@ absl::Status Client::Watch(const std::string& path, const WatchOptions& options,
                  {"resourceVersion", options.resource_version},
                  {"allowWatchBookmarks", options.allow_bookmarks ? "true" : ""},
                  {"timeoutSeconds", absl::StrCat(timeout_seconds)}}),
-      // The server ends the watch; this only catches a server gone silent.
-      .timeout = options.timeout + options_.request_timeout};
+      // The server ends the watch; this only bounds one that never ends.
+      .timeout = options.timeout + options_.request_timeout,
+      // What notices a connection that died without a word.
+      .idle_timeout = options_.watch_idle_timeout};
   const std::string what = Describe(request);
   if (!clock_.Sleep(limiter_.Reserve(), stop)) return Stopped(request);
 

@@ -20,10 +20,17 @@
 // verb (after the server's Retry-After when given); connection failures,
 // timeouts and 500/502/503/504 only for GET and merge patches, which are
 // safe to repeat, and for DELETE (a repeat finds the object gone: NotFound).
-// A POST or PUT that may have reached the server is not repeated.
+// A POST or PUT that may have reached the server is not repeated. A 504
+// "too large resource version" is not retried: the caller reads at another
+// version (IsResourceVersionTooLarge()).
 //
 // Watch() does not retry: it returns when the stream ends and the caller
 // (ListWatcher, list_watcher.h) decides whether to watch again or re-list.
+// A watch on which nothing arrives for `watch_idle_timeout` (no event, no
+// bookmark, no byte) ends with DeadlineExceeded naming the idle timeout: the
+// connection is presumed dead (a load balancer dropped it, the server is
+// stopped) rather than left to go stale until the watch's own 5-10 minutes
+// run out.
 //
 // Thread safety: every method may be called from any number of threads;
 // they share the limiter. The transport and the clock (through which the
@@ -56,6 +63,14 @@ inline constexpr common::BackoffPolicy kApiBackoff{
     .max = absl::Seconds(30),
     .jitter = 0.5};
 
+// How long a watch may go without a byte before it is taken for dead. The
+// API server's watch cache sends a bookmark to every watch that asks for
+// them (ListWatcher does) once a minute, so a healthy quiet watch hears
+// something at least every ~60 s; 15 s more covers the cache's one-second
+// bookmark buckets and a loaded server. client-go has no such deadline on
+// HTTP/1.1 (its HTTP/2 pings give up after 30 s + 15 s of silence).
+inline constexpr absl::Duration kWatchIdleTimeout = absl::Seconds(75);
+
 struct ClientOptions {
   double qps = 5;  // client-go's defaults
   int burst = 10;
@@ -64,6 +79,8 @@ struct ClientOptions {
   common::RandomFn random{};  // jitter source; default: a per-thread engine
   absl::Duration request_timeout = absl::Seconds(30);
   int64_t page_size = 500;
+  // InfiniteDuration: none (a watch without bookmarks on a quiet set).
+  absl::Duration watch_idle_timeout = kWatchIdleTimeout;
 };
 
 struct ListOptions {
@@ -97,8 +114,12 @@ class Client {
   absl::StatusOr<nlohmann::json> Get(const std::string& path,
                                      std::stop_token stop = {});
 
-  // A 410 Gone for a continue token (the list took longer than the server
-  // keeps its snapshot) restarts the list once without paging.
+  // Pages of options_.page_size when options.resource_version is "" (the
+  // newest, a quorum read) or "0" (any version, from the server's cache);
+  // a list at another version is not paged (paging would pin it to exactly
+  // that version). A 410 Gone for a continue token (the list took longer
+  // than the server keeps its snapshot) restarts the list once without
+  // paging.
   absl::StatusOr<ListResult> List(const std::string& path,
                                   const ListOptions& options,
                                   std::stop_token stop = {});

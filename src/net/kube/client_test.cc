@@ -195,6 +195,34 @@ TEST_F(ClientTest, ListStartsOverWithoutPagingWhenTheContinueTokenExpires) {
   EXPECT_EQ(Paths().back(), "GET /api/v1/pods");
 }
 
+// With a limit, a list at a given version reads exactly that version from
+// etcd; without one, anything at least as new, from the watch cache.
+TEST_F(ClientTest, ListAtAVersionIsNotPaged) {
+  transport_.AddResponse(200, R"({"metadata":{"resourceVersion":"12"}})");
+  ASSERT_TRUE(client_.List("/api/v1/pods", {.resource_version = "10"}).ok());
+  EXPECT_THAT(Paths(), ElementsAre("GET /api/v1/pods?resourceVersion=10"));
+}
+
+// The server has not caught up with the version asked for: the caller
+// reads at another one rather than wait through retries.
+TEST_F(ClientTest, TooLargeResourceVersionIsNotRetried) {
+  transport_.AddResponse(
+      504, R"({"kind":"Status","code":504,"reason":"Timeout","message":)"
+           R"("Too large resource version: 10, current: 9","details":)"
+           R"({"causes":[{"reason":"ResourceVersionTooLarge"}]}})");
+  absl::StatusOr<ListResult> list =
+      client_.List("/api/v1/pods", {.resource_version = "10"});
+  EXPECT_TRUE(IsResourceVersionTooLarge(list.status())) << list.status();
+  EXPECT_EQ(Paths().size(), 1u);
+  // A plain 504 is retried as before.
+  transport_.AddResponse(504, StatusBody(504, "Timeout"));
+  transport_.AddResponse(200, R"({"metadata":{"resourceVersion":"12"}})");
+  list = client_.List("/api/v1/pods", {.resource_version = "10"});
+  EXPECT_TRUE(list.ok()) << list.status();
+  EXPECT_FALSE(
+      IsResourceVersionTooLarge(absl::DeadlineExceededError("no payload")));
+}
+
 TEST_F(ClientTest, WatchDeliversEventsAcrossChunks) {
   const std::string stream = Event("ADDED", "a", "11") +
                              Event("BOOKMARK", "", "12") +
@@ -216,6 +244,17 @@ TEST_F(ClientTest, WatchDeliversEventsAcrossChunks) {
               ElementsAre("GET /api/v1/pods?watch=true&fieldSelector=spec."
                           "nodeName%3Dn1&resourceVersion=10&"
                           "allowWatchBookmarks=true&timeoutSeconds=300"));
+}
+
+TEST_F(ClientTest, WatchAsksTheTransportForTheIdleTimeout) {
+  transport_.AddStream({Event("ADDED", "a", "11")});
+  EXPECT_TRUE(client_.Watch("/p", {}, [](const auto&) { return true; }).ok());
+  transport_.AddResponse(200, "{}");
+  EXPECT_TRUE(client_.Get("/p").ok());
+  const std::vector<Request> requests = transport_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].idle_timeout, kWatchIdleTimeout);
+  EXPECT_EQ(requests[1].idle_timeout, absl::InfiniteDuration());
 }
 
 TEST_F(ClientTest, WatchErrorEventEndsTheWatchAsGone) {

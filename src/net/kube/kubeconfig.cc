@@ -1,15 +1,18 @@
 #include "src/net/kube/kubeconfig.h"
 
-#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/status_macros.h"
@@ -23,6 +26,8 @@ using Json = nlohmann::ordered_json;
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  const std::string& source() const { return source_; }
 
   absl::Status Error(const std::string& path, absl::string_view what) const {
     return absl::InvalidArgumentError(
@@ -52,36 +57,70 @@ class Reader {
   }
 
   // The entry of the named list `list_key` whose name is `name`, as the
-  // object under `item_key`.
-  absl::StatusOr<std::pair<Json, std::string>> Named(
-      const Json& root, const char* list_key, const char* item_key,
-      const std::string& name, const std::string& wanted_by) const {
+  // object under `item_key` and its path; nullopt when there is none.
+  using Entry = std::optional<std::pair<Json, std::string>>;
+  absl::StatusOr<Entry> Find(const Json& root, const char* list_key,
+                             const char* item_key,
+                             const std::string& name) const {
     auto list = root.find(list_key);
-    if (list != root.end() && !list->is_null() && !list->is_array()) {
-      return Error(list_key, "expected a list");
-    }
-    if (list != root.end() && list->is_array()) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        const Json& entry = (*list)[i];
-        std::string path = absl::StrCat(list_key, "[", i, "]");
-        if (!entry.is_object()) return Error(path, "expected a map");
-        GPULET_ASSIGN_OR_RETURN(std::string entry_name,
-                                String(entry, path, "name"));
-        if (entry_name != name) continue;
-        auto item = entry.find(item_key);
-        if (item == entry.end() || !item->is_object()) {
-          return Error(absl::StrCat(path, ".", item_key), "expected a map");
-        }
-        return std::make_pair(*item, absl::StrCat(path, ".", item_key));
+    if (list == root.end() || list->is_null()) return Entry();
+    if (!list->is_array()) return Error(list_key, "expected a list");
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Json& entry = (*list)[i];
+      std::string path = absl::StrCat(list_key, "[", i, "]");
+      if (!entry.is_object()) return Error(path, "expected a map");
+      GPULET_ASSIGN_OR_RETURN(std::string entry_name,
+                              String(entry, path, "name"));
+      if (entry_name != name) continue;
+      auto item = entry.find(item_key);
+      if (item == entry.end() || !item->is_object()) {
+        return Error(absl::StrCat(path, ".", item_key), "expected a map");
       }
+      return Entry(std::make_pair(*item, absl::StrCat(path, ".", item_key)));
     }
-    return Error(wanted_by,
-                 absl::StrCat("no entry named \"", name, "\" in ", list_key));
+    return Entry();
   }
 
  private:
   std::string source_;
 };
+
+// One kubeconfig being merged: its tree, how its errors are named and the
+// directory its relative paths are relative to ("": leave them as written).
+struct Doc {
+  Json root;
+  Reader reader;
+  std::string base_dir;
+};
+
+// A named entry and the document it came from.
+struct Found {
+  const Doc* doc;
+  Json item;
+  std::string path;
+};
+
+// The first document's entry named `name` in `list_key` (kubectl's merge:
+// the first file to set a key wins). InvalidArgument "<wanted_by>: no entry
+// named ..." when none has it.
+absl::StatusOr<Found> FindFirst(const std::vector<Doc>& docs,
+                                const char* list_key, const char* item_key,
+                                const std::string& name,
+                                const std::string& wanted_by) {
+  for (const Doc& doc : docs) {
+    GPULET_ASSIGN_OR_RETURN(
+        Reader::Entry entry,
+        doc.reader.Find(doc.root, list_key, item_key, name));
+    if (entry) return Found{&doc, std::move(entry->first), entry->second};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(wanted_by, ": no entry named \"", name, "\" in ", list_key));
+}
+
+std::string Resolve(const std::string& base_dir, const std::string& file) {
+  if (base_dir.empty() || file.empty() || file.front() == '/') return file;
+  return (std::filesystem::path(base_dir) / file).string();
+}
 
 absl::Status RejectPresent(const Reader& r, const Json& obj,
                            const std::string& path,
@@ -96,8 +135,38 @@ absl::Status RejectPresent(const Reader& r, const Json& obj,
   return absl::OkStatus();
 }
 
-absl::Status ReadCluster(const Reader& r, const Json& cluster,
+// A user field gpulet does not know may change whose identity requests
+// carry (kubectl would honour it): refused, never ignored.
+absl::Status RejectUnknownUserFields(const Reader& r, const Json& user,
+                                     const std::string& path) {
+  static const std::set<std::string> kKnown = {"client-certificate",
+                                               "client-certificate-data",
+                                               "client-key",
+                                               "client-key-data",
+                                               "token",
+                                               "tokenFile",
+                                               "as",
+                                               "as-uid",
+                                               "as-groups",
+                                               "as-user-extra",
+                                               "username",
+                                               "password",
+                                               "auth-provider",
+                                               "exec",
+                                               "extensions"};
+  for (const auto& [key, value] : user.items()) {
+    if (!kKnown.contains(key)) {
+      return r.Error(absl::StrCat(path, ".", key),
+                     "unknown field; gpulet refuses user fields it does not "
+                     "know rather than connect as someone else");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadCluster(const Doc& doc, const Json& cluster,
                          const std::string& path, KubeconfigSelection& out) {
+  const Reader& r = doc.reader;
   GPULET_ASSIGN_OR_RETURN(out.config.server, r.String(cluster, path, "server"));
   if (out.config.server.empty()) {
     return r.Error(absl::StrCat(path, ".server"), "missing");
@@ -122,54 +191,144 @@ absl::Status ReadCluster(const Reader& r, const Json& cluster,
                                        "not supported by gpulet"));
   GPULET_ASSIGN_OR_RETURN(out.ca_file,
                           r.String(cluster, path, "certificate-authority"));
+  out.ca_file = Resolve(doc.base_dir, out.ca_file);
   GPULET_ASSIGN_OR_RETURN(out.config.ca_pem,
                           r.Data(cluster, path, "certificate-authority-data"));
   return absl::OkStatus();
 }
 
-absl::Status ReadUser(const Reader& r, const Json& user,
-                      const std::string& path, KubeconfigSelection& out) {
+absl::Status ReadUser(const Doc& doc, const Json& user, const std::string& path,
+                      KubeconfigSelection& out) {
+  const Reader& r = doc.reader;
+  ApiServerConfig& c = out.config;
   GPULET_RETURN_IF_ERROR(RejectPresent(
-      r, user, path, {"exec", "auth-provider", "username", "password"},
+      r, user, path, {"auth-provider", "username", "password"},
       "not supported by gpulet (use a client certificate or a token)"));
-  GPULET_ASSIGN_OR_RETURN(out.client_cert_file,
+  GPULET_RETURN_IF_ERROR(RejectUnknownUserFields(r, user, path));
+  GPULET_ASSIGN_OR_RETURN(c.client_cert_file,
                           r.String(user, path, "client-certificate"));
-  GPULET_ASSIGN_OR_RETURN(out.config.client_cert_pem,
+  GPULET_ASSIGN_OR_RETURN(c.client_cert_pem,
                           r.Data(user, path, "client-certificate-data"));
-  GPULET_ASSIGN_OR_RETURN(out.client_key_file,
+  GPULET_ASSIGN_OR_RETURN(c.client_key_file,
                           r.String(user, path, "client-key"));
-  GPULET_ASSIGN_OR_RETURN(out.config.client_key_pem,
+  GPULET_ASSIGN_OR_RETURN(c.client_key_pem,
                           r.Data(user, path, "client-key-data"));
-  GPULET_ASSIGN_OR_RETURN(out.config.token, r.String(user, path, "token"));
-  GPULET_ASSIGN_OR_RETURN(out.config.token_file,
-                          r.String(user, path, "tokenFile"));
+  GPULET_ASSIGN_OR_RETURN(c.token, r.String(user, path, "token"));
+  GPULET_ASSIGN_OR_RETURN(c.token_file, r.String(user, path, "tokenFile"));
+  GPULET_ASSIGN_OR_RETURN(c.impersonation,
+                          ReadImpersonation(user, r.source(), path));
   const bool has_cert =
-      !out.client_cert_file.empty() || !out.config.client_cert_pem.empty();
-  const bool has_key =
-      !out.client_key_file.empty() || !out.config.client_key_pem.empty();
+      !c.client_cert_file.empty() || !c.client_cert_pem.empty();
+  const bool has_key = !c.client_key_file.empty() || !c.client_key_pem.empty();
   if (has_cert != has_key) {
     return r.Error(path, "client-certificate and client-key go together");
   }
+  // -data wins over a file, as in kubectl; only files are re-read.
+  if (!c.client_cert_pem.empty()) c.client_cert_file.clear();
+  if (!c.client_key_pem.empty()) c.client_key_file.clear();
+  c.client_cert_file = Resolve(doc.base_dir, c.client_cert_file);
+  c.client_key_file = Resolve(doc.base_dir, c.client_key_file);
+  c.token_file = Resolve(doc.base_dir, c.token_file);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadPem(const std::string& base_dir,
-                                    const std::string& file,
+// The context's name: `context`, else the first current-context set.
+absl::StatusOr<std::string> ContextName(const std::vector<Doc>& docs,
+                                        const std::string& sources,
+                                        const std::string& context) {
+  if (!context.empty()) return context;
+  for (const Doc& doc : docs) {
+    GPULET_ASSIGN_OR_RETURN(std::string name,
+                            doc.reader.String(doc.root, "", "current-context"));
+    if (!name.empty()) return name;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      sources, ": current-context: missing, and no context was given"));
+}
+
+absl::StatusOr<KubeconfigSelection> Select(const std::vector<Doc>& docs,
+                                           const std::string& sources,
+                                           const std::string& context) {
+  GPULET_ASSIGN_OR_RETURN(std::string name,
+                          ContextName(docs, sources, context));
+  KubeconfigSelection out;
+  out.config.source = absl::StrCat("kubeconfig ", sources);
+  GPULET_ASSIGN_OR_RETURN(
+      Found ctx,
+      FindFirst(docs, "contexts", "context", name,
+                absl::StrCat(sources, ": ",
+                             context.empty() ? "current-context" : "context")));
+  const Reader& r = ctx.doc->reader;
+  GPULET_ASSIGN_OR_RETURN(std::string cluster_name,
+                          r.String(ctx.item, ctx.path, "cluster"));
+  GPULET_ASSIGN_OR_RETURN(std::string user_name,
+                          r.String(ctx.item, ctx.path, "user"));
+  GPULET_ASSIGN_OR_RETURN(out.config.namespace_name,
+                          r.String(ctx.item, ctx.path, "namespace"));
+  if (out.config.namespace_name.empty()) out.config.namespace_name = "default";
+  const std::string wanted_by = absl::StrCat(r.source(), ": ", ctx.path);
+  GPULET_ASSIGN_OR_RETURN(Found cluster,
+                          FindFirst(docs, "clusters", "cluster", cluster_name,
+                                    wanted_by + ".cluster"));
+  GPULET_RETURN_IF_ERROR(
+      ReadCluster(*cluster.doc, cluster.item, cluster.path, out));
+  if (!user_name.empty()) {
+    GPULET_ASSIGN_OR_RETURN(
+        Found user,
+        FindFirst(docs, "users", "user", user_name, wanted_by + ".user"));
+    GPULET_RETURN_IF_ERROR(ReadUser(*user.doc, user.item, user.path, out));
+    GPULET_ASSIGN_OR_RETURN(
+        out.config.exec,
+        ReadUserExec(user.item, user.path, cluster.item, cluster.path,
+                     user.doc->reader.source(), user_name));
+    if (out.config.exec) out.config.exec->base_dir = user.doc->base_dir;
+  }
+  return out;
+}
+
+absl::StatusOr<Doc> Parse(absl::string_view text, const std::string& source,
+                          std::string base_dir) {
+  GPULET_ASSIGN_OR_RETURN(Json root, YamlToJson(text, source));
+  Reader r(source);
+  if (!root.is_object() && !root.is_null()) {
+    return r.Error("(top level)", "expected a map");
+  }
+  if (root.is_null()) root = Json::object();  // an empty file
+  return Doc{std::move(root), std::move(r), std::move(base_dir)};
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& file,
                                     const std::string& source,
                                     absl::string_view field) {
-  std::filesystem::path p(file);
-  if (p.is_relative()) p = std::filesystem::path(base_dir) / p;
-  absl::StatusOr<std::string> text = common::ReadFile(p.string());
+  absl::StatusOr<std::string> text = common::ReadFile(file);
   if (!text.ok()) {
     return common::Annotate(text.status(), absl::StrCat(source, ": ", field));
   }
   return text;
 }
 
-std::optional<std::string> GetEnv(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
-  if (value == nullptr) return std::nullopt;
-  return std::string(value);
+// Reads the certificate files a selection names into its config.
+absl::StatusOr<ApiServerConfig> ReadFiles(KubeconfigSelection sel) {
+  ApiServerConfig& c = sel.config;
+  if (!sel.ca_file.empty() && c.ca_pem.empty()) {
+    GPULET_ASSIGN_OR_RETURN(
+        c.ca_pem, ReadPem(sel.ca_file, c.source, "certificate-authority"));
+  }
+  if (!c.client_cert_file.empty()) {
+    GPULET_ASSIGN_OR_RETURN(
+        c.client_cert_pem,
+        ReadPem(c.client_cert_file, c.source, "client-certificate"));
+  }
+  if (!c.client_key_file.empty()) {
+    GPULET_ASSIGN_OR_RETURN(c.client_key_pem,
+                            ReadPem(c.client_key_file, c.source, "client-key"));
+  }
+  return std::move(sel.config);
+}
+
+std::string DirOf(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return dir.empty() ? "." : dir.string();
 }
 
 }  // namespace
@@ -177,111 +336,54 @@ std::optional<std::string> GetEnv(const std::string& name) {
 absl::StatusOr<KubeconfigSelection> ParseKubeconfig(
     absl::string_view text, const std::string& source,
     const std::string& context) {
-  GPULET_ASSIGN_OR_RETURN(Json root, YamlToJson(text, source));
-  Reader r(source);
-  if (!root.is_object()) return r.Error("(top level)", "expected a map");
-  std::string name = context;
-  if (name.empty()) {
-    GPULET_ASSIGN_OR_RETURN(name, r.String(root, "", "current-context"));
-    if (name.empty()) {
-      return r.Error("current-context", "missing, and no context was given");
-    }
-  }
-  KubeconfigSelection out;
-  out.config.source = absl::StrCat("kubeconfig ", source);
-  GPULET_ASSIGN_OR_RETURN(
-      auto ctx, r.Named(root, "contexts", "context", name,
-                        context.empty() ? "current-context" : "context"));
-  const std::string& ctx_path = ctx.second;
-  GPULET_ASSIGN_OR_RETURN(std::string cluster_name,
-                          r.String(ctx.first, ctx_path, "cluster"));
-  GPULET_ASSIGN_OR_RETURN(std::string user_name,
-                          r.String(ctx.first, ctx_path, "user"));
-  GPULET_ASSIGN_OR_RETURN(out.config.namespace_name,
-                          r.String(ctx.first, ctx_path, "namespace"));
-  if (out.config.namespace_name.empty()) out.config.namespace_name = "default";
+  std::vector<Doc> docs;
+  GPULET_ASSIGN_OR_RETURN(Doc doc, Parse(text, source, ""));
+  docs.push_back(std::move(doc));
+  return Select(docs, source, context);
+}
 
-  GPULET_ASSIGN_OR_RETURN(auto cluster,
-                          r.Named(root, "clusters", "cluster", cluster_name,
-                                  absl::StrCat(ctx_path, ".cluster")));
-  GPULET_RETURN_IF_ERROR(ReadCluster(r, cluster.first, cluster.second, out));
-  if (!user_name.empty()) {
-    GPULET_ASSIGN_OR_RETURN(auto user,
-                            r.Named(root, "users", "user", user_name,
-                                    absl::StrCat(ctx_path, ".user")));
-    GPULET_RETURN_IF_ERROR(ReadUser(r, user.first, user.second, out));
+absl::StatusOr<KubeconfigSelection> SelectKubeconfig(
+    const std::vector<KubeconfigText>& files, const std::string& context) {
+  std::vector<Doc> docs;
+  std::vector<std::string> paths;
+  for (const KubeconfigText& file : files) {
+    GPULET_ASSIGN_OR_RETURN(Doc doc,
+                            Parse(file.text, file.path, DirOf(file.path)));
+    docs.push_back(std::move(doc));
+    paths.push_back(file.path);
   }
-  return out;
+  return Select(docs, absl::StrJoin(paths, ":"), context);
 }
 
 absl::StatusOr<ApiServerConfig> LoadKubeconfig(const std::string& path,
                                                const std::string& context) {
   GPULET_ASSIGN_OR_RETURN(std::string text, common::ReadFile(path));
   GPULET_ASSIGN_OR_RETURN(KubeconfigSelection sel,
-                          ParseKubeconfig(text, path, context));
-  const std::string base = std::filesystem::path(path).parent_path().string();
-  const std::string& src = sel.config.source;
-  if (!sel.ca_file.empty() && sel.config.ca_pem.empty()) {
-    GPULET_ASSIGN_OR_RETURN(
-        sel.config.ca_pem,
-        ReadPem(base, sel.ca_file, src, "certificate-authority"));
-  }
-  if (!sel.client_cert_file.empty() && sel.config.client_cert_pem.empty()) {
-    GPULET_ASSIGN_OR_RETURN(
-        sel.config.client_cert_pem,
-        ReadPem(base, sel.client_cert_file, src, "client-certificate"));
-  }
-  if (!sel.client_key_file.empty() && sel.config.client_key_pem.empty()) {
-    GPULET_ASSIGN_OR_RETURN(
-        sel.config.client_key_pem,
-        ReadPem(base, sel.client_key_file, src, "client-key"));
-  }
-  if (!sel.config.token_file.empty() &&
-      std::filesystem::path(sel.config.token_file).is_relative()) {
-    sel.config.token_file =
-        (std::filesystem::path(base) / sel.config.token_file).string();
-  }
-  return sel.config;
+                          SelectKubeconfig({{path, std::move(text)}}, context));
+  return ReadFiles(std::move(sel));
 }
 
-absl::StatusOr<ApiServerConfig> LoadInClusterConfig(
-    const InClusterOptions& options) {
-  auto getenv = options.getenv ? options.getenv : GetEnv;
-  std::optional<std::string> host = getenv("KUBERNETES_SERVICE_HOST");
-  std::optional<std::string> port = getenv("KUBERNETES_SERVICE_PORT");
-  if (!host || !port || host->empty() || port->empty()) {
-    return absl::FailedPreconditionError(
-        "in-cluster config: KUBERNETES_SERVICE_HOST and "
-        "KUBERNETES_SERVICE_PORT must be set (not running in a pod?)");
+absl::StatusOr<ApiServerConfig> LoadKubeconfigList(absl::string_view list,
+                                                   const std::string& context) {
+  std::vector<KubeconfigText> files;
+  std::set<std::string> seen;
+  for (absl::string_view piece : absl::StrSplit(list, ':', absl::SkipEmpty())) {
+    std::string path(piece);
+    if (!seen.insert(path).second) continue;
+    absl::StatusOr<std::string> text = common::ReadFile(path);
+    if (absl::IsNotFound(text.status())) continue;  // kubectl skips it too
+    if (!text.ok()) {
+      return common::Annotate(text.status(), absl::StrCat("KUBECONFIG ", list));
+    }
+    files.push_back({std::move(path), *std::move(text)});
   }
-  ApiServerConfig config;
-  config.source = "in-cluster config";
-  // An IPv6 service address needs brackets in a URL.
-  const bool v6 = absl::StrContains(*host, ':');
-  config.server =
-      absl::StrCat("https://", v6 ? "[" : "", *host, v6 ? "]" : "", ":", *port);
-  const std::string dir = options.service_account_dir;
-  GPULET_ASSIGN_OR_RETURN(config.ca_pem,
-                          ReadPem(dir, "ca.crt", config.source, "ca.crt"));
-  config.token_file = (std::filesystem::path(dir) / "token").string();
-  // Fail early on an unreadable token rather than at the first request.
-  GPULET_ASSIGN_OR_RETURN(std::string token,
-                          ReadPem(dir, "token", config.source, "token"));
-  if (absl::StripAsciiWhitespace(token).empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(config.source, ": ", config.token_file, " is empty"));
+  if (files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("KUBECONFIG \"", list, "\": none of its files exists"));
   }
-  absl::StatusOr<std::string> ns =
-      common::ReadFile((std::filesystem::path(dir) / "namespace").string());
-  config.namespace_name =
-      ns.ok() ? std::string(absl::StripAsciiWhitespace(*ns)) : "default";
-  return config;
-}
-
-absl::StatusOr<ApiServerConfig> LoadApiServerConfig(
-    const std::string& kubeconfig, const std::string& context) {
-  if (!kubeconfig.empty()) return LoadKubeconfig(kubeconfig, context);
-  return LoadInClusterConfig();
+  GPULET_ASSIGN_OR_RETURN(KubeconfigSelection sel,
+                          SelectKubeconfig(files, context));
+  return ReadFiles(std::move(sel));
 }
 
 }  // namespace gpulet::config

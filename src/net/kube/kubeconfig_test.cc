@@ -109,11 +109,16 @@ TEST(KubeconfigTest, ErrorsNameTheField) {
       {"    server: https://a:1", "    client-certificate: /c", "",
        "users[0].user: client-certificate and client-key go together"},
       {"    server: https://a:1", "    exec: {command: aws}", "",
-       "users[0].user.exec: not supported"},
+       "users[0].user.exec.apiVersion: missing"},
       {"    server: https://a:1", "    username: admin", "",
        "users[0].user.username: not supported"},
       {"    server: https://a:1", "    token: [1]", "",
        "users[0].user.token: expected a string"},
+      // Fields gpulet does not know could change the identity: refused.
+      {"    server: https://a:1", "    token: t\n    act-as: root", "",
+       "users[0].user.act-as: unknown field"},
+      {"    server: https://a:1", "    as-groups: [system:masters]", "",
+       "users[0].user.as-groups: needs `as`"},
       {"    server: https://a:1", "", "missing",
        "context: no entry named \"missing\" in contexts"},
   };
@@ -126,6 +131,44 @@ TEST(KubeconfigTest, ErrorsNameTheField) {
     EXPECT_THAT(sel.status().message(), HasSubstr("k.yaml: "));
     EXPECT_THAT(sel.status().message(), HasSubstr(c.want));
   }
+}
+
+// Impersonation is honoured, not dropped; extensions change nothing and are
+// let through.
+TEST(KubeconfigTest, ReadsImpersonation) {
+  absl::StatusOr<KubeconfigSelection> sel = ParseKubeconfig(
+      Kubeconfig("    server: https://a:1",
+                 "    token: t\n    as: jane\n    as-uid: \"7\"\n"
+                 "    as-groups: [devs]\n    as-user-extra: {team: [gpu]}\n"
+                 "    extensions: [{name: x, extension: {}}]"),
+      "k.yaml");
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->config.impersonation,
+            (Impersonation{.user = "jane",
+                           .uid = "7",
+                           .groups = {"devs"},
+                           .extra = {{"team", {"gpu"}}}}));
+}
+
+// -data wins over a file, as in kubectl; only a file is kept to re-read.
+TEST(KubeconfigTest, InlineDataIsNotReRead) {
+  absl::StatusOr<KubeconfigSelection> sel = ParseKubeconfig(
+      Kubeconfig("    server: https://a:1",
+                 "    client-certificate: c.pem\n    client-key: k.pem\n"
+                 "    client-certificate-data: Q0VSVA==\n"
+                 "    client-key-data: S0VZ"),
+      "k.yaml");
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->config.client_cert_pem, "CERT");
+  EXPECT_EQ(sel->config.client_cert_file, "");
+  EXPECT_EQ(sel->config.client_key_file, "");
+  sel = ParseKubeconfig(Kubeconfig("    server: https://a:1",
+                                   "    client-certificate: c.pem\n"
+                                   "    client-key: k.pem"),
+                        "k.yaml");
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  EXPECT_EQ(sel->config.client_cert_file, "c.pem");  // as written
+  EXPECT_EQ(sel->config.client_key_file, "k.pem");
 }
 
 TEST(KubeconfigTest, MissingClusterIsNamed) {
@@ -154,6 +197,8 @@ TEST(KubeconfigTest, LoadReadsFilesRelativeToTheKubeconfig) {
   EXPECT_EQ(config->ca_pem, "CA");
   EXPECT_EQ(config->client_cert_pem, "CERT");
   EXPECT_EQ(config->client_key_pem, "KEY");
+  EXPECT_EQ(config->client_cert_file, dir.path() + "/c.pem");
+  EXPECT_EQ(config->client_key_file, dir.path() + "/k.pem");
   EXPECT_EQ(config->token_file, dir.path() + "/tok");
 }
 

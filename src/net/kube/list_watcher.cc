@@ -46,23 +46,45 @@ absl::Status ListWatcher::WatchOnce(std::stop_token stop) {
       stop);
 }
 
+std::string ListWatcher::ListVersion() const {
+  if (version_unavailable_) return "";
+  if (resource_version_.empty()) return "0";
+  return resource_version_;
+}
+
+absl::Status ListWatcher::ListOnce(std::stop_token stop) {
+  ListOptions options = selectors_;
+  options.resource_version = ListVersion();
+  absl::StatusOr<ListResult> list = client_.List(path_, options, stop);
+  if (!list.ok() && !options.resource_version.empty() &&
+      (IsGone(list.status()) || IsResourceVersionTooLarge(list.status()))) {
+    GPULET_VLOG(1) << ForLog(list.status()) << "; listing " << path_
+                   << " at the newest version";
+    version_unavailable_ = true;
+    options.resource_version.clear();
+    list = client_.List(path_, options, stop);
+  }
+  if (!list.ok()) return list.status();
+  ++stats_.lists;
+  version_unavailable_ = false;
+  resource_version_ = list->resource_version;
+  if (callbacks_.on_replace) {
+    callbacks_.on_replace(std::move(list->items), resource_version_);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ListWatcher::Run(std::stop_token stop) {
   bool need_list = true;
   while (!stop.stop_requested()) {
     absl::Status status;
     if (need_list) {
-      absl::StatusOr<ListResult> list = client_.List(path_, selectors_, stop);
-      if (list.ok()) {
-        ++stats_.lists;
+      status = ListOnce(stop);
+      if (status.ok()) {
         need_list = false;
-        resource_version_ = list->resource_version;
-        if (callbacks_.on_replace) {
-          callbacks_.on_replace(std::move(list->items), resource_version_);
-        }
         backoff_.Reset();
         continue;
       }
-      status = list.status();
     } else {
       status = WatchOnce(stop);
       if (status.ok()) continue;  // the server ended the watch: go on

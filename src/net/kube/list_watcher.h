@@ -4,9 +4,19 @@
 // last version seen (bookmarks move it on even when nothing changes); when
 // the server answers 410 Gone (that version is too old), list again and
 // hand the caller the whole new set. Failures wait a jittered, growing
-// backoff before the next attempt. Each watch asks the server to end it
-// after a random 5 to 10 minutes (as client-go does), so the watches of
-// many nodes do not all restart together.
+// backoff before the next attempt; a watch that went silent past the
+// client's watch_idle_timeout (client.h) is such a failure, and the next
+// watch resumes from the last version seen, without a list. Each watch asks the
+// server to end it after a random 5 to 10 minutes (as client-go does), so the
+// watches of many nodes do not all restart together.
+//
+// The resourceVersion each list asks for is the reflector's (ListVersion()):
+// "0" for the first list, any version the server has, served from its watch
+// cache rather than a quorum read of every object from etcd (it may be a
+// little stale; the watch from the list's version brings it current); the
+// last version seen for a re-list after a watch's 410, so the caller's view
+// never goes back in time; and "" (the newest, a quorum read) at once when
+// the server answers that a list's version is expired or too new for it.
 //
 //   ListWatcher pods(client, clock, "/api/v1/pods",
 //                    {.field_selector = PodsOnNodeSelector(node)},
@@ -68,6 +78,10 @@ class ListWatcher {
 
  private:
   absl::Status WatchOnce(std::stop_token stop);
+  // Lists at ListVersion(), and again at "" when the server cannot serve
+  // that version; on success hands the items to on_replace.
+  absl::Status ListOnce(std::stop_token stop);
+  std::string ListVersion() const;
 
   Client& client_;
   const common::Clock& clock_;
@@ -77,6 +91,8 @@ class ListWatcher {
   common::RandomFn random_;
   common::Backoff backoff_;
   std::string resource_version_;
+  // The server could not list at resource_version_: list at "" next.
+  bool version_unavailable_ = false;
   ListWatcherStats stats_;
 };
 

@@ -89,12 +89,17 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
   for (const Request& r : transport.requests()) paths.push_back(r.path);
   ASSERT_EQ(paths.size(), 6u);
   EXPECT_THAT(paths[0], HasSubstr("/api/v1/pods?fieldSelector="));
+  // The first list takes any version (the watch cache), paged.
+  EXPECT_THAT(paths[0], HasSubstr("limit=500&resourceVersion=0"));
   EXPECT_THAT(paths[1], HasSubstr("watch=true"));
   EXPECT_THAT(paths[1], HasSubstr("resourceVersion=10"));
   // 5 minutes stretched by half.
   EXPECT_THAT(paths[1], HasSubstr("timeoutSeconds=450"));
   EXPECT_THAT(paths[2], HasSubstr("resourceVersion=15"));
   EXPECT_THAT(paths[3], ::testing::Not(HasSubstr("watch=true")));
+  // The re-list after 410: not older than what was seen, unpaged.
+  EXPECT_THAT(paths[3], HasSubstr("resourceVersion=15"));
+  EXPECT_THAT(paths[3], ::testing::Not(HasSubstr("limit=")));
   EXPECT_THAT(paths[4], HasSubstr("resourceVersion=30"));
   EXPECT_THAT(paths[5], HasSubstr("resourceVersion=30"));
   EXPECT_THAT(clock.sleeps(), ElementsAre(absl::Seconds(1)));
@@ -102,6 +107,59 @@ TEST(ListWatcherTest, ListsWatchesResumesAndRelistsOnGone) {
   EXPECT_EQ(watcher.stats().gone, 1);
   EXPECT_EQ(watcher.stats().errors, 1);
   EXPECT_EQ(watcher.resource_version(), "32");
+}
+
+// A list the server cannot serve at the version asked for (expired, or
+// newer than its cache) is repeated at once as a quorum read (""), and
+// lists stay there until one succeeds, as client-go's reflector does.
+TEST(ListWatcherTest, UnservableListVersionFallsBackToTheNewest) {
+  std::stop_source stop;
+  GuardClock clock(stop);
+  FakeTransport transport;
+  Client client(transport, clock, {.qps = 0, .max_attempts = 1});
+  const std::string gone =
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,)"
+      R"("reason":"Expired"}})"
+      "\n";
+  transport.AddResponse(200, R"({"metadata":{"resourceVersion":"10"}})");
+  transport.AddStream({gone});
+  // The re-list at 10: the server's cache has not seen it (HTTP 504).
+  transport.AddResponse(
+      504, R"({"kind":"Status","code":504,"reason":"Timeout","message":)"
+           R"("Too large resource version: 10, current: 9","details":)"
+           R"({"causes":[{"reason":"ResourceVersionTooLarge",)"
+           R"("message":"Too large resource version"}]}})");
+  // The quorum read fails too, and after a backoff is tried again at "".
+  transport.AddError(absl::UnavailableError("connection refused"));
+  transport.AddResponse(200, R"({"metadata":{"resourceVersion":"20"}})");
+  transport.AddStream({gone});
+  // Back to the last version seen; expired there: "" at once.
+  transport.AddResponse(410, R"({"kind":"Status","code":410,)"
+                             R"("reason":"Expired"})");
+  transport.AddResponse(200, R"({"metadata":{"resourceVersion":"30"}})");
+
+  std::vector<std::string> lists;
+  ListWatcher watcher(
+      client, clock, "/api/v1/pods", {},
+      {.on_replace =
+           [&](std::vector<nlohmann::json>, const std::string& rv) {
+             lists.push_back(rv);
+             if (rv == "30") stop.request_stop();
+           }},
+      {.initial = absl::Seconds(1), .max = absl::Seconds(8), .jitter = 0});
+  EXPECT_EQ(watcher.Run(stop.get_token()).code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(lists, ElementsAre("10", "20", "30"));
+  std::vector<std::string> asked;
+  for (const Request& r : transport.requests()) {
+    if (r.path.find("watch=true") != std::string::npos) continue;
+    const size_t at = r.path.find("resourceVersion=");
+    asked.push_back(at == std::string::npos ? "" : r.path.substr(at + 16));
+  }
+  EXPECT_THAT(asked, ElementsAre("0", "10", "", "", "20", ""));
+  // Only the refused connection waited: the fallbacks went at once.
+  EXPECT_THAT(clock.sleeps(), ElementsAre(absl::Seconds(1)));
+  EXPECT_EQ(watcher.stats().lists, 3);
+  EXPECT_EQ(watcher.stats().errors, 1);
 }
 
 TEST(ListWatcherTest, ListFailuresBackOffExponentially) {

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -92,8 +91,12 @@ bool IsIpAddress(const std::string& host) {
 
 }  // namespace
 
-TlsConnection::TlsConnection()
-    : wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+TlsConnection::TlsConnection(const TlsConnectionOptions& options)
+    : clock_(*options.clock),
+      resolver_(options.resolver != nullptr ? *options.resolver
+                                            : Resolver::System()),
+      keepalive_(options.keepalive),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 TlsConnection::~TlsConnection() {
   if (ssl_ != nullptr) {
@@ -118,7 +121,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
   while (true) {
     int timeout_ms = -1;
     if (deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = deadline - common::RealClock::Get().Now();
+      const absl::Duration left = deadline - clock_.Now();
       timeout_ms = left <= absl::ZeroDuration()
                        ? 0
                        : static_cast<int>(absl::ToInt64Milliseconds(
@@ -131,7 +134,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
     }
     if (fds[1].revents != 0) return absl::CancelledError("stopped");
     if (fds[0].revents != 0) return absl::OkStatus();
-    if (n == 0 && common::RealClock::Get().Now() >= deadline) {
+    if (n == 0 && clock_.Now() >= deadline) {
       return absl::DeadlineExceededError("timed out");
     }
   }
@@ -140,24 +143,18 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
 absl::Status TlsConnection::ConnectTcp(const std::string& host,
                                        const std::string& port,
                                        absl::Time deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-      rc != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("resolve ", host, ": ", gai_strerror(rc)));
-  }
+  absl::StatusOr<Addresses> found =
+      resolver_.Resolve(host, port, deadline, wake_fd_);
+  if (!found.ok()) return found.status();
   absl::Status last = absl::UnavailableError(
       absl::StrCat("connect to ", name_, ": no address"));
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family,
-                            a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  for (const SocketAddress& a : *found) {
+    const int fd = ::socket(a.storage.ss_family,
+                            SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     io_.fd = fd;
-    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    int rc =
+        ::connect(fd, reinterpret_cast<const sockaddr*>(&a.storage), a.length);
     absl::Status waited = absl::OkStatus();
     if (rc != 0 && errno == EINPROGRESS) {
       waited = Wait(/*write=*/true, deadline);
@@ -170,9 +167,8 @@ absl::Status TlsConnection::ConnectTcp(const std::string& host,
     if (waited.ok() && rc == 0) {
       const int on = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-      ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-      ::freeaddrinfo(found);
-      return absl::OkStatus();
+      waited = ApplyKeepAlive(fd, keepalive_);
+      if (waited.ok()) return waited;
     }
     last = waited.ok() ? absl::UnavailableError(absl::StrCat(
                              "connect to ", name_, ": ", strerror(errno)))
@@ -181,9 +177,8 @@ absl::Status TlsConnection::ConnectTcp(const std::string& host,
                                                    waited.message()));
     ::close(fd);
     io_.fd = -1;
-    if (!waited.ok()) break;  // out of time, or stopped
+    if (!waited.ok()) break;  // out of time, stopped, or a bad option
   }
-  ::freeaddrinfo(found);
   return last;
 }
 

@@ -1,19 +1,20 @@
 // TlsConnection: one TLS client connection (OpenSSL over a non-blocking TCP
 // socket) to the API server, for TlsTransport.
 //
-// Connect() resolves the host, connects to each address in turn within the
-// deadline and completes the TLS handshake, verifying the server's
-// certificate with the SSL_CTX's trust store and checking it names the host
-// (a DNS name, sent as SNI too) or the IP address of the URL. Errors name
-// the host and the step: "connect to h:p", "TLS handshake with h:p"; a
-// certificate that does not verify is FailedPrecondition with OpenSSL's
-// verify error.
+// Connect() resolves the host (through a Resolver, so the lookup too ends
+// at the deadline), connects to each address in turn within the deadline,
+// tunes TCP keepalive (tcp_keepalive.h) and completes the TLS handshake,
+// verifying the server's certificate with the SSL_CTX's trust store and
+// checking it names the host (a DNS name, sent as SNI too) or the IP address of
+// the URL. Errors name the host and the step: "connect to h:p", "TLS handshake
+// with h:p"; a certificate that does not verify is FailedPrecondition with
+// OpenSSL's verify error.
 //
 // Every wait polls the socket together with an eventfd, so Interrupt(),
 // from any thread, ends a blocked Connect, Read or Write at once
 // (Cancelled), and every later one too. A deadline that passes is
-// DeadlineExceeded; other I/O failures are Unavailable. Writes never raise
-// SIGPIPE.
+// DeadlineExceeded (deadlines are instants of the options' clock); other
+// I/O failures are Unavailable. Writes never raise SIGPIPE.
 //
 // Thread safety: one thread uses the connection at a time; Interrupt() may
 // come from any thread.
@@ -27,15 +28,25 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "src/base/common/clock.h"
+#include "src/net/kube/resolver.h"
+#include "src/net/kube/tcp_keepalive.h"
 
 typedef struct ssl_st SSL;          // NOLINT: OpenSSL's own spelling
 typedef struct ssl_ctx_st SSL_CTX;  // NOLINT
 
 namespace gpulet::kube {
 
+struct TlsConnectionOptions {
+  // Reads the time for every deadline; borrowed.
+  const common::Clock* clock = &common::RealClock::Get();
+  Resolver* resolver = nullptr;  // borrowed; nullptr: Resolver::System()
+  TcpKeepAlive keepalive{};
+};
+
 class TlsConnection {
  public:
-  TlsConnection();
+  explicit TlsConnection(const TlsConnectionOptions& options = {});
   ~TlsConnection();
   TlsConnection(const TlsConnection&) = delete;
   TlsConnection& operator=(const TlsConnection&) = delete;
@@ -61,6 +72,9 @@ class TlsConnection {
 
   void Interrupt();
 
+  // The socket (-1 before Connect): for tests of its options.
+  int fd() const { return io_.fd; }
+
   // What the socket BIO reaches (public for the BIO's callbacks).
   struct Io {
     int fd = -1;
@@ -75,6 +89,9 @@ class TlsConnection {
   absl::Status SslFailure(int ret, absl::string_view step, bool* retry_write,
                           bool* retry_read);
 
+  const common::Clock& clock_;
+  Resolver& resolver_;
+  const TcpKeepAlive keepalive_;
   Io io_;
   int wake_fd_ = -1;
   SSL* ssl_ = nullptr;

@@ -26,6 +26,18 @@ absl::Status Wrap(absl::string_view what, const absl::Status& status) {
                       absl::StrCat(what, ": ", status.message()));
 }
 
+// When waiting for the next bytes gives up, counted from now.
+absl::Time IdleDeadline(const common::Clock& clock, absl::Duration idle) {
+  return idle == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                          : clock.Now() + idle;
+}
+
+absl::Status IdleTimedOut(absl::string_view what, absl::Duration idle) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      what, ": nothing from the server for ", absl::FormatDuration(idle),
+      " (the idle timeout): the connection is taken for dead"));
+}
+
 bool Printable(absl::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
     return static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
@@ -40,16 +52,41 @@ struct TlsTransport::Attempt {
   bool keep = false;   // the connection may carry the next request
 };
 
+struct TlsTransport::Identity {
+  std::string token;
+  std::shared_ptr<SSL_CTX> ctx;
+  uint64_t generation = 0;  // of the exec plugin's credential; 0: none
+};
+
+namespace {
+
+std::unique_ptr<ExecCredentialSource> MakeExecSource(
+    const config::ApiServerConfig& config, const TlsTransportOptions& options) {
+  if (!config.exec) return nullptr;
+  auto plugin = std::make_shared<ExecPlugin>(
+      *config.exec, ExecClusterInfo{config.server, config.ca_pem},
+      options.exec);
+  return std::make_unique<ExecCredentialSource>(
+      [plugin] { return plugin->Run(); }, *options.clock);
+}
+
+}  // namespace
+
 TlsTransport::TlsTransport(const config::ApiServerConfig& config,
-                           const TlsTransportOptions& options, SslCtxPtr ctx,
+                           const TlsTransportOptions& options,
+                           std::unique_ptr<TlsContextSource> contexts,
                            Target target)
     : server_(config.server),
       source_(config.source),
       options_(options),
-      ctx_(std::move(ctx)),
+      contexts_(std::move(contexts)),
+      ca_pem_(config.ca_pem),
       target_(std::move(target)),
+      impersonation_headers_(
+          config::ImpersonationHeaders(config.impersonation)),
       tokens_(config.token, config.token_file, *options.clock,
-              options.token_refresh) {}
+              options.token_refresh),
+      exec_(MakeExecSource(config, options)) {}
 
 TlsTransport::~TlsTransport() = default;
 
@@ -105,9 +142,22 @@ absl::StatusOr<std::unique_ptr<TlsTransport>> TlsTransport::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         config.source, ": a client certificate needs its key and vice versa"));
   }
-  GPULET_ASSIGN_OR_RETURN(SslCtxPtr ctx, NewClientContext(config));
-  return std::unique_ptr<TlsTransport>(
-      new TlsTransport(config, options, std::move(ctx), std::move(target)));
+  GPULET_RETURN_IF_ERROR(config::ValidateImpersonation(
+      config.impersonation, absl::StrCat(config.source, ": impersonation")));
+  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<TlsContextSource> contexts,
+                          TlsContextSource::Create(config));
+  return std::unique_ptr<TlsTransport>(new TlsTransport(
+      config, options, std::move(contexts), std::move(target)));
+}
+
+std::shared_ptr<SSL_CTX> TlsTransport::Context() {
+  TlsContextSource::Current current = contexts_->Get();
+  if (current.changed) {
+    std::vector<TlsConnectionPtr> stale;
+    absl::MutexLock lock(&mu_);
+    stale.swap(idle_);  // closed after the lock is released
+  }
+  return std::move(current.ctx);
 }
 
 int TlsTransport::connections_opened() const {
@@ -128,13 +178,55 @@ TlsConnectionPtr TlsTransport::TakeIdle() {
   }
 }
 
-void TlsTransport::ReturnIdle(TlsConnectionPtr conn) {
+void TlsTransport::ReturnIdle(TlsConnectionPtr conn, const SSL_CTX* ctx) {
   absl::MutexLock lock(&mu_);
-  if (idle_.size() < options_.max_idle) idle_.push_back(std::move(conn));
+  if (ctx == current_ctx_.get() && idle_.size() < options_.max_idle) {
+    idle_.push_back(std::move(conn));
+  }
 }
 
-absl::StatusOr<Response> TlsTransport::Do(const Request& request) {
-  return Perform(request, nullptr, std::stop_token());
+absl::StatusOr<TlsTransport::Identity> TlsTransport::CurrentIdentity() {
+  std::shared_ptr<SSL_CTX> base = Context();
+  if (exec_ == nullptr) {
+    GPULET_ASSIGN_OR_RETURN(std::string token, tokens_.Token());
+    absl::MutexLock lock(&mu_);
+    current_ctx_ = base;
+    return Identity{std::move(token), std::move(base), 0};
+  }
+  GPULET_ASSIGN_OR_RETURN(ExecCredentialSource::Current current, exec_->Get());
+  Identity id{std::move(current.credential.token), std::move(base),
+              current.generation};
+  absl::MutexLock lock(&mu_);
+  // A request that got an older credential uses the newer context.
+  if (current.generation > exec_ctx_generation_) {
+    SslCtxPtr ctx;
+    if (!current.credential.client_cert_pem.empty()) {
+      config::ApiServerConfig with_cert;
+      with_cert.source = absl::StrCat(source_, " (exec plugin credential)");
+      with_cert.ca_pem = ca_pem_;
+      with_cert.client_cert_pem = std::move(current.credential.client_cert_pem);
+      with_cert.client_key_pem = std::move(current.credential.client_key_pem);
+      absl::StatusOr<SslCtxPtr> made = NewClientContext(with_cert);
+      if (!made.ok()) {
+        // Not kept: the next request asks the plugin again.
+        exec_->Invalidate(current.generation);
+        return made.status();
+      }
+      ctx = *std::move(made);
+    }
+    // Pooled connections present the identity they were made with.
+    if (exec_ctx_ != nullptr || ctx != nullptr) idle_.clear();
+    exec_ctx_ = std::move(ctx);
+    exec_ctx_generation_ = current.generation;
+  }
+  if (exec_ctx_ != nullptr) id.ctx = exec_ctx_;
+  current_ctx_ = id.ctx;
+  return id;
+}
+
+absl::StatusOr<Response> TlsTransport::Do(const Request& request,
+                                          std::stop_token stop) {
+  return Perform(request, nullptr, stop);
 }
 
 absl::StatusOr<Response> TlsTransport::Stream(const Request& request,
@@ -152,6 +244,7 @@ std::string TlsTransport::Message(const Request& request,
   if (!token.empty()) {
     absl::StrAppend(&message, "Authorization: Bearer ", token, "\r\n");
   }
+  message += impersonation_headers_;
   if (!request.content_type.empty()) {
     absl::StrAppend(&message, "Content-Type: ", request.content_type, "\r\n");
   }
@@ -178,13 +271,14 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": not a valid method, path or content type"));
   }
-  GPULET_ASSIGN_OR_RETURN(std::string token, tokens_.Token());
+  GPULET_ASSIGN_OR_RETURN(Identity id, CurrentIdentity());
+  const std::string& token = id.token;
   if (token.find_first_of("\r\n") != std::string::npos) {
     return absl::FailedPreconditionError(
         absl::StrCat(source_, ": the bearer token contains a line break"));
   }
   const std::string message = Message(request, token);
-  const common::Clock& clock = common::RealClock::Get();
+  const common::Clock& clock = *options_.clock;
   const absl::Time deadline = request.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
                                   : clock.Now() + request.timeout;
@@ -193,7 +287,12 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
     TlsConnectionPtr conn =
         on_chunk == nullptr && tries == 0 ? TakeIdle() : nullptr;
     const bool reused = conn != nullptr;
-    if (!reused) conn = std::make_unique<TlsConnection>();
+    if (!reused) {
+      conn = std::make_unique<TlsConnection>(
+          TlsConnectionOptions{.clock = options_.clock,
+                               .resolver = options_.resolver,
+                               .keepalive = options_.keepalive});
+    }
     std::optional<std::stop_callback<std::function<void()>>> on_stop;
     if (stop.stop_possible()) {
       on_stop.emplace(stop, [c = conn.get()] { c->Interrupt(); });
@@ -204,7 +303,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         ++opened_;
       }
       absl::Status connected = conn->Connect(
-          ctx_.get(), target_.host, target_.port,
+          id.ctx.get(), target_.host, target_.port,
           std::min(deadline, clock.Now() + options_.connect_timeout));
       if (!connected.ok()) return Wrap(what, connected);
     }
@@ -213,8 +312,16 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
         Exchange(*conn, reused, message, request, on_chunk, deadline, attempt);
     on_stop.reset();
     if (!response.ok() && attempt.retry && tries == 0) continue;
-    if (response.ok() && attempt.keep) ReturnIdle(std::move(conn));
-    if (response.ok() && response->status == 401) tokens_.Invalidate();
+    if (response.ok() && attempt.keep) {
+      ReturnIdle(std::move(conn), id.ctx.get());
+    }
+    if (response.ok() && response->status == 401) {
+      if (exec_ != nullptr) {
+        exec_->Invalidate(id.generation);
+      } else {
+        tokens_.Invalidate();
+      }
+    }
     return response;
   }
 }
@@ -251,14 +358,21 @@ absl::StatusOr<Response> TlsTransport::Exchange(
   // of an answer came, so a GET can go again on a new connection.
   const bool may_retry = reused && request.method == "GET";
   std::string buffer(kReadBuffer, '\0');
+  const common::Clock& clock = *options_.clock;
+  absl::Time idle_until = IdleDeadline(clock, request.idle_timeout);
   while (!parser.done() && !parser.stopped()) {
-    absl::StatusOr<size_t> n =
-        conn.Read(buffer.data(), buffer.size(), deadline);
+    const absl::Time until = std::min(deadline, idle_until);
+    absl::StatusOr<size_t> n = conn.Read(buffer.data(), buffer.size(), until);
     if (!n.ok()) {
       attempt.retry = may_retry && !parser.started() &&
                       n.status().code() == absl::StatusCode::kUnavailable;
+      if (n.status().code() == absl::StatusCode::kDeadlineExceeded &&
+          idle_until < deadline) {
+        return IdleTimedOut(what, request.idle_timeout);
+      }
       return Wrap(what, n.status());
     }
+    idle_until = IdleDeadline(clock, request.idle_timeout);
     if (*n == 0 && !parser.started()) {
       attempt.retry = may_retry;
       return absl::UnavailableError(absl::StrCat(

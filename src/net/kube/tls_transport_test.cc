@@ -23,6 +23,7 @@
 #include "src/base/common/logging.h"
 #include "src/net/kube/api_status.h"
 #include "src/net/kube/client.h"
+#include "src/net/testing/https_test_server.h"
 #include "src/net/testing/test_tls.h"
 
 namespace gpulet::kube {
@@ -32,39 +33,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using tls_test::KeyPair;
 
-// An HTTPS server on 127.0.0.1 with `leaf` as its certificate; with a
-// `client_ca`, it demands client certificates signed by that CA.
-class TlsServer {
- public:
-  TlsServer(const KeyPair& leaf, const std::string& client_ca = "") {
-    X509_STORE* store = nullptr;
-    if (!client_ca.empty()) {
-      store = X509_STORE_new();
-      X509_STORE_add_cert(store, tls_test::ReadCert(client_ca).get());
-    }
-    server_ = std::make_unique<httplib::SSLServer>(
-        tls_test::ReadCert(leaf.cert_pem).get(),
-        tls_test::ReadKey(leaf.key_pem).get(), store);
-    EXPECT_TRUE(server_->is_valid());
-    port_ = server_->bind_to_any_port("127.0.0.1");
-    EXPECT_GT(port_, 0);
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
-    // stop() only reaches a server that is running.
-    while (!server_->is_running()) std::this_thread::yield();
-  }
-  ~TlsServer() {
-    server_->stop();
-    thread_.join();
-  }
-  httplib::Server& http() { return *server_; }
-  std::string url() const { return absl::StrCat("https://127.0.0.1:", port_); }
-  int port() const { return port_; }
-
- private:
-  std::unique_ptr<httplib::SSLServer> server_;
-  int port_ = 0;
-  std::thread thread_;
-};
+using TlsServer = tls_test::HttpsTestServer;
 
 class TlsTransportTest : public ::testing::Test {
  protected:

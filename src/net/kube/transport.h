@@ -36,6 +36,9 @@ struct Request {
   std::string body{};
   // The whole exchange, streamed body included.
   absl::Duration timeout = absl::Seconds(30);
+  // The longest wait for the next bytes of the answer (a watch: its idle
+  // timeout); past it the exchange fails with DeadlineExceeded, naming it.
+  absl::Duration idle_timeout = absl::InfiniteDuration();
 };
 
 struct Response {
@@ -52,8 +55,10 @@ class Transport {
  public:
   virtual ~Transport() = default;
 
-  // Sends `request` and reads the whole response.
-  virtual absl::StatusOr<Response> Do(const Request& request) = 0;
+  // Sends `request` and reads the whole response; a stop request ends it
+  // at once (Cancelled).
+  virtual absl::StatusOr<Response> Do(const Request& request,
+                                      std::stop_token stop = {}) = 0;
 
   // Sends `request`; a 2xx body goes to `on_chunk` as it arrives and is not
   // kept, any other body is collected into the Response. Returns when the

@@ -51,7 +51,8 @@ class FakeTransport final : public Transport {
     return replies_.size();
   }
 
-  absl::StatusOr<Response> Do(const Request& request) override {
+  absl::StatusOr<Response> Do(const Request& request,
+                              std::stop_token = {}) override {
     Reply reply = Next(request);
     if (!reply.error.ok()) return reply.error;
     for (const std::string& chunk : reply.chunks) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/logging.h"
+#include "src/model/pluginapi/call_scope.h"
 #include "src/model/resources/memory_handlers.h"
 #include "src/model/sharing/unit_id.h"
 
@@ -133,17 +134,20 @@ void MemoryShares::WrapHandlers(const config::Config& config,
     o.mps_compute_by_share = m.mps_compute_by_share;
   }
   if (std::shared_ptr<nodeagent::MemoryPublisher> p = Publisher()) {
+    // The handlers run on the plugin server's workers (handlers_wait),
+    // each within its call's time: the API calls stop with it.
     o.pending = [p](bool refresh, std::string* node_version) {
-      return p->Pending(refresh, node_version);
+      return p->Pending(refresh, node_version, pluginapi::CurrentCallStop());
     };
     o.reserve = [p](const std::string& gpu, int64_t units,
                     const std::vector<std::string>& ids,
                     const std::string& node_version) {
-      return p->Reserve(gpu, units, ids, node_version);
+      return p->Reserve(gpu, units, ids, node_version,
+                        pluginapi::CurrentCallStop());
     };
     o.on_allocate = [p](const std::string& gpu, int64_t units,
                         const std::vector<std::string>& ids) {
-      p->OnAllocate(gpu, units, ids);
+      return p->OnAllocate(gpu, units, ids, pluginapi::CurrentCallStop());
     };
   }
   prepared.preferred = resources::MakeMemoryPreferredHandler(o);

@@ -77,7 +77,7 @@ class PassthroughGpus {
       ABSL_LOCKS_EXCLUDED(mu_);
   void AskReplanIfNeeded(const vfio::Inventory& inventory)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // From Allocate (a gRPC thread): the GPU's group node is gone.
+  // From Allocate (a plugin server's thread): the GPU's group node is gone.
   void OnVanished(const std::string& address, const std::string& reason)
       ABSL_LOCKS_EXCLUDED(mu_);
   void SetHealth(const std::string& address,

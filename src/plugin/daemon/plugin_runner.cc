@@ -16,8 +16,10 @@ namespace gpulet::daemon {
 namespace {
 
 plugin::PluginOptions ServerOptions(const resources::ResourceSpec& spec,
-                                    const metrics::GpuletMetrics* m) {
+                                    const RunnerOptions& runner) {
+  const metrics::GpuletMetrics* m = runner.metrics;
   plugin::PluginOptions options;
+  options.handlers_wait = runner.handlers_wait;
   if (m != nullptr) {
     options.on_allocated = [m, resource = spec.resource_name](size_t n) {
       m->allocations->Add({resource});
@@ -54,7 +56,7 @@ PluginRunner::PluginRunner(resources::ResourceSpec spec, RunnerOptions options,
               ? std::move(preferred)
               : pluginapi::PreferredHandler(allocation::SimplePreferred)})),
       server_(std::make_unique<plugin::PluginServer>(
-          ServerOptions(spec_, options_.metrics), devices_,
+          ServerOptions(spec_, options_), devices_,
           [this](const pluginapi::DeviceSnapshot& snapshot,
                  const std::vector<std::string>& ids) {
             return handlers()->allocate(snapshot, ids);

@@ -63,6 +63,9 @@ struct RunnerOptions {
   // Asked while a registration waits for the kubelet; true abandons it (a
   // stop was requested). Empty: registrations run to their timeout.
   registration::CancelCheck cancel_registration = nullptr;
+  // The handlers wait on the API server (the memory-unit resource):
+  // PluginOptions::handlers_wait.
+  bool handlers_wait = false;
 };
 
 // What identifies one incarnation of a file; nullopt when it is missing.
@@ -130,7 +133,7 @@ class PluginRunner {
   resources::ResourceSpec spec_;  // names only: its devices moved into devices_
   const RunnerOptions options_;
   plugin::DeviceList devices_;
-  // Swapped by Update while gRPC threads call through it.
+  // Swapped by Update while the server's threads call through it.
   mutable absl::Mutex handlers_mu_;
   std::shared_ptr<const Handlers> handlers_ ABSL_GUARDED_BY(handlers_mu_);
   std::unique_ptr<plugin::PluginServer> server_;

@@ -144,8 +144,12 @@ PluginRunner* ServedResources::ServeOne(
     return nullptr;
   }
   const ResourceRole role = p.role;
+  // Fixed for the runner's life: a resource keeps its role across reloads
+  // (the memory-unit resource has a name of its own).
+  RunnerOptions runner_options = options;
+  runner_options.handlers_wait = role == ResourceRole::kMemoryUnits;
   served_.push_back(Served{
-      std::make_unique<PluginRunner>(std::move(p.spec), options,
+      std::make_unique<PluginRunner>(std::move(p.spec), runner_options,
                                      std::move(p.allocate), std::move(chosen)),
       role});
   return served_.back().runner.get();

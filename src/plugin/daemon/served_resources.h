@@ -11,9 +11,10 @@
 // Thread safety: thread-safe. Serve, Clear and driving the runners (the
 // pointers Runners() returns stay valid until the next Serve or Clear)
 // are the loop thread's; the reports come from the monitor's, the
-// supervisor's and the passthrough watcher's threads and from gRPC threads.
-// One mutex guards the state; the memory-units listener runs under it (it
-// must not call back), and no runner is started or destroyed under it.
+// supervisor's and the passthrough watcher's threads and from the plugin
+// servers' threads. One mutex guards the state; the memory-units listener runs
+// under it (it must not call back), and no runner is started or destroyed under
+// it.
 #pragma once
 
 #include <functional>

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
@@ -51,8 +52,8 @@ int64_t MemoryPublisher::syncs() const {
   return syncs_;
 }
 
-std::vector<sharing::Request> MemoryPublisher::Pending(
-    bool refresh, std::string* node_version) {
+absl::StatusOr<std::vector<sharing::Request>> MemoryPublisher::Pending(
+    bool refresh, std::string* node_version, std::stop_token stop) {
   if (node_version != nullptr) node_version->clear();
   if (refresh) {
     // Called by preferred allocation: the kubelet is choosing units.
@@ -66,16 +67,24 @@ std::vector<sharing::Request> MemoryPublisher::Pending(
   if (refresh) {
     absl::StatusOr<std::string> path = kube::NodePath(options_.node_name);
     absl::StatusOr<Json> node =
-        path.ok() ? api_.Get(*path) : absl::StatusOr<Json>(path.status());
+        path.ok() ? api_.Get(*path, stop) : absl::StatusOr<Json>(path.status());
     std::optional<std::string> text;
     if (node.ok()) text = Annotation(*node, sharing::kPendingAnnotation);
     if (node.ok() && node_version != nullptr) {
       *node_version = StringAt(*node, "metadata", "resourceVersion");
     }
     if (!node.ok()) {
-      GPULET_LOG(WARNING) << "memory shares: cannot re-read the node: "
-                          << node.status().message();
-    } else if (!text.has_value()) {
+      return absl::Status(
+          stop.stop_requested() ? absl::StatusCode::kDeadlineExceeded
+                                : absl::StatusCode::kUnavailable,
+          absl::StrCat("node ", options_.node_name,
+                       ": the pending memory requests (",
+                       std::string(sharing::kPendingAnnotation),
+                       ") could not be read from the API server",
+                       stop.stop_requested() ? " in time" : "", ": ",
+                       node.status().message()));
+    }
+    if (!text.has_value()) {
       absl::MutexLock lock(&mu_);
       pending_ = {};
     } else if (absl::StatusOr<sharing::Pending> parsed =

@@ -33,9 +33,13 @@
 // replaces the placement by the container's attributed entry once
 // PodResources lists its units, in the same patch that prunes the pending
 // annotation; a placement never listed expires after pending_timeout.
-// When the write fails or takes longer than placement_timeout, Allocate
-// still answers (the kubelet is never blocked on the API server): it is
-// logged and counted in gpulet_memory_placement_writes_total{result}.
+// When the write fails, or is not done within placement_timeout or before
+// the caller's stop token (its call's deadline) is requested, OnAllocate
+// takes the answer back from the ledger and returns an error naming the
+// node and what it waited for: the Allocate fails rather than leave the
+// extender a Node that does not show it. Written or not, it is counted in
+// gpulet_memory_placement_writes_total{result}. The callers run on the
+// plugin server's workers, never on its loop (docs/plugin.md).
 //
 // An annotation edited by hand into something unreadable is ignored with
 // a logged reason and a count in gpulet_memory_annotation_errors_total,
@@ -48,9 +52,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -103,19 +110,26 @@ class MemoryPublisher {
   void SetGpus(std::vector<sharing::GpuSpace> gpus);
   // The plugin is answering an Allocate with the unit IDs `ids` (`units`
   // of them; otherwise it is logged and ignored) of `gpu`: records the
-  // placement on the Node (see above),
-  // waiting at most placement_timeout, and wakes the sync thread. Needs
-  // Start() for the write; without it, only the sync thread learns of it.
-  void OnAllocate(const std::string& gpu, int64_t units,
-                  const std::vector<std::string>& ids);
+  // placement on the Node (see above), waiting at most placement_timeout
+  // or until `stop`, and wakes the sync thread. DeadlineExceeded (not
+  // written in time) or Unavailable (the write failed) naming the node;
+  // a placement that cannot be written before the first PodResources
+  // listing is left to the sync (OK). Needs Start() for the write;
+  // without it, only the sync thread learns of it (OK).
+  absl::Status OnAllocate(const std::string& gpu, int64_t units,
+                          const std::vector<std::string>& ids,
+                          std::stop_token stop = {});
   // The requests preferred allocation must keep fitting; `refresh` reads
   // the Node first (the pending annotation may be newer than the last
-  // sync), sets `node_version` (when not null) to the resourceVersion read
-  // (empty when the read failed), and means the kubelet is choosing units:
-  // no List is made until it has recorded them (KubeletGate), and a List
-  // in progress ends first.
-  std::vector<sharing::Request> Pending(bool refresh,
-                                        std::string* node_version = nullptr);
+  // sync), sets `node_version` (when not null) to the resourceVersion read,
+  // and means the kubelet is choosing units: no List is made until it has
+  // recorded them (KubeletGate), and a List in progress ends first. A read
+  // that fails or is stopped (`stop`) is an error naming the node
+  // (Unavailable, DeadlineExceeded when stopped): no answer from an old
+  // copy.
+  absl::StatusOr<std::vector<sharing::Request>> Pending(
+      bool refresh, std::string* node_version = nullptr,
+      std::stop_token stop = {});
   // Preferred allocation chose `ids` (`units` of them) of GPU `gpu`
   // against the requests Pending(true)
   // returned with `node_version`: writes gpulet.dev/gpu-memory with it as a
@@ -161,6 +175,10 @@ class MemoryPublisher {
                                 nlohmann::json annotations,
                                 std::stop_token stop);
   void WriterLoop(std::stop_token stop);
+  // OnAllocate's answer from the write's `result` (none: not in time).
+  absl::Status Written(const sharing::Placement& placed,
+                       const std::optional<absl::Status>& result,
+                       std::stop_token stop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
   void Loop(std::stop_token stop);
 
@@ -184,12 +202,13 @@ class MemoryPublisher {
   absl::Time listed_at_ ABSL_GUARDED_BY(mu_);
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
-  // The writer thread's placements: those to write, how many were queued
-  // and how many it has finished, and whether it was started.
+  // The writer thread's placements: those to write with their number, how
+  // many were queued, the results an OnAllocate still waits for (by
+  // number; empty until written), and whether it was started.
   struct WriteQueue {
-    std::vector<sharing::Placement> to_write;
+    std::vector<std::pair<int64_t, sharing::Placement>> to_write;
     int64_t queued = 0;
-    int64_t written = 0;
+    std::map<int64_t, std::optional<absl::Status>> waiting;
     bool running = false;
   };
   WriteQueue writes_ ABSL_GUARDED_BY(mu_);

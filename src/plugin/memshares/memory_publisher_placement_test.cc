@@ -28,7 +28,8 @@ TEST_F(PublisherTest, PlacementIsWrittenWithTheResourceVersion) {
   transport_.AddResponse(200, NodeWithMemory("6", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
-  publisher_->OnAllocate("GPU-b", 4, kB0To3);  // not started: no write yet
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-b", 4, kB0To3)
+                  .ok());  // not started: no write yet
   EXPECT_EQ(transport_.requests().size(), 2u);
   transport_.AddResponse(200, NodeWithMemory("7", ""));
   transport_.AddResponse(
@@ -73,7 +74,7 @@ TEST_F(PublisherTest, PlacementOfUnitsOfAPodDeletedWhileTheKubeletWasDown) {
   std::vector<std::string> all;
   for (int k = 0; k < 8; ++k) all.push_back("GPU-a::m" + std::to_string(k));
   fake_kubelet_.Set({}, {});
-  publisher_->OnAllocate("GPU-a", 8, all);
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-a", 8, all).ok());
   transport_.AddResponse(200, NodeWithMemory("8", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->WritePlacement({"GPU-a", 8, all, kNow}).ok());
@@ -90,7 +91,7 @@ TEST_F(PublisherTest, AContainerAllocatedAgainCountsOnce) {
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());
   const std::vector<std::string> ids = {"GPU-a::m0", "GPU-a::m1"};
-  publisher_->OnAllocate("GPU-a", 2, ids);
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-a", 2, ids).ok());
   transport_.AddResponse(200, NodeWithMemory("8", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->WritePlacement({"GPU-a", 2, ids, kNow}).ok());
@@ -101,7 +102,7 @@ TEST_F(PublisherTest, AContainerAllocatedAgainCountsOnce) {
 }
 
 TEST_F(PublisherTest, PlacementWriteFailuresAreErrors) {
-  publisher_->OnAllocate("GPU-b", 4, kB0To3);
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-b", 4, kB0To3).ok());
   transport_.AddResponse(
       503, R"({"kind":"Status","reason":"ServiceUnavailable","code":503})");
   EXPECT_FALSE(publisher_->WritePlacement({"GPU-b", 4, kB0To3, kNow}).ok());
@@ -120,8 +121,9 @@ TEST_F(PublisherTest, PlacementWriteFailuresAreErrors) {
 // The kubelet lists the allocated container under ns/p: the sync replaces
 // the placement by p's entry and prunes p's pending entry in one patch.
 TEST_F(PublisherTest, SyncReplacesThePlacementByTheListedPod) {
-  publisher_->OnAllocate("GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"});
-  publisher_->OnAllocate("GPU-b", 4, kB0To3);
+  EXPECT_TRUE(
+      publisher_->OnAllocate("GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"}).ok());
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-b", 4, kB0To3).ok());
   transport_.AddResponse(
       200,
       NodeWithMemory("7", PendingJson({{"u-p", "p", 2}, {"u-q", "q", 4}})));
@@ -143,13 +145,13 @@ TEST_F(PublisherTest, SyncReplacesThePlacementByTheListedPod) {
   EXPECT_THAT(pending->pods,
               ElementsAre(Field(&sharing::PendingPod::name, "q")));
   // q's request is served by the placement: nothing left to keep fitting.
-  EXPECT_TRUE(publisher_->Pending(false).empty());
+  EXPECT_TRUE(publisher_->Pending(false)->empty());
 }
 
 // A placement the kubelet never lists expires after the pending timeout;
 // a pod the kubelet no longer lists (deleted) stops counting at once.
 TEST_F(PublisherTest, PlacementsExpireAndDeletedPodsStopCounting) {
-  publisher_->OnAllocate("GPU-b", 4, kB0To3);
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-b", 4, kB0To3).ok());
   transport_.AddResponse(200, NodeWithMemory("7", ""));
   transport_.AddResponse(200, "{}");
   ASSERT_TRUE(publisher_->Sync().ok());

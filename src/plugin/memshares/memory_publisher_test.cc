@@ -71,7 +71,7 @@ TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
       registry_.Find("gpulet_gpu_memory_units")->Value({"GPU-a", "pending"}),
       4);
   // q's 4 units are what the plugin must keep fitting.
-  EXPECT_THAT(publisher_->Pending(false),
+  EXPECT_THAT(*publisher_->Pending(false),
               ElementsAre(Field(&sharing::Request::units, 4)));
 }
 
@@ -79,7 +79,8 @@ TEST_F(PublisherTest, WritesTheAllocationAndPrunesAdmittedAndGonePods) {
 // of that sync fails. The plugin's pending requests must not count p again
 // meanwhile: its units are in use, not pending.
 TEST_F(PublisherTest, AListedPodIsNotPendingWhileTheWriteFails) {
-  publisher_->OnAllocate("GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"});
+  EXPECT_TRUE(
+      publisher_->OnAllocate("GPU-a", 2, {"GPU-a::m0", "GPU-a::m1"}).ok());
   const std::string node =
       NodeJson("7", PendingJson({{"u-p", "p", 2}, {"u-q", "q", 4}}));
   transport_.AddResponse(200, node);
@@ -90,7 +91,7 @@ TEST_F(PublisherTest, AListedPodIsNotPendingWhileTheWriteFails) {
       500, R"({"kind":"Status","reason":"InternalError","code":500})");
   EXPECT_FALSE(publisher_->Sync().ok());
   transport_.AddResponse(200, node);
-  EXPECT_THAT(publisher_->Pending(true),
+  EXPECT_THAT(*publisher_->Pending(true),
               ElementsAre(Field(&sharing::Request::units, 4)));
 }
 
@@ -119,7 +120,7 @@ TEST_F(PublisherTest, GarbagePendingAnnotationIsIgnoredAndCounted) {
   EXPECT_EQ(registry_.Find("gpulet_memory_annotation_errors_total")
                 ->Value({"pending"}),
             1);
-  EXPECT_TRUE(publisher_->Pending(false).empty());
+  EXPECT_TRUE(publisher_->Pending(false)->empty());
 }
 
 // Preferred allocation's choice is written at the version of the Node its
@@ -132,7 +133,7 @@ TEST_F(PublisherTest, AChoiceIsWrittenAtTheVersionItWasMadeFrom) {
   transport_.AddResponse(
       200, NodeJson("8", PendingJson({{"u-r", "r", 4}, {"u-s", "s", 3}})));
   std::string version;
-  EXPECT_EQ(publisher_->Pending(true, &version).size(), 2u);
+  EXPECT_EQ(publisher_->Pending(true, &version)->size(), 2u);
   EXPECT_EQ(version, "8");
 
   transport_.AddResponse(200, "{}");
@@ -143,7 +144,7 @@ TEST_F(PublisherTest, AChoiceIsWrittenAtTheVersionItWasMadeFrom) {
   EXPECT_EQ(node.gpus[1].used, 4);
   ASSERT_EQ(node.placements.size(), 1u);
   EXPECT_EQ(node.placements[0].ids, kB0To3);
-  EXPECT_THAT(publisher_->Pending(false),
+  EXPECT_THAT(*publisher_->Pending(false),
               ElementsAre(Field(&sharing::Request::key, "u-s/c")));
 
   // The Allocate that follows finds the choice on the Node: no write.
@@ -166,13 +167,13 @@ TEST_F(PublisherTest, AChoiceTheNodeChangedUnderIsTakenBack) {
   ASSERT_TRUE(publisher_->Sync().ok());
   transport_.AddResponse(200, NodeJson("8", PendingJson({{"u-r", "r", 4}})));
   std::string version;
-  EXPECT_EQ(publisher_->Pending(true, &version).size(), 1u);
+  EXPECT_EQ(publisher_->Pending(true, &version)->size(), 1u);
 
   transport_.AddResponse(
       409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"x"})");
   absl::Status s = publisher_->Reserve("GPU-b", 4, kB0To3, version);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
-  EXPECT_THAT(publisher_->Pending(false),
+  EXPECT_THAT(*publisher_->Pending(false),
               ElementsAre(Field(&sharing::Request::key, "u-r/c")))
       << "the 4 is pending again, not placed";
 
@@ -187,12 +188,12 @@ TEST_F(PublisherTest, AChoiceTheNodeChangedUnderIsTakenBack) {
 }
 
 TEST_F(PublisherTest, AllocateAnswersCountUntilTheKubeletListsThem) {
-  publisher_->OnAllocate("GPU-b", 4, kB0To3);
+  EXPECT_TRUE(publisher_->OnAllocate("GPU-b", 4, kB0To3).ok());
   // The pending r (4 units) is the one just allocated: the plugin keeps
   // only s fitting.
   transport_.AddResponse(
       200, NodeJson("7", PendingJson({{"u-r", "r", 4}, {"u-s", "s", 3}})));
-  EXPECT_THAT(publisher_->Pending(true),
+  EXPECT_THAT(*publisher_->Pending(true),
               ElementsAre(Field(&sharing::Request::key, "u-s/c")));
 
   transport_.AddResponse(200, NodeJson("8", ""));

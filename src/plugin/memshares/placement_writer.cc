@@ -3,6 +3,7 @@
 // (memory_publisher.h).
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -25,16 +26,19 @@ bool SameIds(const sharing::Placement& a, const sharing::Placement& b) {
 
 }  // namespace
 
-void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
-                                 const std::vector<std::string>& ids) {
+absl::Status MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
+                                         const std::vector<std::string>& ids,
+                                         std::stop_token stop) {
   if (static_cast<int64_t>(ids.size()) != units) {
     // A caller's bug; such a record would make the annotation unreadable.
     GPULET_LOG(ERROR) << "memory shares: Allocate of " << units
                       << " unit(s) of " << gpu << " names " << ids.size()
                       << " unit IDs; not recorded";
-    return;
+    return absl::OkStatus();
   }
   sharing::Placement placed{gpu, units, ids, options_.clock->WallNow()};
+  // A stop request re-evaluates the wait below.
+  std::stop_callback wake_on_stop(stop, [this] { Wake(); });
   absl::MutexLock lock(&mu_);
   auto not_listing = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !gate_.listing();
@@ -45,23 +49,48 @@ void MemoryPublisher::OnAllocate(const std::string& gpu, int64_t units,
   wake_ = true;
   if (!writes_.running) {
     gate_.Answered(options_.clock->WallNow());
-    return;
+    return absl::OkStatus();
   }
-  writes_.to_write.push_back(std::move(placed));
   const int64_t mine = ++writes_.queued;
-  auto done = [this, mine]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return writes_.written >= mine;
+  writes_.to_write.emplace_back(mine, placed);
+  std::optional<absl::Status>& result = writes_.waiting[mine];
+  auto done = [&result, &stop]() {
+    return result.has_value() || stop.stop_requested();
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&done),
-                            options_.placement_timeout)) {
-    reports_.CountPlacementWrite("timeout");
-    GPULET_LOG(WARNING) << "memory shares: answering Allocate of " << units
-                        << " unit(s) of " << gpu
-                        << " before the Node shows it (still writing after "
-                        << absl::FormatDuration(options_.placement_timeout)
-                        << ")";
+  mu_.AwaitWithTimeout(absl::Condition(&done), options_.placement_timeout);
+  absl::Status status = Written(placed, result, stop);
+  writes_.waiting.erase(mine);
+  if (!status.ok()) {
+    // The kubelet will not hold these units for this container.
+    ledger_.Forget(placed);
+    GPULET_LOG(WARNING) << "memory shares: failing the Allocate: "
+                        << status.message();
   }
   gate_.Answered(options_.clock->WallNow());
+  return status;
+}
+
+absl::Status MemoryPublisher::Written(const sharing::Placement& placed,
+                                      const std::optional<absl::Status>& result,
+                                      std::stop_token stop) {
+  const std::string what = absl::StrCat(
+      "node ", options_.node_name, ": the Allocate of ", placed.units,
+      " unit(s) of ", placed.gpu, " was not recorded in the Node's ",
+      std::string(sharing::kNodeAnnotation), " annotation");
+  if (!result.has_value()) {
+    reports_.CountPlacementWrite("timeout");
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, ": the API server did not answer within ",
+                     stop.stop_requested()
+                         ? "the call's deadline"
+                         : absl::FormatDuration(options_.placement_timeout)));
+  }
+  // Before the first listing the sync writes it (nothing to write it
+  // beside yet): counted from now on, not a guess.
+  if (result->ok() || result->code() == absl::StatusCode::kFailedPrecondition) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrCat(what, ": ", result->message()));
 }
 
 absl::Status MemoryPublisher::Reserve(const std::string& gpu, int64_t units,
@@ -169,6 +198,7 @@ absl::Status MemoryPublisher::PatchAnnotations(
 void MemoryPublisher::WriterLoop(std::stop_token stop) {
   std::stop_callback wake_on_stop(stop, [this] { Wake(); });
   while (true) {
+    int64_t number = 0;
     sharing::Placement next;
     {
       absl::MutexLock lock(&mu_);
@@ -177,7 +207,7 @@ void MemoryPublisher::WriterLoop(std::stop_token stop) {
       };
       mu_.Await(absl::Condition(&ready));
       if (stop.stop_requested()) return;
-      next = std::move(writes_.to_write.front());
+      std::tie(number, next) = std::move(writes_.to_write.front());
       writes_.to_write.erase(writes_.to_write.begin());
     }
     absl::Status s = WritePlacement(next, stop);
@@ -187,9 +217,11 @@ void MemoryPublisher::WriterLoop(std::stop_token stop) {
                           << " is not on the Node until the next sync: "
                           << s.message();
     }
-    reports_.CountPlacementWrite(s.ok() ? "ok" : "error");
     absl::MutexLock lock(&mu_);
-    ++writes_.written;
+    if (auto it = writes_.waiting.find(number); it != writes_.waiting.end()) {
+      it->second = s;
+      reports_.CountPlacementWrite(s.ok() ? "ok" : "error");
+    }
   }
 }
 

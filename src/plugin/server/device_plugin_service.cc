@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "src/base/common/logging.h"
+#include "src/model/pluginapi/call_scope.h"
 #include "src/plugin/server/list_encoding.h"
 #include "src/plugin/server/request_handlers.h"
 
@@ -31,21 +32,40 @@ void LogOutcome(const char* rpc, const google::protobuf::Message& request,
   }
 }
 
+// The answer of a handler of parsed messages.
+template <typename Req, typename Resp, typename Handler>
+absl::StatusOr<std::string> Answer(const char* name, const Handler& handler,
+                                   std::string_view bytes) {
+  Req request;
+  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InternalError(
+        absl::StrCat("cannot parse the ", name, " request"));
+  }
+  Resp response;
+  const absl::Status status = handler(request, &response);
+  if (!status.ok()) return status;
+  return response.SerializeAsString();
+}
+
 // A unary method from a handler of parsed messages.
 template <typename Req, typename Resp, typename Handler>
 h2::UnaryMethod Unary(const char* name, Handler handler) {
-  return [name, handler = std::move(handler)](
-             std::string_view bytes) -> absl::StatusOr<std::string> {
-    Req request;
-    if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      return absl::InternalError(
-          absl::StrCat("cannot parse the ", name, " request"));
-    }
-    Resp response;
-    const absl::Status status = handler(request, &response);
-    if (!status.ok()) return status;
-    return response.SerializeAsString();
+  return [name, handler = std::move(handler)](std::string_view bytes) {
+    return Answer<Req, Resp>(name, handler, bytes);
   };
+}
+
+// The same handler run on `workers`, within the call's deadline less a
+// margin (CallScope).
+template <typename Req, typename Resp, typename Handler>
+h2::AsyncUnaryMethod OffLoop(const char* name, const std::string& resource,
+                             h2::CallWorkers& workers, Handler handler) {
+  return h2::OnWorkers(workers, absl::StrCat(name, " for \"", resource, "\""),
+                       [name, handler = std::move(handler)](
+                           std::string_view bytes, std::stop_token stop) {
+                         pluginapi::CallScope scope(stop);
+                         return Answer<Req, Resp>(name, handler, bytes);
+                       });
 }
 
 // One ListAndWatch stream: sends the list when its version moved on, ends
@@ -95,7 +115,8 @@ DevicePluginService::DevicePluginService(const PluginOptions& options,
       allocate_(allocate),
       preferred_(preferred) {}
 
-h2::Service DevicePluginService::Methods(h2::Server& server) {
+h2::Service DevicePluginService::Methods(h2::Server& server,
+                                         h2::CallWorkers* workers) {
   h2::Service service;
   v1beta1::DevicePluginOptions options;
   options.set_pre_start_required(options_.pre_start_required);
@@ -111,28 +132,41 @@ h2::Service DevicePluginService::Methods(h2::Server& server) {
     }
     return encoded;
   };
-  service.unary[absl::StrCat(kPrefix, "GetPreferredAllocation")] =
-      Unary<v1beta1::PreferredAllocationRequest,
-            v1beta1::PreferredAllocationResponse>(
-          "GetPreferredAllocation",
-          [this](const v1beta1::PreferredAllocationRequest& request,
-                 v1beta1::PreferredAllocationResponse* response) {
-            const absl::Status status =
-                HandlePreferred(options_.resource_name, *devices_.Snapshot(),
-                                request, preferred_, response);
-            LogOutcome("GetPreferredAllocation", request, status);
-            return status;
-          });
-  service.unary[absl::StrCat(kPrefix, "Allocate")] =
-      Unary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
-          "Allocate", [this](const v1beta1::AllocateRequest& request,
-                             v1beta1::AllocateResponse* response) {
-            const absl::Status status =
-                HandleAllocate(options_.resource_name, *devices_.Snapshot(),
-                               request, allocate_, response);
-            LogOutcome("Allocate", request, status);
-            return status;
-          });
+  auto preferred = [this](const v1beta1::PreferredAllocationRequest& request,
+                          v1beta1::PreferredAllocationResponse* response) {
+    const absl::Status status =
+        HandlePreferred(options_.resource_name, *devices_.Snapshot(), request,
+                        preferred_, response);
+    LogOutcome("GetPreferredAllocation", request, status);
+    return status;
+  };
+  auto allocate = [this](const v1beta1::AllocateRequest& request,
+                         v1beta1::AllocateResponse* response) {
+    const absl::Status status =
+        HandleAllocate(options_.resource_name, *devices_.Snapshot(), request,
+                       allocate_, response);
+    LogOutcome("Allocate", request, status);
+    return status;
+  };
+  using PreferredReq = v1beta1::PreferredAllocationRequest;
+  using PreferredResp = v1beta1::PreferredAllocationResponse;
+  const std::string preferred_path =
+      absl::StrCat(kPrefix, "GetPreferredAllocation");
+  const std::string allocate_path = absl::StrCat(kPrefix, "Allocate");
+  if (workers != nullptr) {
+    service.async_unary[preferred_path] = OffLoop<PreferredReq, PreferredResp>(
+        "GetPreferredAllocation", options_.resource_name, *workers,
+        std::move(preferred));
+    service.async_unary[allocate_path] =
+        OffLoop<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
+            "Allocate", options_.resource_name, *workers, std::move(allocate));
+  } else {
+    service.unary[preferred_path] = Unary<PreferredReq, PreferredResp>(
+        "GetPreferredAllocation", std::move(preferred));
+    service.unary[allocate_path] =
+        Unary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
+            "Allocate", std::move(allocate));
+  }
   service.unary[absl::StrCat(kPrefix, "PreStartContainer")] =
       Unary<v1beta1::PreStartContainerRequest,
             v1beta1::PreStartContainerResponse>(

@@ -1,17 +1,23 @@
 // DevicePluginService: the v1beta1.DevicePlugin methods of one resource as
 // an h2::Service, for one run of a PluginServer (a new one per Start).
 //
-// Every method runs inline on the h2 server's loop thread: the unary ones
-// only compute an answer from a snapshot (the handlers must not block);
-// GetDevicePluginOptions answers bytes encoded once. Each ListAndWatch
-// stream watches the DeviceList: a change, Close or Notify wakes the
-// server's streams, and a stream sends the latest list when its version is
+// The unary methods run inline on the h2 server's loop thread and only
+// compute an answer from a snapshot, except GetPreferredAllocation and
+// Allocate of a resource whose handlers wait on the network
+// (PluginOptions::handlers_wait): those are asynchronous methods whose
+// work runs on the CallWorkers given, within the call's deadline less a
+// margin (a pluginapi::CallScope carries its stop token to the handlers),
+// and a call the workers cannot take (all busy, kMaxQueued waiting) is
+// UNAVAILABLE. GetDevicePluginOptions answers bytes encoded once. Each
+// ListAndWatch stream watches the DeviceList: a change, Close or Notify wakes
+// the server's streams, and a stream sends the latest list when its version is
 // newer than the last one it sent (a burst collapses into one message). The
 // message is encoded once per version and shared by every stream. A request
 // that does not parse is INTERNAL, as gRPC answers it.
 //
 // Thread safety: Methods() once, before the server starts; the methods and
-// the streams run on the server's loop thread only. Borrows the options,
+// the streams run on the server's loop thread, the waiting handlers on the
+// workers. Borrows the options,
 // device list and handlers, which must outlive it, and the server, which
 // must outlive every stream.
 #pragma once
@@ -22,12 +28,19 @@
 #include <string>
 
 #include "src/model/pluginapi/handlers.h"
+#include "src/net/h2/call_workers.h"
 #include "src/net/h2/server.h"
 #include "src/net/h2/service.h"
 #include "src/plugin/server/device_list.h"
 #include "src/plugin/server/plugin_server.h"
 
 namespace gpulet::plugin {
+
+// The workers of a resource whose handlers wait (PluginOptions): the
+// kubelet admits pods one at a time, so two threads are plenty, and a
+// short queue is enough to ride out a burst.
+inline constexpr int kWorkers = 2;
+inline constexpr size_t kMaxQueued = 16;
 
 class DevicePluginService {
  public:
@@ -37,9 +50,10 @@ class DevicePluginService {
   DevicePluginService(const DevicePluginService&) = delete;
   DevicePluginService& operator=(const DevicePluginService&) = delete;
 
-  // The five methods by path; they borrow this object and `server`, whose
-  // streams a change of the list wakes.
-  h2::Service Methods(h2::Server& server);
+  // The five methods by path; they borrow this object, `server`, whose
+  // streams a change of the list wakes, and `workers` (null unless
+  // handlers_wait), which must be stopped before this object goes.
+  h2::Service Methods(h2::Server& server, h2::CallWorkers* workers);
 
   // For the streams (loop thread): the list's message for `snapshot`,
   // encoded once per version; stream counting for the log.

@@ -73,6 +73,7 @@ class PluginServer::Impl {
   mutable absl::Mutex mu_;
   // One run: a fresh service per Start, so a stopped one never serves.
   std::unique_ptr<DevicePluginService> service_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<h2::CallWorkers> workers_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<h2::Server> server_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -98,12 +99,17 @@ absl::Status PluginServer::Impl::Serve() {
   service_ = std::make_unique<DevicePluginService>(options_, devices_,
                                                    allocate_, preferred_);
   server_ = std::make_unique<h2::Server>();
+  if (options_.handlers_wait) {
+    workers_ = std::make_unique<h2::CallWorkers>(options_.resource_name,
+                                                 kWorkers, kMaxQueued);
+  }
   // h2::Server binds the socket 0600, so only root (the kubelet) may ever
   // connect.
-  if (absl::Status s =
-          server_->Start(socket_path_, service_->Methods(*server_));
+  if (absl::Status s = server_->Start(
+          socket_path_, service_->Methods(*server_, workers_.get()));
       !s.ok()) {
     server_.reset();
+    workers_.reset();
     service_.reset();
     return absl::UnavailableError(
         absl::StrCat("cannot serve ", options_.resource_name, " on ",
@@ -132,6 +138,9 @@ void PluginServer::Impl::StopLocked() {
   // sources, which borrow the service, are gone when it returns.
   server_->Stop();
   server_.reset();
+  // The handlers' waits are stopped and the threads joined before the
+  // service they borrow goes.
+  workers_.reset();
   service_.reset();
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
     const absl::Status status = common::ErrnoToStatus(

@@ -12,11 +12,14 @@
 // The server reads devices from a DeviceList it does not own (the daemon
 // owns it, the health monitor writes to it) and answers Allocate through an
 // AllocateHandler, so response strategies live outside the transport.
+// Handlers that wait on the network run off the loop (handlers_wait), so
+// ListAndWatch and the other calls are never held up by them.
 //
 // Thread safety: Start/Stop from one controlling thread; running() and the
 // accessors from any thread; the transport is internal. The DeviceList must
 // outlive the server; the handlers are owned by it and are called on the
-// server's thread, while other threads change the DeviceList.
+// server's loop thread or (handlers_wait) on its workers, concurrently,
+// while other threads change the DeviceList.
 #pragma once
 
 #include <cstddef>
@@ -39,8 +42,15 @@ struct PluginOptions {
   // AllocateHandler returned a response), with how many IDs it was given;
   // the daemon counts gpulet_allocations_total and
   // gpulet_allocated_devices_total with it. Empty: nothing is called.
-  // Called on the server's thread: must be thread-safe and quick.
+  // Called on the thread that answered: must be thread-safe and quick.
   std::function<void(size_t devices)> on_allocated = {};
+  // The handlers wait on the network (the memory-unit resource's read and
+  // write the Node): GetPreferredAllocation and Allocate run on workers of
+  // the server (kWorkers threads, kMaxQueued calls waiting), never on its
+  // loop, each within its call's deadline less a margin, which
+  // pluginapi::CurrentCallStop() (call_scope.h) gives them. False: they
+  // run inline on the loop and must not block.
+  bool handlers_wait = false;
 };
 
 class PluginServer {
@@ -59,9 +69,10 @@ class PluginServer {
   // plugin_dir is missing, UNAVAILABLE when it cannot listen.
   absl::Status Start(const std::string& plugin_dir);
   // Ends every ListAndWatch stream, sends GOAWAY (connections get up to a
-  // second to take it; unary calls are answered inline, so none is in
-  // flight), closes them and removes the socket file. Returns when nothing
-  // of this run is left. No-op when not running.
+  // second to take it; a call still on the workers is answered
+  // UNAVAILABLE), closes them, stops the workers (their API calls are
+  // stopped) and removes the socket file. Returns when nothing of this run
+  // is left. No-op when not running.
   void Stop();
   bool running() const;
   const PluginOptions& options() const;

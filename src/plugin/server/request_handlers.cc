@@ -26,6 +26,16 @@ absl::Status InvalidArgument(const std::string& prefix,
   return absl::InvalidArgumentError(absl::StrCat(prefix, reason));
 }
 
+// A handler's error: a bad request keeps `invalid` (NVIDIA's words), the
+// rest (the API server did not answer in time) is no fault of the request.
+absl::Status HandlerError(const absl::Status& status,
+                          const std::string& invalid,
+                          const std::string& other) {
+  return Prefixed(status, status.code() == absl::StatusCode::kInvalidArgument
+                              ? invalid
+                              : other);
+}
+
 std::vector<std::string> ToVector(
     const google::protobuf::RepeatedPtrField<std::string>& ids) {
   return std::vector<std::string>(ids.begin(), ids.end());
@@ -54,7 +64,11 @@ absl::Status HandleAllocate(const std::string& resource_name,
     }
     absl::StatusOr<v1beta1::ContainerAllocateResponse> answer =
         handler(snapshot, ToVector(container.devices_ids()));
-    if (!answer.ok()) return Prefixed(answer.status(), prefix);
+    if (!answer.ok()) {
+      return HandlerError(
+          answer.status(), prefix,
+          absl::StrCat("allocation for \"", resource_name, "\": "));
+    }
     *response->add_container_responses() = *std::move(answer);
   }
   return absl::OkStatus();
@@ -77,7 +91,11 @@ absl::Status HandlePreferred(const std::string& resource_name,
     if (!valid.ok()) return Prefixed(valid.status(), prefix);
     absl::StatusOr<std::vector<std::string>> answer =
         handler(snapshot, valid->available, valid->must_include, valid->size);
-    if (!answer.ok()) return Prefixed(answer.status(), prefix);
+    if (!answer.ok()) {
+      return HandlerError(
+          answer.status(), prefix,
+          absl::StrCat("preferred allocation for \"", resource_name, "\": "));
+    }
     absl::Status checked = CheckPreferredAnswer(*valid, *answer);
     if (!checked.ok()) {
       return Prefixed(checked, absl::StrCat("preferred allocation for \"",

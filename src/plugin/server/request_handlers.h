@@ -24,7 +24,8 @@ inline constexpr char kUnhealthy[] = "Unhealthy";
 // INVALID_ARGUMENT `invalid allocation request for "<resource>": <reason>`
 // when a container request has no IDs or names an ID missing from the
 // snapshot (NVIDIA's "invalid request: unknown device: <id>"). A handler
-// error keeps its code and gets the same prefix. `response` is cleared
+// error keeps its code and gets the same prefix when INVALID_ARGUMENT,
+// `allocation for "<resource>": ` otherwise. `response` is cleared
 // first; on error its contents are unspecified.
 absl::Status HandleAllocate(const std::string& resource_name,
                             const pluginapi::DeviceSnapshot& snapshot,
@@ -35,7 +36,9 @@ absl::Status HandleAllocate(const std::string& resource_name,
 // One ContainerPreferredAllocationResponse per container request, in order.
 // Requests are checked by ValidatePreferred (INVALID_ARGUMENT
 // `invalid preferred allocation request for "<resource>": <reason>`), the
-// handler's answer by CheckPreferredAnswer (INTERNAL).
+// handler's answer by CheckPreferredAnswer (INTERNAL); a handler's error
+// keeps its code, with that prefix when INVALID_ARGUMENT and
+// `preferred allocation for "<resource>": ` otherwise.
 absl::Status HandlePreferred(const std::string& resource_name,
                              const pluginapi::DeviceSnapshot& snapshot,
                              const v1beta1::PreferredAllocationRequest& request,
