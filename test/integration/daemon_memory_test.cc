@@ -2,7 +2,10 @@
 // with sharing.memory, a fake kubelet (registration, PodResources) and a
 // fake API server over HTTPS on 127.0.0.1 holding the Node and its
 // memory-share annotations.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <filesystem>
@@ -18,6 +21,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -308,6 +312,72 @@ TEST_F(DaemonMemoryTest, AnApiServerThatDoesNotAnswerHoldsUpNothingElse) {
   EXPECT_THAT(chosen.error_message(),
               HasSubstr("node n1: the pending memory requests"));
   api_.Release();
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// GET /metrics from 127.0.0.1:port; empty on any failure.
+std::string ScrapeMetrics(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (fd >= 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  return out;
+}
+
+// The node agent's API requests are on the process's /metrics, as
+// client-go names them, by code, method and the API server's host:port.
+TEST_F(DaemonMemoryTest, ApiRequestsAreOnTheMetricsEndpoint) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin =
+      Start(absl::StrCat(kConfig, "metrics:\n  address: \"127.0.0.1:0\"\n"));
+  ASSERT_TRUE(plugin->WaitForLog("serving /metrics on 127.0.0.1:", kTimeout))
+      << plugin->Log();
+  const std::string log = plugin->Log();
+  const size_t at = log.find("serving /metrics on 127.0.0.1:");
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      log.substr(at + 30,
+                 log.find_first_not_of("0123456789", at + 30) - (at + 30)),
+      &port))
+      << log;
+  ASSERT_TRUE(api_.WaitForNode([](const sharing::NodeMemory& n) {
+                    return n.gpus.size() == 2;
+                  })
+                  .has_value())
+      << plugin->Log();
+  const std::string host = absl::StrCat("host=\"127.0.0.1:", api_.port(), "\"");
+  const std::string get = absl::StrCat(
+      "rest_client_requests_total{code=\"200\",method=\"GET\",", host, "}");
+  const std::string patch = absl::StrCat(
+      "rest_client_requests_total{code=\"200\",method=\"PATCH\",", host, "}");
+  // The PATCH is counted once its answer reached the agent: wait for it.
+  std::string text;
+  const absl::Time until = absl::Now() + kTimeout;
+  while (absl::Now() < until) {
+    text = ScrapeMetrics(port);
+    if (absl::StrContains(text, get) && absl::StrContains(text, patch)) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(text, HasSubstr(get));
+  EXPECT_THAT(text, HasSubstr(patch));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "rest_client_request_duration_seconds_bucket{verb="
+                        "\"PATCH\",",
+                        host, ",le=\"+Inf\"}")));
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }

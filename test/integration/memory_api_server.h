@@ -56,6 +56,7 @@ class FakeApiServer {
   }
 
   bool ok() const { return port_ > 0; }
+  int port() const { return port_; }
 
   void Hold() {
     std::lock_guard lock(watch_mu_);

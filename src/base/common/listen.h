@@ -1,10 +1,15 @@
-// Listening TCP sockets for every HTTP endpoint gpulet serves (the metrics
-// server, src/net/http's server): the "host:port" address syntax and the
-// socket itself.
+// Listening TCP sockets for every HTTP endpoint gpulet serves (src/net/http's
+// server: the scheduler extender, /metrics): the "host:port" address syntax
+// and the socket itself.
 //
-// The address is "host:port": "127.0.0.1:9400", ":9400" (every IPv4
-// interface), "[::1]:9400", "localhost:9400"; port 0 picks a free port,
-// which BoundPort() then reports.
+// The address is "host:port": ":9400" (every interface, IPv4 and IPv6),
+// "127.0.0.1:9400", "0.0.0.0:9400" (every IPv4 interface), "[::1]:9400",
+// "localhost:9400"; port 0 picks a free port, which BoundPort() then
+// reports. An empty host (or "[::]") binds one IPv6 socket that takes IPv4
+// peers too (IPV6_V6ONLY off, whatever the sysctl net.ipv6.bindv6only
+// says; IPv4 peers appear as ::ffff:a.b.c.d); on a kernel without IPv6
+// (socket() fails with EAFNOSUPPORT) an empty host binds 0.0.0.0 instead.
+// Another IPv6 literal binds IPv6 only.
 //
 // Thread safety: free functions without shared state.
 #pragma once
@@ -29,9 +34,14 @@ struct ListenAddress {
 // "[", an IPv6 host without brackets.
 absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view address);
 
-// A non-blocking, close-on-exec listening TCP socket on host:port (port 0:
-// any free one) with the given backlog; an invalid UniqueFd on failure.
-UniqueFd ListenTcp(const std::string& host, int port, int backlog);
+// "host:port" again, an IPv6 literal in brackets (":9400" for any host).
+std::string FormatListenAddress(const ListenAddress& address);
+
+// A non-blocking, close-on-exec listening TCP socket on the address (port
+// 0: any free one) with the given backlog. Errors (Unavailable) name the
+// address and say why: the host does not resolve, or the bind or listen
+// failed (address in use, no permission) with the system's reason.
+absl::StatusOr<UniqueFd> ListenTcp(const ListenAddress& address, int backlog);
 
 // The port a listening socket is bound to; -1 on failure.
 int BoundPort(int fd);

@@ -158,6 +158,76 @@ TEST(RegistryTest, RejectsBadAndConflictingDefinitions) {
   EXPECT_THAT(labels.status().message(), HasSubstr("labels {k}"));
 }
 
+// Buckets are cumulative up to +Inf, which equals _count; a value on a
+// bound falls in that bound's bucket.
+TEST(RegistryTest, RendersHistograms) {
+  Registry registry;
+  Family* h = *registry.AddHistogram("req_seconds", "Latency.", {"verb"},
+                                     {0.005, 0.1, 2.5});
+  h->Observe({"GET"}, 0.001);
+  h->Observe({"GET"}, 0.1);
+  h->Observe({"GET"}, 1);
+  h->Observe({"GET"}, 60);
+  h->Observe({"PUT"}, 0.5);
+  h->Observe({"GET"}, std::nan(""));  // ignored
+  h->Add({"GET"}, 5);                 // not a histogram's update: ignored
+  EXPECT_EQ(h->Value({"GET"}), 4);
+  EXPECT_EQ(registry.Render(),
+            "# HELP req_seconds Latency.\n"
+            "# TYPE req_seconds histogram\n"
+            "req_seconds_bucket{verb=\"GET\",le=\"0.005\"} 1\n"
+            "req_seconds_bucket{verb=\"GET\",le=\"0.1\"} 2\n"
+            "req_seconds_bucket{verb=\"GET\",le=\"2.5\"} 3\n"
+            "req_seconds_bucket{verb=\"GET\",le=\"+Inf\"} 4\n"
+            "req_seconds_sum{verb=\"GET\"} 61.100999999999999\n"
+            "req_seconds_count{verb=\"GET\"} 4\n"
+            "req_seconds_bucket{verb=\"PUT\",le=\"0.005\"} 0\n"
+            "req_seconds_bucket{verb=\"PUT\",le=\"0.1\"} 0\n"
+            "req_seconds_bucket{verb=\"PUT\",le=\"2.5\"} 1\n"
+            "req_seconds_bucket{verb=\"PUT\",le=\"+Inf\"} 1\n"
+            "req_seconds_sum{verb=\"PUT\"} 0.5\n"
+            "req_seconds_count{verb=\"PUT\"} 1\n");
+}
+
+TEST(RegistryTest, HistogramWithoutLabels) {
+  Registry registry;
+  Family* h = *registry.AddHistogram("h", "H.", {}, {1});
+  h->Observe({}, 2);
+  EXPECT_EQ(registry.Render(),
+            "# HELP h H.\n# TYPE h histogram\n"
+            "h_bucket{le=\"1\"} 0\nh_bucket{le=\"+Inf\"} 1\n"
+            "h_sum 2\nh_count 1\n");
+}
+
+TEST(RegistryTest, HistogramRegistrationErrors) {
+  Registry registry;
+  EXPECT_EQ(registry.AddHistogram("h", "H.", {}, {1, 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.AddHistogram("h", "H.", {}, {2, 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.AddHistogram("h", "H.", {}, {HUGE_VAL}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(registry.AddHistogram("h", "H.", {"le"}, {1}).status().message(),
+              HasSubstr("\"le\""));
+  ASSERT_TRUE(registry.AddHistogram("h", "H.", {"v"}, {1, 2}).ok());
+  EXPECT_TRUE(registry.AddHistogram("h", "H.", {"v"}, {1, 2}).ok());
+  absl::StatusOr<Family*> other = registry.AddHistogram("h", "H.", {"v"}, {1});
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(other.status().message(), HasSubstr("buckets {1,2}"));
+}
+
+TEST(RegistryTest, FormatBound) {
+  EXPECT_EQ(FormatBound(0.005), "0.005");
+  EXPECT_EQ(FormatBound(0.025), "0.025");
+  EXPECT_EQ(FormatBound(1), "1");
+  EXPECT_EQ(FormatBound(15), "15");
+  EXPECT_EQ(FormatBound(30), "30");
+  EXPECT_EQ(FormatBound(60), "60");
+  EXPECT_EQ(FormatBound(1024), "1024");
+  EXPECT_EQ(FormatBound(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(FormatBound(HUGE_VAL), "+Inf");
+}
+
 TEST(RegistryTest, ConcurrentUpdatesAndRenders) {
   Registry registry;
   Family* c = *registry.AddCounter("c_total", "C.", {"t"});

@@ -9,6 +9,7 @@
 #include "src/base/common/check.h"
 #include "src/base/common/status_macros.h"
 #include "src/cluster/extender/names.h"
+#include "src/net/http/metrics_handler.h"
 #include "src/net/kube/api_status.h"
 
 namespace gpulet::extender {
@@ -352,10 +353,7 @@ http::Response Extender::Handle(const http::Request& request) {
                  : http::TextResponse(503, "the node cache has no list yet");
     }
     nodes_->Set({}, static_cast<double>(cache_.size()));
-    return http::Response{
-        .status = 200,
-        .content_type = "text/plain; version=0.0.4; charset=utf-8",
-        .body = registry_.Render()};
+    return http::MetricsResponse(registry_);
   }
   if (verb != "filter" && verb != "prioritize" && verb != "bind") {
     return http::TextResponse(404, "not found");

@@ -53,8 +53,11 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
         << " may call filter, prioritize and bind; serve kube-scheduler "
            "with mutual TLS (docs/extender.md)";
   }
+  // Before the API client, which records its requests in it.
+  metrics::Registry registry;
   kube::ApiClientOptions api_options;
   api_options.kubeconfig = options.kubeconfig;
+  api_options.metrics = &registry;
   api_options.context = options.context;
   api_options.client.qps = options.kube_qps;
   api_options.client.burst = options.kube_burst;
@@ -69,7 +72,6 @@ absl::Status RunExtender(const ExtenderRunOptions& options) {
   binder_options.default_policy = policy;
   binder_options.scheduler_names = options.scheduler_names;
   extender::Binder binder(client, cache, binder_options);
-  metrics::Registry registry;
   extender::ExtenderOptions extender_options;
   extender_options.resource = options.resource;
   extender_options.default_policy = policy;

@@ -358,15 +358,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     if (!loaded.ok()) return loaded.status();
     tls = *std::move(loaded);
   }
-  common::UniqueFd fd =
-      common::ListenTcp(address->host.empty() ? "0.0.0.0" : address->host,
-                        address->port, options.max_connections);
-  const int port = fd.valid() ? common::BoundPort(fd.get()) : -1;
-  if (port <= 0) {
-    return absl::UnavailableError(absl::StrCat(
-        options.name, " address \"", options.address,
-        "\": cannot listen (address in use, unknown host or no permission)"));
+  absl::StatusOr<common::UniqueFd> fd =
+      common::ListenTcp(*address, options.max_connections);
+  if (!fd.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(options.name, " ", fd.status().message()));
   }
+  const int port = common::BoundPort(fd->get());
   common::UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
   common::UniqueFd reap(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid() || !reap.valid()) {
@@ -377,11 +375,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   const bool with_tls = tls != nullptr;
   auto impl =
       std::make_unique<Impl>(options, std::move(handler), std::move(tls),
-                             std::move(fd), std::move(wake), std::move(reap));
+                             *std::move(fd), std::move(wake), std::move(reap));
   GPULET_LOG(INFO) << "serving " << options.name << " on "
                    << (with_tls ? "https" : "http") << "://"
-                   << (address->host.empty() ? "0.0.0.0" : address->host) << ":"
-                   << port
+                   << common::FormatListenAddress(
+                          {address->host.empty() ? "::" : address->host, port})
                    << (options.client_ca_file.empty()
                            ? ""
                            : " (client certificates checked against " +

@@ -10,9 +10,13 @@ namespace gpulet::kube {
 
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(
     const config::ApiServerConfig& api, const ClientOptions& options,
-    const ExecPluginOptions& exec) {
+    const ExecPluginOptions& exec, metrics::Registry* metrics) {
   TlsTransportOptions transport_options;
   transport_options.exec = exec;
+  if (metrics != nullptr) {
+    GPULET_ASSIGN_OR_RETURN(transport_options.metrics,
+                            RequestMetrics::Register(*metrics));
+  }
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<TlsTransport> transport,
                           TlsTransport::Create(api, transport_options));
   return std::unique_ptr<ApiClient>(
@@ -40,7 +44,7 @@ absl::StatusOr<std::unique_ptr<ApiClient>> MakeApiClient(
         "kubectl-gpulet runs; give this component a client certificate or "
         "a token"));
   }
-  return ApiClient::Create(api, options.client, options.exec);
+  return ApiClient::Create(api, options.client, options.exec, options.metrics);
 }
 
 }  // namespace gpulet::kube

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/base/metrics/registry.h"
 #include "src/net/kube/client.h"
 #include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_transport.h"
@@ -40,15 +41,20 @@ struct ApiClientOptions {
   bool allow_exec_plugin = false;
   // How the plugin runs (environment, terminal, bounds).
   ExecPluginOptions exec{};
+  // The process's /metrics registry, which gets the client's request
+  // metrics (request_metrics.h); borrowed, it must outlive the client.
+  // Null: none recorded.
+  metrics::Registry* metrics = nullptr;
 };
 
 class ApiClient {
  public:
   // Opens the transport to `api` and a client over it; `exec` is how an
-  // exec credential plugin of `api` runs.
+  // exec credential plugin of `api` runs; request metrics go to `metrics`
+  // when it is not null (borrowed).
   static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
       const config::ApiServerConfig& api, const ClientOptions& options,
-      const ExecPluginOptions& exec = {});
+      const ExecPluginOptions& exec = {}, metrics::Registry* metrics = nullptr);
 
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;

@@ -48,8 +48,9 @@ bool Printable(absl::string_view text) {
 
 // What the transport learns from one try on one connection.
 struct TlsTransport::Attempt {
-  bool retry = false;  // safe to send again on a new connection
-  bool keep = false;   // the connection may carry the next request
+  bool retry = false;    // safe to send again on a new connection
+  bool keep = false;     // the connection may carry the next request
+  bool counted = false;  // the answer's head was counted in the metrics
 };
 
 struct TlsTransport::Identity {
@@ -261,6 +262,29 @@ std::string TlsTransport::Message(const Request& request,
 absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
                                                const ChunkFn* on_chunk,
                                                const std::stop_token& stop) {
+  const common::Clock& clock = *options_.clock;
+  const absl::Time start = clock.Now();
+  bool counted = false;
+  absl::StatusOr<Response> response = Send(request, on_chunk, stop, counted);
+  const RequestMetrics& metrics = options_.metrics;
+  if (!counted) {
+    if (response.ok()) {
+      metrics.CountResult(response->status, request.method, target_.authority);
+    } else {
+      metrics.CountResult(kNoResponseCode, request.method, target_.authority);
+    }
+  }
+  if (on_chunk == nullptr) {
+    metrics.ObserveLatency(request.method, target_.authority,
+                           clock.Now() - start);
+  }
+  return response;
+}
+
+absl::StatusOr<Response> TlsTransport::Send(const Request& request,
+                                            const ChunkFn* on_chunk,
+                                            const std::stop_token& stop,
+                                            bool& counted) {
   const std::string what =
       absl::StrCat(request.method, " ", server_, request.path);
   if (request.method.empty() ||
@@ -310,6 +334,7 @@ absl::StatusOr<Response> TlsTransport::Perform(const Request& request,
     Attempt attempt;
     absl::StatusOr<Response> response =
         Exchange(*conn, reused, message, request, on_chunk, deadline, attempt);
+    counted = attempt.counted;
     on_stop.reset();
     if (!response.ok() && attempt.retry && tries == 0) continue;
     if (response.ok() && attempt.keep) {
@@ -381,6 +406,11 @@ absl::StatusOr<Response> TlsTransport::Exchange(
     absl::Status s =
         *n == 0 ? parser.Finish()
                 : parser.Feed(absl::string_view(buffer.data(), *n), on_body);
+    if (s.ok() && !attempt.counted && parser.head_done()) {
+      options_.metrics.CountResult(parser.status(), request.method,
+                                   target_.authority);
+      attempt.counted = true;
+    }
     if (!s.ok()) {
       return s.code() == absl::StatusCode::kResourceExhausted
                  ? absl::ResourceExhaustedError(

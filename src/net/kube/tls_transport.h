@@ -40,6 +40,17 @@
 // has TCP keepalive tuned (`keepalive`, tcp_keepalive.h). Stream()'s stop
 // request ends a blocked read at once (Cancelled).
 //
+// Metrics (`metrics`, request_metrics.h), as client-go counts them: every
+// call to Do() or Stream() counts once in rest_client_requests_total, when
+// the answer's status line and headers have arrived (a watch: as its stream
+// starts, not when it ends) with that status, or, when no answer came, as it
+// fails with code "<error>". The Client's retries are calls of their own,
+// each counted (the transport's one silent resend of a GET on a stale pooled
+// connection is not). Each Do() is observed in
+// rest_client_request_duration_seconds from its start (connecting
+// included) to its whole answer or failure; a Stream() is not (client-go
+// times no watch either).
+//
 // Thread safety: Do() and Stream() may be called from any number of threads.
 #pragma once
 
@@ -57,6 +68,7 @@
 #include "src/net/kube/exec_credential_source.h"
 #include "src/net/kube/exec_plugin.h"
 #include "src/net/kube/kubeconfig.h"
+#include "src/net/kube/request_metrics.h"
 #include "src/net/kube/resolver.h"
 #include "src/net/kube/tcp_keepalive.h"
 #include "src/net/kube/tls_client_context.h"
@@ -79,6 +91,7 @@ struct TlsTransportOptions {
   size_t max_head = 64 << 10;
   size_t max_idle = 4;       // pooled connections
   ExecPluginOptions exec{};  // how an exec credential plugin is run
+  RequestMetrics metrics{};  // default: none recorded
 };
 
 class TlsTransport final : public Transport {
@@ -124,9 +137,13 @@ class TlsTransport final : public Transport {
   std::shared_ptr<SSL_CTX> Context();
   // The token and TLS context for the next request.
   absl::StatusOr<Identity> CurrentIdentity();
+  // Send, counted and timed (options_.metrics).
   absl::StatusOr<Response> Perform(const Request& request,
                                    const ChunkFn* on_chunk,
                                    const std::stop_token& stop);
+  // `counted`: whether the answer's head was counted on its arrival.
+  absl::StatusOr<Response> Send(const Request& request, const ChunkFn* on_chunk,
+                                const std::stop_token& stop, bool& counted);
   absl::StatusOr<Response> Exchange(TlsConnection& conn, bool reused,
                                     const std::string& message,
                                     const Request& request,

@@ -20,14 +20,16 @@ kube::ClientOptions ApiClientOptions() {
 
 }  // namespace
 
-ProcessApiClient::ProcessApiClient(std::string kubeconfig)
-    : kubeconfig_(std::move(kubeconfig)) {}
+ProcessApiClient::ProcessApiClient(std::string kubeconfig,
+                                   metrics::Registry& metrics)
+    : kubeconfig_(std::move(kubeconfig)), metrics_(metrics) {}
 
 absl::StatusOr<kube::Client*> ProcessApiClient::Get() {
   if (api_ != nullptr) return &api_->client();
   kube::ApiClientOptions options;
   options.kubeconfig = kubeconfig_;
   options.client = ApiClientOptions();
+  options.metrics = &metrics_;
   GPULET_ASSIGN_OR_RETURN(api_, kube::MakeApiClient(options));
   return &api_->client();
 }

@@ -2,7 +2,8 @@
 // which the label publisher and the memory shares' node agent share. It is
 // built on first use, from a kubeconfig path or, when that is empty, the
 // pod's service account, and lives as long as the process: everything that
-// holds the client is destroyed before it.
+// holds the client is destroyed before it. Its request metrics
+// (rest_client_*, kube::RequestMetrics) go to the process's registry.
 //
 // Thread safety: not thread-safe; the loop thread only. The client it
 // hands out is thread-safe (kube::Client).
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/base/metrics/registry.h"
 #include "src/net/kube/api_client.h"
 #include "src/net/kube/client.h"
 
@@ -19,7 +21,8 @@ namespace gpulet::daemon {
 
 class ProcessApiClient {
  public:
-  explicit ProcessApiClient(std::string kubeconfig);
+  // `metrics`: the process's registry (borrowed; it outlives this).
+  ProcessApiClient(std::string kubeconfig, metrics::Registry& metrics);
   ProcessApiClient(const ProcessApiClient&) = delete;
   ProcessApiClient& operator=(const ProcessApiClient&) = delete;
 
@@ -29,6 +32,7 @@ class ProcessApiClient {
 
  private:
   const std::string kubeconfig_;
+  metrics::Registry& metrics_;
   std::unique_ptr<kube::ApiClient> api_;
 };
 

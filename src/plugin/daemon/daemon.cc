@@ -39,7 +39,7 @@ Daemon::Impl::Impl(DaemonOptions options)
     : options_(std::move(options)),
       config_(options_.config),
       health_(options_.health),
-      api_(options_.kubeconfig),
+      api_(options_.kubeconfig, metrics_.registry()),
       wake_(DirName(options_.kubelet_socket),
             BaseName(options_.kubelet_socket)),
       memory_(options_.node_name, options_.pod_resources_socket,

@@ -1,8 +1,8 @@
 // ProcessMetrics: the device plugin process's metrics, across reloads: the
 // registry every part registers into, gpulet's own families
-// (metrics::GpuletMetrics) and the /metrics server, when
-// metrics.address is set (it keeps its address until the process
-// restarts).
+// (metrics::GpuletMetrics) and the /metrics server (an http::Server with
+// http::MetricsHandler), when metrics.address is set (it keeps its address
+// until the process restarts).
 //
 // Thread safety: Start on the loop thread before anything reads the
 // families; afterwards the registry and the families are thread-safe and
@@ -14,8 +14,8 @@
 
 #include "absl/status/status.h"
 #include "src/base/metrics/gpulet_metrics.h"
-#include "src/base/metrics/metrics_server.h"
 #include "src/base/metrics/registry.h"
+#include "src/net/http/server.h"
 
 namespace gpulet::daemon {
 
@@ -35,7 +35,7 @@ class ProcessMetrics {
  private:
   metrics::Registry registry_;
   metrics::GpuletMetrics gpulet_;
-  std::unique_ptr<metrics::MetricsServer> server_;
+  std::unique_ptr<http::Server> server_;
 };
 
 }  // namespace gpulet::daemon

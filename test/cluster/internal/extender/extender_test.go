@@ -512,6 +512,17 @@ func TestSchedulerExtenderClient(t *testing.T) {
 	if code != 200 || !strings.Contains(metrics, `gpulet_extender_binds_total{result="ok"}`) {
 		t.Errorf("/metrics: %d\n%s", code, metrics)
 	}
+	// The API client's requests, as client-go names them: the node and pod
+	// lists at least, answered 200.
+	for _, want := range []string{
+		`rest_client_requests_total{code="200",method="GET",host="`,
+		`rest_client_request_duration_seconds_bucket{verb="GET",host="`,
+		`rest_client_request_duration_seconds_count{verb="GET",host="`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s\n%s", want, metrics)
+		}
+	}
 }
 
 func (c *cluster) addPodOnce(t *testing.T, name string, units int64) *v1.Pod {
