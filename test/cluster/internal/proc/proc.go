@@ -19,6 +19,7 @@ type Process struct {
 	Name    string
 	Cmd     *exec.Cmd
 	LogPath string
+	env     []string // what Start added to the environment
 	done    chan struct{}
 	err     error
 }
@@ -60,7 +61,7 @@ func (g *Group) Start(name string, env []string, argv ...string) (*Process, erro
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, Cmd: cmd, LogPath: logPath, done: make(chan struct{})}
+	p := &Process{Name: name, Cmd: cmd, LogPath: logPath, env: env, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -86,6 +87,10 @@ func (g *Group) Stop(p *Process, grace time.Duration) {
 			<-p.done
 		}
 	}
+	g.remove(p)
+}
+
+func (g *Group) remove(p *Process) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, q := range g.procs {
@@ -94,6 +99,43 @@ func (g *Group) Stop(p *Process, grace time.Duration) {
 			break
 		}
 	}
+}
+
+// Find returns the owned process called name, or nil.
+func (g *Group) Find(name string) *Process {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.procs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Kill ends the owned process called name with SIGKILL, waits for it and
+// removes it from the group. It returns the ended process, to give to
+// Restart.
+func (g *Group) Kill(name string) (*Process, error) {
+	p := g.Find(name)
+	if p == nil {
+		return nil, fmt.Errorf("no process %s in the group", name)
+	}
+	_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
+	<-p.done
+	g.remove(p)
+	return p, nil
+}
+
+// Restart starts an ended process again: the same name, arguments and
+// environment, logging to the same file.
+func (g *Group) Restart(p *Process) (*Process, error) {
+	select {
+	case <-p.done:
+	default:
+		return nil, fmt.Errorf("%s (PID %d) still runs", p.Name, p.Pid())
+	}
+	return g.Start(p.Name, p.env, p.Cmd.Args...)
 }
 
 // StopAll ends every process, the last started first.
