@@ -20,6 +20,7 @@ type Process struct {
 	Cmd     *exec.Cmd
 	LogPath string
 	env     []string // what Start added to the environment
+	slot    int      // its place in the group when Kill removed it
 	done    chan struct{}
 	err     error
 }
@@ -90,15 +91,17 @@ func (g *Group) Stop(p *Process, grace time.Duration) {
 	g.remove(p)
 }
 
-func (g *Group) remove(p *Process) {
+// remove takes p out of the group and returns where it was (-1: absent).
+func (g *Group) remove(p *Process) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, q := range g.procs {
 		if q == p {
 			g.procs = append(g.procs[:i], g.procs[i+1:]...)
-			break
+			return i
 		}
 	}
+	return -1
 }
 
 // Find returns the owned process called name, or nil.
@@ -123,19 +126,30 @@ func (g *Group) Kill(name string) (*Process, error) {
 	}
 	_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
 	<-p.done
-	g.remove(p)
+	p.slot = g.remove(p)
 	return p, nil
 }
 
-// Restart starts an ended process again: the same name, arguments and
-// environment, logging to the same file.
+// Restart starts a process Kill ended again: the same name, arguments and
+// environment, logging to the same file, at its place in the group (so
+// StopAll still ends it after the processes started after it first).
 func (g *Group) Restart(p *Process) (*Process, error) {
 	select {
 	case <-p.done:
 	default:
 		return nil, fmt.Errorf("%s (PID %d) still runs", p.Name, p.Pid())
 	}
-	return g.Start(p.Name, p.env, p.Cmd.Args...)
+	q, err := g.Start(p.Name, p.env, p.Cmd.Args...)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := len(g.procs); p.slot >= 0 && p.slot < n-1 && g.procs[n-1] == q {
+		copy(g.procs[p.slot+1:], g.procs[p.slot:n-1])
+		g.procs[p.slot] = q
+	}
+	return q, nil
 }
 
 // StopAll ends every process, the last started first.

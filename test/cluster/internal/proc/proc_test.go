@@ -15,6 +15,9 @@ func TestKillAndRestartKeepTheArgumentsAndTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := g.Start("later", nil, "sleep", "600"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := g.Restart(first); err == nil {
 		t.Fatal("Restart of a running process: no error")
 	}
@@ -22,7 +25,7 @@ func TestKillAndRestartKeepTheArgumentsAndTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if killed != first || g.Find("sleeper") != nil || len(g.Running()) != 0 {
+	if killed != first || g.Find("sleeper") != nil || len(g.Running()) != 1 {
 		t.Fatalf("after Kill: killed %v, group %v", killed, g.Running())
 	}
 	again, err := g.Restart(killed)
@@ -37,6 +40,9 @@ func TestKillAndRestartKeepTheArgumentsAndTheLog(t *testing.T) {
 	}
 	if g.Find("sleeper") != again {
 		t.Errorf("Find does not return the restarted process")
+	}
+	if r := g.Running(); len(r) != 2 || r[0] != again || r[1].Name != "later" {
+		t.Errorf("the restarted process is not back at its place: %v", r)
 	}
 	log, err := os.ReadFile(again.LogPath)
 	if err != nil {
