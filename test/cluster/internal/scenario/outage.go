@@ -159,6 +159,19 @@ func (o *outageRun) healthyPhase() {
 	o.reportViolations("the healthy phase")
 }
 
+// waitFlowing waits until the churn runs at its pace again (it may have
+// been paused for the checks after the last outage): as many pods ran
+// since as it keeps on their way, so that the outage finds pods on theirs.
+func (o *outageRun) waitFlowing(label string) {
+	c, from := o.target.churn, time.Now()
+	err := o.t.N.WaitFor(o.t.Ctx, "the churn to run pods again", outageRunLimit, func(context.Context) (bool, error) {
+		return c.runningIn(from, time.Now().Add(time.Hour)) >= c.width, nil
+	})
+	if err != nil {
+		o.t.Fatalf("%s: %v", label, err)
+	}
+}
+
 // wait waits out a measured span (the outage itself, or the rate's window).
 func (o *outageRun) wait(d time.Duration) {
 	select {
@@ -182,6 +195,7 @@ func (o *outageRun) one(s outageStep) {
 	if tg.before != nil {
 		tg.before(t)
 	}
+	o.waitFlowing(label)
 	m0 := o.kubeletMetrics()
 	n.Cfg.Log("%s: begins", label)
 	start := time.Now()

@@ -65,3 +65,10 @@ func TestGpuletLogTime(t *testing.T) {
 		t.Errorf("memoryFailedCall misses gpulet's line")
 	}
 }
+
+func TestLongestRoundsTheBound(t *testing.T) {
+	h := histo{buckets: map[float64]float64{0.23535468936502524: 1, 0.36106407876409946: 3}, count: 3, sum: 0.3}
+	if got := h.longest(); !strings.HasPrefix(got, "<= 0.361 s (3 calls") {
+		t.Errorf("longest: %s", got)
+	}
+}

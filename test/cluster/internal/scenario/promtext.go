@@ -140,9 +140,9 @@ func (h histo) longest() string {
 	for _, le := range les {
 		if h.buckets[le] >= h.count {
 			if math.IsInf(le, 1) && len(les) > 1 {
-				bound = fmt.Sprintf("> %g s", les[len(les)-2])
+				bound = fmt.Sprintf("> %.3g s", les[len(les)-2])
 			} else {
-				bound = fmt.Sprintf("<= %g s", le)
+				bound = fmt.Sprintf("<= %.3g s", le)
 			}
 			break
 		}
