@@ -364,20 +364,24 @@ TEST_F(DaemonMemoryTest, ApiRequestsAreOnTheMetricsEndpoint) {
       "rest_client_requests_total{code=\"200\",method=\"GET\",", host, "}");
   const std::string patch = absl::StrCat(
       "rest_client_requests_total{code=\"200\",method=\"PATCH\",", host, "}");
-  // The PATCH is counted once its answer reached the agent: wait for it.
+  const std::string patch_latency = absl::StrCat(
+      "rest_client_request_duration_seconds_bucket{verb=\"PATCH\",", host,
+      ",le=\"+Inf\"}");
+  // The PATCH is counted when its answer's headers reach the agent and
+  // timed when its whole answer has: wait for both.
   std::string text;
   const absl::Time until = absl::Now() + kTimeout;
   while (absl::Now() < until) {
     text = ScrapeMetrics(port);
-    if (absl::StrContains(text, get) && absl::StrContains(text, patch)) break;
+    if (absl::StrContains(text, get) && absl::StrContains(text, patch) &&
+        absl::StrContains(text, patch_latency)) {
+      break;
+    }
     absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_THAT(text, HasSubstr(get));
   EXPECT_THAT(text, HasSubstr(patch));
-  EXPECT_THAT(text, HasSubstr(absl::StrCat(
-                        "rest_client_request_duration_seconds_bucket{verb="
-                        "\"PATCH\",",
-                        host, ",le=\"+Inf\"}")));
+  EXPECT_THAT(text, HasSubstr(patch_latency));
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }

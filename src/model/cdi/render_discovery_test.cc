@@ -108,8 +108,11 @@ TEST_P(RenderedNodeTest, CdiDiscoveryFindsTheDriver) {
   EXPECT_EQ(driver->char_majors.at("nvidia-uvm"), sim::kNvidiaUvmMajor);
   EXPECT_EQ(driver->char_majors.at("nvidia-caps"), sim::kNvidiaCapsMajor);
   if (::geteuid() != 0) {
+    // The nodes were rendered as files, which discovery must ignore; the
+    // checks below need real nodes. A visible skip, not a silent return: a
+    // strict run (GPULET_FAIL_ON_SKIP=1, docs/testing.md) fails on it.
     EXPECT_TRUE(driver->device_nodes.empty());
-    return;
+    GTEST_SKIP() << "device nodes need root (mknod): not checked";
   }
   for (const char* node : {"/dev/nvidiactl", "/dev/nvidia-uvm",
                            "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {

@@ -112,16 +112,19 @@ absl::Status MemoryPublisher::Sync(std::stop_token stop) {
     reports_.CountSync(false);
     return status;
   }
+  std::map<std::string, sharing::PodFate> looked_up;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     bool conflict = false;
-    status = SyncOnce(stop, &conflict);
+    status = SyncOnce(stop, &conflict, &looked_up);
     if (!conflict) break;
   }
   reports_.CountSync(status.ok());
   return status;
 }
 
-absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
+absl::Status MemoryPublisher::SyncOnce(
+    std::stop_token stop, bool* conflict,
+    std::map<std::string, sharing::PodFate>* looked_up) {
   GPULET_ASSIGN_OR_RETURN(std::string path, kube::NodePath(options_.node_name));
   GPULET_ASSIGN_OR_RETURN(Json node, api_.Get(path, stop));
   // The ledger as it is after this read: an answer written by OnAllocate
@@ -148,9 +151,11 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
   }
   sharing::Pending pruned;
   if (pending.has_value()) {
-    pruned = sharing::PrunePending(
-        *pending, built, options_.clock->WallNow(), options_.pending_timeout,
-        [&](const sharing::PendingPod& p) { return Fate(p, stop); });
+    pruned = sharing::PrunePending(*pending, built, options_.clock->WallNow(),
+                                   options_.pending_timeout,
+                                   [&](const sharing::PendingPod& p) {
+                                     return FateOnce(p, stop, looked_up);
+                                   });
   }
   Json annotations = Json::object();
   annotations[std::string(sharing::kNodeAnnotation)] =
@@ -167,12 +172,34 @@ absl::Status MemoryPublisher::SyncOnce(std::stop_token stop, bool* conflict) {
     return patched;
   }
   absl::MutexLock lock(&mu_);
+  // The annotation is `pruned` now: no pod found gone is in it.
+  gone_.clear();
   pending_ = std::move(pruned);
   node_ = built;
   ++syncs_;
   reports_.SetUnits(
       node_, sharing::PendingRequests(pending_, node_, ledger_.unmatched()));
   return absl::OkStatus();
+}
+
+sharing::PodFate MemoryPublisher::FateOnce(
+    const sharing::PendingPod& pod, std::stop_token stop,
+    std::map<std::string, sharing::PodFate>* looked_up) {
+  if (!pod.uid.empty()) {
+    absl::MutexLock lock(&mu_);
+    if (gone_.contains(pod.uid)) return sharing::PodFate::kGone;
+  }
+  const std::string key = absl::StrCat(pod.uid, "/", pod.ns, "/", pod.name);
+  if (auto it = looked_up->find(key); it != looked_up->end()) {
+    return it->second;
+  }
+  const sharing::PodFate fate = Fate(pod, stop);
+  (*looked_up)[key] = fate;
+  if (fate == sharing::PodFate::kGone && !pod.uid.empty()) {
+    absl::MutexLock lock(&mu_);
+    gone_.insert(pod.uid);
+  }
+  return fate;
 }
 
 sharing::PodFate MemoryPublisher::Fate(const sharing::PendingPod& pod,

@@ -54,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -163,7 +164,13 @@ class MemoryPublisher {
   // Reads PodResources (List, GetAllocatableResources) into the ledger,
   // once the kubelet is not allocating (KubeletGate).
   absl::Status ReadListing(std::stop_token stop);
-  absl::Status SyncOnce(std::stop_token stop, bool* conflict);
+  // One read of the Node and one patch at its version. `looked_up` holds
+  // the fates of pending pods asked in earlier attempts of the same sync:
+  // each is one GET, made between the read and the patch, and a hundred of
+  // them (pods pending while the API server was away) would keep the
+  // Node's version old for seconds and the patch conflicting every time.
+  absl::Status SyncOnce(std::stop_token stop, bool* conflict,
+                        std::map<std::string, sharing::PodFate>* looked_up);
   // The annotation as the node agent knows the node now: the last listing
   // and the ledger's answers (AllocationLedger: no unit counted twice).
   sharing::NodeMemory Known() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -180,6 +187,12 @@ class MemoryPublisher {
                        const std::optional<absl::Status>& result,
                        std::stop_token stop) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   sharing::PodFate Fate(const sharing::PendingPod& pod, std::stop_token stop);
+  // Fate, asked once per pod and sync; a pod gone (deleted, replaced,
+  // terminal, bound elsewhere: final for its uid) is remembered in gone_
+  // until it leaves the pending annotation.
+  sharing::PodFate FateOnce(const sharing::PendingPod& pod,
+                            std::stop_token stop,
+                            std::map<std::string, sharing::PodFate>* looked_up);
   void Loop(std::stop_token stop);
 
   kube::Client& api_;
@@ -192,6 +205,9 @@ class MemoryPublisher {
   sharing::AllocationLedger ledger_ ABSL_GUARDED_BY(mu_);
   KubeletGate gate_ ABSL_GUARDED_BY(mu_);
   sharing::Pending pending_ ABSL_GUARDED_BY(mu_);  // as last read, pruned
+  // Uids of pending pods found gone since the last successful patch (which
+  // dropped every such entry from the pending annotation).
+  std::set<std::string> gone_ ABSL_GUARDED_BY(mu_);
   sharing::NodeMemory node_ ABSL_GUARDED_BY(mu_);  // as last written
   // The GPUs as of the last listing (the kubelet's count of units), and
   // when it was read. Pending() and the placement writes use Known(), the

@@ -111,6 +111,55 @@ TEST_F(PublisherTest, ConflictReadsAgainAndRetries) {
       << "nothing pending, nothing to prune: the extender's key is not touched";
 }
 
+// Each pending pod's fate is one GET between the Node's read and the
+// patch: asked again on every attempt, a long pending list (pods bound
+// while the API server was away) kept the window open for seconds and
+// every patch conflicting. Asked once per sync, a retry reads the Node and
+// patches at once; a pod found gone is not asked again after a failed
+// sync either.
+TEST_F(PublisherTest, AConflictDoesNotAskPendingPodsAgain) {
+  const std::string pending = PendingJson({{"u-q", "q", 4}, {"u-r", "r", 1}});
+  const std::string q_waiting =
+      R"({"metadata":{"uid":"u-q"},"spec":{},"status":{"phase":"Pending"}})";
+  const std::string not_found =
+      R"({"kind":"Status","reason":"NotFound","code":404})";
+  transport_.AddResponse(200, NodeJson("7", pending));
+  transport_.AddResponse(200, q_waiting);
+  transport_.AddResponse(404, not_found);
+  transport_.AddResponse(
+      409, R"({"kind":"Status","reason":"Conflict","code":409,"message":"x"})");
+  transport_.AddResponse(200, NodeJson("8", pending));
+  transport_.AddResponse(
+      500, R"({"kind":"Status","reason":"InternalError","code":500})");
+  EXPECT_FALSE(publisher_->Sync().ok());
+  EXPECT_THAT(
+      Calls(),
+      ElementsAre("GET /api/v1/nodes/n1", "GET /api/v1/namespaces/ns/pods/q",
+                  "GET /api/v1/namespaces/ns/pods/r", "PATCH /api/v1/nodes/n1",
+                  "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1"));
+  EXPECT_EQ(Body(5)["metadata"]["resourceVersion"], "8");
+
+  // The next sync asks q again (waiting may have changed), never r.
+  transport_.AddResponse(200, NodeJson("9", pending));
+  transport_.AddResponse(200, q_waiting);
+  transport_.AddResponse(200, "{}");
+  ASSERT_TRUE(publisher_->Sync().ok());
+  EXPECT_THAT(
+      Calls(),
+      ElementsAre("GET /api/v1/nodes/n1", "GET /api/v1/namespaces/ns/pods/q",
+                  "GET /api/v1/namespaces/ns/pods/r", "PATCH /api/v1/nodes/n1",
+                  "GET /api/v1/nodes/n1", "PATCH /api/v1/nodes/n1",
+                  "GET /api/v1/nodes/n1", "GET /api/v1/namespaces/ns/pods/q",
+                  "PATCH /api/v1/nodes/n1"));
+  auto written =
+      sharing::ParsePending(Body(8)["metadata"]["annotations"]
+                                   [std::string(sharing::kPendingAnnotation)]
+                                       .get<std::string>());
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_THAT(written->pods,
+              ElementsAre(Field(&sharing::PendingPod::name, "q")));
+}
+
 TEST_F(PublisherTest, GarbagePendingAnnotationIsIgnoredAndCounted) {
   transport_.AddResponse(200, NodeJson("7", "{not json"));
   transport_.AddResponse(200, "{}");

@@ -32,11 +32,13 @@ func (r *machineRun) settle(what string) error {
 		}
 	}
 	v := r.machine.Variants[r.servedVariant]
+	var ids map[string][]string
 	err := harness.Wait(r.opts.SettleTimeout, "every device healthy in the kubelet", func() (bool, string, error) {
 		if !r.gpulet.proc.Running() {
 			return false, "", violation("gpulet exited on its own: %s", r.gpulet.proc.ExitError())
 		}
-		ok, seen := r.whole(v)
+		ok, seen, now := r.whole(v)
+		ids = now
 		return ok, seen, nil
 	})
 	if err != nil {
@@ -55,7 +57,7 @@ func (r *machineRun) settle(what string) error {
 		r.stats.settled(took)
 	}
 	r.lastSettled = time.Now()
-	if err := r.checkSettled(what, v); err != nil {
+	if err := r.checkSettled(what, v, ids); err != nil {
 		return err
 	}
 	// Streams of clients that went away end within gpulet's cancellation
@@ -82,24 +84,31 @@ func (r *machineRun) settle(what string) error {
 }
 
 // whole reports whether the kubelet shows every device of every resource
-// healthy, as variant v says.
-func (r *machineRun) whole(v Variant) (bool, string) {
+// healthy, as variant v says, and returns the healthy device IDs per
+// resource it saw. The counts and the IDs are two reads of the device
+// manager: a ListAndWatch stream that ends between them (the kubelet marks
+// its devices unhealthy until the plugin registers again) shows as a short
+// ID list, so the node is whole only when both agree with v.
+func (r *machineRun) whole(v Variant) (bool, string, map[string][]string) {
 	res := r.node.resources()
+	ids := map[string][]string{}
 	var bad []string
 	for _, name := range r.machine.Resources() {
 		want := int64(v.Counts[name])
 		got := res[name]
-		if got.Capacity != want || got.Allocatable != want {
-			bad = append(bad, fmt.Sprintf("%s capacity %d allocatable %d (want %d)", name, got.Capacity, got.Allocatable, want))
+		ids[name] = r.node.healthyIDs(name)
+		if got.Capacity != want || got.Allocatable != want || int64(len(ids[name])) != want {
+			bad = append(bad, fmt.Sprintf("%s capacity %d allocatable %d healthy IDs %d (want %d)",
+				name, got.Capacity, got.Allocatable, len(ids[name]), want))
 		}
 	}
-	return len(bad) == 0, strings.Join(bad, "; ")
+	return len(bad) == 0, strings.Join(bad, "; "), ids
 }
 
 // checkSettled: allocations as admitted and their container options
-// unchanged, device IDs stable for the configuration, and a pod can get a
-// device of every resource that has a free one.
-func (r *machineRun) checkSettled(what string, v Variant) error {
+// unchanged, device IDs (as whole saw them) stable for the configuration,
+// and a pod can get a device of every resource that has a free one.
+func (r *machineRun) checkSettled(what string, v Variant, healthy map[string][]string) error {
 	if err := r.node.checkHeld(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -107,7 +116,7 @@ func (r *machineRun) checkSettled(what string, v Variant) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	for _, res := range r.machine.Resources() {
-		ids := r.node.healthyIDs(res)
+		ids := healthy[res]
 		key := v.Name + " " + res
 		if known, ok := r.knownIDs[key]; !ok {
 			r.knownIDs[key] = ids

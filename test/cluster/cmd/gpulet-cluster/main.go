@@ -2,7 +2,7 @@
 // of its own, deploys gpulet from deploy/ onto a simulated GPU node, runs
 // the scenarios and brings everything down again. See docs/testing.md.
 //
-//	gpulet-cluster --build build --k8s-bin DIR [--dra] [--run REGEX] [--seed N] [--keep] [--keep-state] [--list]
+//	gpulet-cluster --build build --k8s-bin DIR [--dra] [--run REGEX] [--seed N] [--outage-long] [--keep] [--keep-state] [--list]
 package main
 
 import (
@@ -38,6 +38,7 @@ func main() {
 	keepState := flag.Bool("keep-state", false, "keep the state directory after a run that passed")
 	list := flag.Bool("list", false, "list the scenarios and exit")
 	dra := flag.Bool("dra", false, "run gpulet dra (deploy/dra/) instead of the device plugin, with the DRA feature gates; runs the dra- scenarios")
+	flag.BoolVar(&scenario.OutageLong, "outage-long", false, "the API-outage scenarios run every outage for 1 s, 10 s, 30 s and 2 minutes (make soak) instead of one short outage of each kind")
 	flag.Int64Var(&scenario.Seed, "seed", 0, "seed of the memory scenarios' random pods (0: from the clock; each run logs its seed)")
 	flag.Parse()
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -99,6 +100,27 @@ func (n *Node) StartScheduler(ctx context.Context, config string) error {
 	})
 }
 
+// httpGet returns the body of a GET that answered 200.
+func httpGet(ctx context.Context, c *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
 func httpOK(ctx context.Context, c *http.Client, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -188,6 +210,20 @@ func (e *Extender) Start(ctx context.Context) error {
 // Ready tells whether the extender answers /readyz.
 func (e *Extender) Ready(ctx context.Context) bool {
 	return httpOK(ctx, e.client, "https://"+ExtenderAddress+"/readyz")
+}
+
+// Metrics reads the extender's /metrics with kube-scheduler's client
+// certificate (the only name it lets call it).
+func (e *Extender) Metrics(ctx context.Context) (string, error) {
+	cert, err := tls.LoadX509KeyPair(e.SchedulerCert, e.SchedulerKey)
+	if err != nil {
+		return "", err
+	}
+	tr := e.client.Transport.(*http.Transport).Clone()
+	tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	defer c.CloseIdleConnections()
+	return httpGet(ctx, c, "https://"+ExtenderAddress+"/metrics")
 }
 
 // PID is the running extender process's, 0 when it is stopped.

@@ -36,6 +36,10 @@ type Node struct {
 	Containerd *proc.Process
 	Scheduler  *proc.Process
 	criRelay   *criRelay
+	// Outages in force (outage.go): undone by their calls, or by Down.
+	apiPaused *proc.Process
+	apiKilled *proc.Process
+	apiCut    bool
 	// Times of the bring-up phases, for the report.
 	Phases  []Phase
 	created []string
@@ -375,6 +379,12 @@ func (n *Node) Kubectl(args ...string) string {
 // every mount under the node's paths. It returns what could not be undone.
 func (n *Node) Down() error {
 	var errs []string
+	// A cut or a stopped API server would hold up every stop below.
+	for _, undo := range []func() error{n.RestoreAPIServer, n.ResumeAPIServer} {
+		if err := undo(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
 	if n.Kubelet != nil {
 		n.Procs.Stop(n.Kubelet, 20*time.Second)
 	}

@@ -19,6 +19,8 @@ type Process struct {
 	Name    string
 	Cmd     *exec.Cmd
 	LogPath string
+	env     []string // what Start added to the environment
+	slot    int      // its place in the group when Kill removed it
 	done    chan struct{}
 	err     error
 }
@@ -60,7 +62,7 @@ func (g *Group) Start(name string, env []string, argv ...string) (*Process, erro
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, Cmd: cmd, LogPath: logPath, done: make(chan struct{})}
+	p := &Process{Name: name, Cmd: cmd, LogPath: logPath, env: env, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -86,14 +88,68 @@ func (g *Group) Stop(p *Process, grace time.Duration) {
 			<-p.done
 		}
 	}
+	g.remove(p)
+}
+
+// remove takes p out of the group and returns where it was (-1: absent).
+func (g *Group) remove(p *Process) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, q := range g.procs {
 		if q == p {
 			g.procs = append(g.procs[:i], g.procs[i+1:]...)
-			break
+			return i
 		}
 	}
+	return -1
+}
+
+// Find returns the owned process called name, or nil.
+func (g *Group) Find(name string) *Process {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.procs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Kill ends the owned process called name with SIGKILL, waits for it and
+// removes it from the group. It returns the ended process, to give to
+// Restart.
+func (g *Group) Kill(name string) (*Process, error) {
+	p := g.Find(name)
+	if p == nil {
+		return nil, fmt.Errorf("no process %s in the group", name)
+	}
+	_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
+	<-p.done
+	p.slot = g.remove(p)
+	return p, nil
+}
+
+// Restart starts a process Kill ended again: the same name, arguments and
+// environment, logging to the same file, at its place in the group (so
+// StopAll still ends it after the processes started after it first).
+func (g *Group) Restart(p *Process) (*Process, error) {
+	select {
+	case <-p.done:
+	default:
+		return nil, fmt.Errorf("%s (PID %d) still runs", p.Name, p.Pid())
+	}
+	q, err := g.Start(p.Name, p.env, p.Cmd.Args...)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := len(g.procs); p.slot >= 0 && p.slot < n-1 && g.procs[n-1] == q {
+		copy(g.procs[p.slot+1:], g.procs[p.slot:n-1])
+		g.procs[p.slot] = q
+	}
+	return q, nil
 }
 
 // StopAll ends every process, the last started first.

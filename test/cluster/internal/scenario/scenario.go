@@ -70,12 +70,13 @@ var all []Scenario
 func register(s Scenario) { all = append(all, s) }
 
 // order is the order scenarios run in: the basic claim first, then the
-// ones that restart or reconfigure gpulet.
+// ones that restart or reconfigure gpulet; the API-outage ones last on
+// their clusters.
 var order = []string{"gpu-pod", "exploit-ldpreload", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
 	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mig-pod", "mig-reload",
 	"memory-shares", "tenant-attacks", "memory-latency", "vfio-mixed", "helm",
 	"dra-nvlink", "dra-shared", "dra-extended-resource", "dra-memory", "dra-mig", "dra-unsatisfiable", "dra-xid",
-	"dra-claim-latency"}
+	"dra-claim-latency", "api-outage-memory", "api-outage-dra"}
 
 func rank(name string) int {
 	for i, n := range order {

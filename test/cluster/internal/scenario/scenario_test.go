@@ -41,7 +41,7 @@ func TestSelectKeepsDraScenariosToDraNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range dra {
-		if !strings.HasPrefix(s.Name, "dra-") {
+		if !strings.HasPrefix(s.Name, "dra-") && !strings.HasSuffix(s.Name, "-dra") {
 			t.Errorf("a gpulet dra node runs %s", s.Name)
 		}
 	}
@@ -55,6 +55,27 @@ func TestEveryScenarioIsOrdered(t *testing.T) {
 	for _, s := range all {
 		if rank(s.Name) == len(order) {
 			t.Errorf("scenario %s is not in order", s.Name)
+		}
+	}
+}
+
+// The API-outage scenarios run last on the clusters of ctest's
+// cluster_memory_shares and cluster_dra (CMakeLists.txt's regexes).
+func TestOutageScenariosRunLast(t *testing.T) {
+	for _, c := range []struct {
+		re, machine string
+		dra         bool
+		last        string
+	}{
+		{"^(memory-shares|tenant-attacks|api-outage-memory)$", "mixed-memory", false, "api-outage-memory"},
+		{"^(dra-(nvlink|shared|extended-resource|unsatisfiable|xid)|api-outage-dra)$", "islands-16", true, "api-outage-dra"},
+	} {
+		got, err := Select(c.re, c.machine, c.dra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 2 || got[len(got)-1].Name != c.last {
+			t.Errorf("%s on %s runs %s, want %s last", c.re, c.machine, names(got), c.last)
 		}
 	}
 }

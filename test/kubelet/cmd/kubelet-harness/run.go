@@ -11,7 +11,8 @@ import (
 	"gpulet.dev/test/kubelet/scenario"
 )
 
-// runMain runs scenarios and returns the exit code: 0 when none failed.
+// runMain runs scenarios and returns the exit code: 0 when none failed and,
+// with GPULET_FAIL_ON_SKIP=1, none skipped (did not apply to the plugin).
 func runMain(args []string) int {
 	var o options
 	fs := newFlags("run", &o)
@@ -40,7 +41,8 @@ func runMain(args []string) int {
 		fmt.Printf(", allocations listed in %s", o.spec.EnvName)
 	}
 	fmt.Println()
-	var passed, failed, skipped int
+	var passed, failed int
+	var skipped []string
 	for _, sc := range scenarios {
 		fmt.Printf("=== %s: %s\n", sc.Name, sc.Summary)
 		start := time.Now()
@@ -51,15 +53,23 @@ func runMain(args []string) int {
 			passed++
 			fmt.Printf("--- PASS %s (%v)\n", sc.Name, took)
 		case errors.Is(err, scenario.ErrSkipped):
-			skipped++
+			skipped = append(skipped, sc.Name)
 			fmt.Printf("--- SKIP %s: %v\n", sc.Name, err)
 		default:
 			failed++
 			fmt.Printf("--- FAIL %s (%v)\n%v\n", sc.Name, took, indent(err.Error()))
 		}
 	}
-	fmt.Printf("kubelet-harness: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	fmt.Printf("kubelet-harness: %d passed, %d failed, %d skipped\n", passed, failed, len(skipped))
 	if failed > 0 {
+		return 1
+	}
+	if len(skipped) > 0 && os.Getenv("GPULET_FAIL_ON_SKIP") == "1" {
+		// The strict mode of `make test` and CI (docs/testing.md, "Skipped
+		// tests"): a scenario that does not apply to the plugin is not to
+		// be selected, so a skip means the test checks less than it says.
+		fmt.Fprintf(os.Stderr, "kubelet-harness: scenarios skipped (%s), and GPULET_FAIL_ON_SKIP=1 makes that a failure: select only the scenarios that apply\n",
+			strings.Join(skipped, ", "))
 		return 1
 	}
 	return 0
