@@ -82,6 +82,23 @@ TEST(AllocationLedger, AnAnswerLeavesOnceTheKubeletListsItsUnits) {
   EXPECT_EQ(Used(ledger, "GPU-a"), 2);
 }
 
+// The caller knows every pod asking for the resource is in the listing (a
+// pod deleted within a second of starting, before any listing showed it):
+// the answer no listing shows leaves at once, not after max_age; one
+// recorded after the listing's mark stays.
+TEST(AllocationLedger, ASettledListingLetsUnlistedAnswersGo) {
+  AllocationLedger ledger;
+  ledger.Record(Answer("GPU-a", Ids("GPU-a", 2, 4)));
+  const uint64_t mark = ledger.Mark();
+  ledger.Record(Answer("GPU-a", Ids("GPU-a", 6, 1)));
+  const Listing p = List({{"p", "c", "GPU-a", Ids("GPU-a", 0, 2)}});
+  ledger.Observe(p, mark, kT0, kMaxAge);
+  EXPECT_EQ(Used(ledger, "GPU-a"), 7) << "not settled: both answers count";
+  ledger.Observe(p, mark, kT0, kMaxAge, /*settled=*/true);
+  EXPECT_THAT(ledger.unmatched(), ElementsAre(Field(&Allocation::units, 1)));
+  EXPECT_EQ(Used(ledger, "GPU-a"), 3);
+}
+
 // The placement and the attributed entry for the same unit IDs: a listing
 // read while Allocate was answered may show the container already. It is
 // counted once, as the answer, until a later listing attributes it.

@@ -39,13 +39,14 @@ void AllocationLedger::Forget(const Allocation& allocation) {
 }
 
 void AllocationLedger::Observe(Listing listing, uint64_t mark, absl::Time now,
-                               absl::Duration max_age) {
+                               absl::Duration max_age, bool settled) {
   std::set<std::string> listed;
   for (const auto& [key, ids] : listing.ids) {
     if (!listing.carried.contains(key)) listed.insert(ids.begin(), ids.end());
   }
   std::erase_if(answers_, [&](const Answer& a) {
-    return (a.seq <= mark && SharesAUnit(a.allocation.ids, listed)) ||
+    return (a.seq <= mark &&
+            (settled || SharesAUnit(a.allocation.ids, listed))) ||
            now - a.allocation.time > max_age;
   });
   listing_ = std::move(listing);

@@ -57,8 +57,12 @@ class AllocationLedger {
   // container it served, or under one that got the units since: the
   // admission failed after Allocate); answers older than `max_age` leave
   // (never listed: the admission failed, or the pod went away first).
+  // `settled`: the caller knows that no pod outside the listing can hold
+  // units (every pod of the node that asks for the resource and still
+  // exists is listed), so an answer recorded before the listing that it
+  // does not show served a pod that went away, and leaves now.
   void Observe(Listing listing, uint64_t mark, absl::Time now,
-               absl::Duration max_age);
+               absl::Duration max_age, bool settled = false);
   // The last listing's containers, without those holding a unit of an
   // answer recorded after it.
   std::vector<UsedPod> Listed() const;

@@ -28,7 +28,8 @@ MemoryPublisher::MemoryPublisher(kube::Client& api,
       reports_(metrics),
       gate_(options_.kubelet_grace,
             options_.placement_timeout + absl::Seconds(5)),
-      pod_watch_(api, options_.node_name, [this] { Wake(); }) {}
+      pod_watch_(api, options_.node_name, options_.resource_name,
+                 [this] { Wake(); }) {}
 
 MemoryPublisher::~MemoryPublisher() {
   writer_.request_stop();

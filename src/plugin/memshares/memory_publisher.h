@@ -32,7 +32,10 @@
 // kubelet hands out units of pods deleted while it was down. A sync
 // replaces the placement by the container's attributed entry once
 // PodResources lists its units, in the same patch that prunes the pending
-// annotation; a placement never listed expires after pending_timeout.
+// annotation; a placement never listed leaves at the first listing after
+// it that lists every pod of the node asking for the resource (by the
+// watch of the node's pods: its pod went away first), and at the latest
+// after pending_timeout.
 // When the write fails, or is not done within placement_timeout or before
 // the caller's stop token (its call's deadline) is requested, OnAllocate
 // takes the answer back from the ledger and returns an error naming the

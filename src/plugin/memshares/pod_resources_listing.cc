@@ -1,6 +1,7 @@
 // MemoryPublisher's PodResources listings: the units each container holds
 // and each GPU's units as the kubelet counts them, read into the ledger
 // (memory_publisher.h).
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -94,9 +95,21 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
   absl::MutexLock lock(&mu_);
   gate_.set_listing(false);
   if (!pods.ok()) return pods.status();
-  // One view of the watch's uids for the whole listing.
-  const std::map<std::string, std::string> uids = pod_watch_.Uids();
+  // One view of the watch's pods for the whole listing.
+  const PodWatch::View watched = pod_watch_.Snapshot();
+  const std::map<std::string, std::string>& uids = watched.uids;
   sharing::Listing listing = ListUnits(*pods, options_.resource_name);
+  // Every pod of the node asking for the resource is listed: an answer the
+  // listing does not show served a pod that is gone (deleted before any
+  // listing showed it), not one the kubelet still holds units for.
+  bool settled = watched.listed;
+  for (const std::string& key : watched.asking) {
+    if (!settled) break;
+    settled = std::any_of(listing.pods.begin(), listing.pods.end(),
+                          [&key](const sharing::UsedPod& p) {
+                            return absl::StrCat(p.ns, "/", p.name) == key;
+                          });
+  }
   for (sharing::UsedPod& pod : listing.pods) {
     auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
     if (uid != uids.end()) pod.uid = uid->second;
@@ -107,7 +120,8 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
         auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
         return uid != uids.end() && (pod.uid.empty() || uid->second == pod.uid);
       });
-  ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout);
+  ledger_.Observe(std::move(listing), mark, now, options_.pending_timeout,
+                  settled);
   listed_gpus_ = gpus_;
   if (allocatable.ok()) {
     ApplyAllocatable(*allocatable, options_.resource_name, &listed_gpus_);

@@ -19,12 +19,36 @@ bool Terminal(const Json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
+// Any container (init containers included) names `resource` in its limits
+// or requests.
+bool Asks(const Json& pod, const std::string& resource) {
+  const Json* spec =
+      pod.is_object() && pod.contains("spec") ? &pod["spec"] : nullptr;
+  if (spec == nullptr || !spec->is_object()) return false;
+  for (const char* list : {"containers", "initContainers"}) {
+    if (!spec->contains(list) || !(*spec)[list].is_array()) continue;
+    for (const Json& c : (*spec)[list]) {
+      if (!c.is_object() || !c.contains("resources")) continue;
+      const Json& r = c["resources"];
+      if (!r.is_object()) continue;
+      for (const char* kind : {"limits", "requests"}) {
+        if (r.contains(kind) && r[kind].is_object() &&
+            r[kind].contains(resource)) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 PodWatch::PodWatch(kube::Client& api, std::string node_name,
-                   std::function<void()> on_change)
+                   std::string resource, std::function<void()> on_change)
     : api_(api),
       node_name_(std::move(node_name)),
+      resource_(std::move(resource)),
       on_change_(std::move(on_change)) {}
 
 void PodWatch::Start(const common::Clock& clock) {
@@ -34,9 +58,9 @@ void PodWatch::Start(const common::Clock& clock) {
 
 void PodWatch::RequestStop() { thread_.request_stop(); }
 
-std::map<std::string, std::string> PodWatch::Uids() const {
+PodWatch::View PodWatch::Snapshot() const {
   absl::MutexLock lock(&mu_);
-  return uids_;
+  return view_;
 }
 
 void PodWatch::Run(const common::Clock& clock, std::stop_token stop) {
@@ -58,14 +82,23 @@ void PodWatch::Run(const common::Clock& clock, std::stop_token stop) {
   watcher.Run(stop).IgnoreError();
 }
 
+void PodWatch::Add(const Json& pod) {
+  const std::string key = absl::StrCat(StringAt(pod, "metadata", "namespace"),
+                                       "/", StringAt(pod, "metadata", "name"));
+  view_.uids[key] = StringAt(pod, "metadata", "uid");
+  if (Asks(pod, resource_)) {
+    view_.asking.insert(key);
+  } else {
+    view_.asking.erase(key);
+  }
+}
+
 void PodWatch::Replace(const std::vector<Json>& pods) {
   absl::MutexLock lock(&mu_);
-  uids_.clear();
+  view_ = View{};
+  view_.listed = true;
   for (const Json& pod : pods) {
-    if (Terminal(pod)) continue;
-    uids_[absl::StrCat(StringAt(pod, "metadata", "namespace"), "/",
-                       StringAt(pod, "metadata", "name"))] =
-        StringAt(pod, "metadata", "uid");
+    if (!Terminal(pod)) Add(pod);
   }
 }
 
@@ -75,10 +108,11 @@ void PodWatch::OnEvent(const kube::WatchEvent& event) {
                    StringAt(event.object, "metadata", "name"));
   absl::MutexLock lock(&mu_);
   if (event.type == kube::EventType::kDeleted || Terminal(event.object)) {
-    uids_.erase(key);
+    view_.uids.erase(key);
+    view_.asking.erase(key);
   } else if (event.type == kube::EventType::kAdded ||
              event.type == kube::EventType::kModified) {
-    uids_[key] = StringAt(event.object, "metadata", "uid");
+    Add(event.object);
   }
 }
 
