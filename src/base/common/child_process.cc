@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/base/common/unique_fd.h"
 
 namespace gpulet::common {
@@ -45,12 +46,9 @@ namespace {
 // Waits for `fd` to be readable until `deadline`: false when it passed.
 bool WaitReadable(int fd, absl::Time deadline, const Clock& clock) {
   while (true) {
-    const int64_t ms =
-        std::clamp<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(
-                                deadline - clock.Now(), absl::Milliseconds(1))),
-                            0, 60'000);
     pollfd p{fd, POLLIN, 0};
-    const int rc = ::poll(&p, 1, static_cast<int>(ms));
+    const int rc =
+        ::poll(&p, 1, PollTimeoutUntil(deadline, clock, absl::Seconds(60)));
     if (rc > 0) return true;
     if (rc < 0 && errno != EINTR) return true;  // let the read report it
     if (rc == 0 && clock.Now() >= deadline) return false;

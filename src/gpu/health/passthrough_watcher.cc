@@ -10,6 +10,7 @@
 
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/gpu/health/uevent.h"
 
 namespace gpulet::health {
@@ -92,8 +93,7 @@ void PassthroughWatcher::WatchDirectories() {
 void PassthroughWatcher::Run(std::stop_token stop) {
   int timeout_ms = -1;
   if (resync_ || !uevents_.valid()) {
-    timeout_ms = static_cast<int>(
-        absl::ToInt64Milliseconds(resync_.value_or(kFallbackResync)));
+    timeout_ms = common::PollTimeoutMs(resync_.value_or(kFallbackResync));
   }
   bool read = true;
   while (!stop.stop_requested()) {

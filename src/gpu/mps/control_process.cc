@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/gpu/mps/mps_paths.h"
 
 extern char** environ;
@@ -141,11 +142,11 @@ bool WaitExit(int pidfd, absl::Duration timeout) {
   const common::Clock& clock = common::RealClock::Get();
   const absl::Time deadline = clock.Now() + timeout;
   while (true) {
-    const int64_t ms = absl::ToInt64Milliseconds(deadline - clock.Now());
     pollfd p{pidfd, POLLIN, 0};
-    const int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(ms, 0)));
+    const int rc = ::poll(&p, 1, common::PollTimeoutUntil(deadline, clock));
     if (rc > 0) return true;
-    if (rc == 0) return false;
+    if (rc == 0 && clock.Now() >= deadline) return false;
+    if (rc == 0) continue;
     if (errno != EINTR) return false;
   }
 }

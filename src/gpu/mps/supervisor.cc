@@ -15,6 +15,7 @@
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/gpu/mps/mps_paths.h"
 
 namespace gpulet::mps {
@@ -255,9 +256,8 @@ int Supervisor::PollTimeoutMs(absl::Time now) const {
                           : gpu.up               ? absl::InfiniteFuture()
                                                  : gpu.ready_by);
   }
-  if (next == absl::InfiniteFuture()) return -1;
-  const int64_t ms = absl::ToInt64Milliseconds(next - now) + 1;
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60 * 60 * 1000));
+  return next == absl::InfiniteFuture() ? -1
+                                        : common::PollTimeoutMs(next - now);
 }
 
 }  // namespace gpulet::mps

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/net/h2/grpc_wire.h"
 
 namespace gpulet::h2 {
@@ -198,8 +199,7 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path,
     }
     const absl::Duration wait = cancelled ? std::min(left, kCancelPoll) : left;
     pollfd p{fd, POLLIN, 0};
-    const int ready =
-        ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1);
+    const int ready = ::poll(&p, 1, common::PollTimeoutMs(wait));
     if (ready < 0 && errno != EINTR) {
       failure = absl::UnavailableError(std::strerror(errno));
     } else if (ready > 0) {

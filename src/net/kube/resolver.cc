@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/base/common/unique_fd.h"
 
 namespace gpulet::kube {
@@ -45,15 +46,7 @@ absl::Status Wait(int done_fd, int wake_fd, absl::Time deadline,
   pollfd fds[2] = {{done_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
   const nfds_t count = wake_fd >= 0 ? 2 : 1;
   while (true) {
-    int timeout_ms = -1;
-    if (deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = deadline - clock.Now();
-      timeout_ms = left <= absl::ZeroDuration()
-                       ? 0
-                       : static_cast<int>(absl::ToInt64Milliseconds(
-                             absl::Ceil(left, absl::Milliseconds(1))));
-    }
-    const int n = ::poll(fds, count, timeout_ms);
+    const int n = ::poll(fds, count, common::PollTimeoutUntil(deadline, clock));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return absl::UnavailableError(strerror(errno));
     if (fds[0].revents != 0) return absl::OkStatus();

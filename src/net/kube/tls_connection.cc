@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/clock.h"
+#include "src/base/common/poll_timeout.h"
 
 namespace gpulet::kube {
 namespace {
@@ -119,15 +120,7 @@ absl::Status TlsConnection::Wait(bool write, absl::Time deadline) {
   pollfd fds[2] = {{io_.fd, static_cast<short>(write ? POLLOUT : POLLIN), 0},
                    {wake_fd_, POLLIN, 0}};
   while (true) {
-    int timeout_ms = -1;
-    if (deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = deadline - clock_.Now();
-      timeout_ms = left <= absl::ZeroDuration()
-                       ? 0
-                       : static_cast<int>(absl::ToInt64Milliseconds(
-                             absl::Ceil(left, absl::Milliseconds(1))));
-    }
-    const int n = ::poll(fds, 2, timeout_ms);
+    const int n = ::poll(fds, 2, common::PollTimeoutUntil(deadline, clock_));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       return absl::UnavailableError(absl::StrCat("poll: ", strerror(errno)));

@@ -12,6 +12,7 @@
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
+#include "src/base/common/poll_timeout.h"
 #include "src/gpu/device/discovery.h"
 #include "src/gpu/device/nvml_error_kind.h"
 #include "src/gpu/nvml/dynamic_library.h"
@@ -271,11 +272,7 @@ int Daemon::Impl::PollTimeoutMs() {
     if (at.has_value() && (!next.has_value() || *at < *next)) next = at;
   }
   if (!next.has_value()) return -1;
-  absl::Duration wait =
-      std::max(*next - common::RealClock::Get().Now(), absl::ZeroDuration());
-  // Round up so the loop does not wake a moment early and spin.
-  return static_cast<int>(
-      absl::ToInt64Milliseconds(absl::Ceil(wait, absl::Milliseconds(1))));
+  return common::PollTimeoutUntil(*next, common::RealClock::Get());
 }
 
 void Daemon::Impl::HandleWake() {
