@@ -36,6 +36,7 @@ json DeviceToJson(const PreparedDevice& d) {
   if (d.share_id) out["shareID"] = *d.share_id;
   if (!d.uuid.empty()) out["uuid"] = d.uuid;
   if (d.consumed_memory) out["consumedMemory"] = *d.consumed_memory;
+  if (d.admin_access) out["adminAccess"] = true;
   return out;
 }
 
@@ -92,6 +93,9 @@ PreparedClaim ClaimFromJson(const std::string& uid, const json& value) {
     if (d.contains("uuid")) device.uuid = d["uuid"].get<std::string>();
     if (d.contains("consumedMemory")) {
       device.consumed_memory = d["consumedMemory"].get<int64_t>();
+    }
+    if (d.contains("adminAccess")) {
+      device.admin_access = d["adminAccess"].get<bool>();
     }
     claim.devices.push_back(std::move(device));
   }

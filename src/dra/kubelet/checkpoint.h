@@ -40,6 +40,9 @@ struct PreparedDevice {
   // checkpoints of earlier releases.
   std::string uuid = "";
   std::optional<int64_t> consumed_memory = std::nullopt;
+  // Allocated with adminAccess (monitoring beside the claim that uses the
+  // device): never in the way of another claim, nor it in its way.
+  bool admin_access = false;
 
   bool operator==(const PreparedDevice&) const = default;
 };

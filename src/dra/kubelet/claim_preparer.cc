@@ -127,6 +127,7 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(
   }
   GPULET_ASSIGN_OR_RETURN(ClaimSharing sharing,
                           ParseClaimConfig(allocation.configs, ref));
+  GPULET_RETURN_IF_ERROR(CheckNotPrepared(ref, allocation.devices));
   PreparedClaim claim;
   claim.ref = ref;
   claim.cdi_spec_path = ClaimSpecPath(options_.cdi_dir, ref.uid);
@@ -141,6 +142,34 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(
     return written;
   }
   return claim;
+}
+
+absl::Status ClaimPreparer::CheckNotPrepared(
+    const ClaimRef& ref, const std::vector<AllocatedDevice>& allocated) const {
+  for (const AllocatedDevice& d : allocated) {
+    if (d.admin_access) continue;
+    for (const auto& [uid, other] : prepared_) {
+      if (uid == ref.uid) continue;
+      for (const PreparedDevice& held : other.devices) {
+        if (held.admin_access || held.device != d.device ||
+            held.pool != d.pool) {
+          continue;
+        }
+        // Shares of a device published for several allocations
+        // (DRAConsumableCapacity) live side by side.
+        if (held.share_id.has_value() && d.share_id.has_value()) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "claim ", ClaimName(ref), ": device ", d.device, " of pool ",
+            d.pool, " is prepared for claim ", ClaimName(other.ref), " (uid ",
+            uid,
+            "); a device is given to one claim at a time unless allocated "
+            "with adminAccess or as a share, so the allocation is taken for "
+            "the scheduler's double booking and the claim waits until that "
+            "claim is unprepared"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<ClaimDevice>> ClaimPreparer::ResolveDevices(
@@ -169,7 +198,8 @@ absl::StatusOr<std::vector<ClaimDevice>> ClaimPreparer::ResolveDevices(
          .cdi_device_ids = {ClaimCdiId(ref.uid, d.device, share)},
          .share_id = d.share_id,
          .uuid = *uuid,
-         .consumed_memory = d.consumed_memory});
+         .consumed_memory = d.consumed_memory,
+         .admin_access = d.admin_access});
   }
   return cdi_devices;
 }

@@ -20,8 +20,14 @@
 // (its sharing failed, its device is gone) keeps the old one, logged.
 //
 // Every claim of a request gets its own answer: a bad claim (wrong UID,
-// not allocated, a device this node does not have) fails alone with an
-// error naming it. One checkpoint write covers a whole request.
+// not allocated, a device this node does not have, a device prepared for
+// another claim) fails alone with an error naming it; the kubelet asks
+// again later. A device is prepared for one claim at a time, except one
+// allocated with adminAccess and the shares of a device published for
+// several allocations: the scheduler can allocate a device twice when an
+// answer to its allocation write is lost (an API server restarting), and
+// the second claim then waits until the first is unprepared. One checkpoint
+// write covers a whole request.
 //
 // Crash order: the spec is written before the checkpoint and removed before
 // it, so after any crash a checkpointed claim has its spec, and a spec
@@ -116,6 +122,13 @@ class ClaimPreparer {
   std::map<std::string, absl::StatusOr<nlohmann::json>> ReadNew(
       const std::vector<ClaimRef>& claims, std::stop_token stop)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // FailedPrecondition naming both claims when a device of `allocated` is
+  // prepared for another claim: the scheduler gave it twice (a lost answer
+  // to its allocation write, an API server restarted under it). Devices
+  // allocated with adminAccess, and two shares of one device, pass.
+  absl::Status CheckNotPrepared(
+      const ClaimRef& ref, const std::vector<AllocatedDevice>& allocated) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Each allocated device found in the discovery: its CDI device (with a
   // memory share's limit) and, in `claim`, its answer.
   absl::StatusOr<std::vector<ClaimDevice>> ResolveDevices(

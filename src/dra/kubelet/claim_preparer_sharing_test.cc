@@ -37,7 +37,7 @@ using testing_claims::TestSpec;
 // again for checkpointed claims when gpulet restarts; a failure to apply
 // fails the claim and leaves nothing behind.
 TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
-  api_.Add(Ref("ts"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  api_.Add(Ref("ts"), {"gpu-2", "gpu-1-mig-19-6-1"});
   api_.claims["ns/ts"]["status"]["allocation"]["devices"]["config"] =
       testing_claims::SharingConfig(
           {{"strategy", "TimeSlicing"},
@@ -53,7 +53,7 @@ TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
     ASSERT_TRUE(got["uid-ts"].status.ok()) << got["uid-ts"].status;
     ASSERT_TRUE(got["uid-mps"].status.ok()) << got["uid-mps"].status;
     EXPECT_THAT(sharing_.calls,
-                ElementsAre("apply uid-ts TimeSlicing Long GPU-0000 MIG-aaaa",
+                ElementsAre("apply uid-ts TimeSlicing Long GPU-2222 MIG-aaaa",
                             "apply uid-mps MPS  GPU-0000"));
     // MPS enforces the share: the client's pinned memory limit.
     absl::StatusOr<cdi::Spec> spec =
@@ -68,13 +68,13 @@ TEST_F(ClaimPreparerTest, SharingIsAppliedReleasedAndAppliedAgainOnRestart) {
   auto restarted = Start();
   EXPECT_THAT(sharing_.calls,
               ElementsAre("apply uid-mps MPS  GPU-0000",
-                          "apply uid-ts TimeSlicing Long GPU-0000 MIG-aaaa"));
+                          "apply uid-ts TimeSlicing Long GPU-2222 MIG-aaaa"));
   sharing_.calls.clear();
   EXPECT_TRUE(restarted->Unprepare({Ref("ts")})["uid-ts"].ok());
   EXPECT_TRUE(restarted->Unprepare({Ref("ts")})["uid-ts"].ok());
   EXPECT_THAT(sharing_.calls, ElementsAre("release uid-ts"));
 
-  api_.Add(Ref("fails"), {"gpu-0"});
+  api_.Add(Ref("fails"), {"gpu-2"});
   api_.claims["ns/fails"]["status"]["allocation"]["devices"]["config"] =
       testing_claims::SharingConfig({{"strategy", "TimeSlicing"}});
   sharing_.fail = true;
@@ -114,7 +114,7 @@ TEST_F(ClaimPreparerTest, SpecsOfAnEarlierReleaseAreWrittenAgainAtStart) {
     (*p)->SetNode(TestNode(), node_spec);
     return *std::move(p);
   };
-  api_.Add(Ref("a"), {"gpu-0", "gpu-1-mig-19-6-1"});
+  api_.Add(Ref("a"), {"gpu-2", "gpu-1-mig-19-6-1"});
   api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000a",
                 "4Gi");
   api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =

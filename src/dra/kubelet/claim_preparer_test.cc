@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -82,7 +83,7 @@ TEST_F(ClaimPreparerTest, EveryHookOfEveryClaimSpecHasAnEnv) {
                        std::nullopt};
   node_spec.edits.hooks = {bare};
   for (cdi::Device& d : node_spec.devices) d.edits.hooks = {bare};
-  api_.Add(Ref("whole"), {"gpu-0"});
+  api_.Add(Ref("whole"), {"gpu-2"});
   api_.Add(Ref("mig"), {"gpu-1-mig-19-6-1"});
   api_.AddShare(Ref("mps"), "gpu-0", "0b0e7f6c-0000-4000-8000-00000000000d",
                 "2Gi");
@@ -246,19 +247,29 @@ TEST_F(ClaimPreparerTest, WithoutDiscoveryNewClaimsAreUnavailable) {
 }
 
 // Property: any sequence of prepares, unprepares and restarts leaves the
-// prepared set equal to a model's (prepared minus unprepared), one spec file
-// per prepared claim, and each claim read from the API server once per
-// time it went from unprepared to prepared.
+// prepared set equal to a model's (prepared minus unprepared; a claim whose
+// device another prepared claim holds is refused), one spec file per
+// prepared claim, and each claim read from the API server once per time it
+// went from unprepared to prepared. Six claims on three devices: the
+// scheduler's double bookings.
 TEST_F(ClaimPreparerTest, RandomSequencesMatchTheModel) {
   const std::vector<std::string> devices = {"gpu-0", "gpu-1-mig-19-6-1",
                                             "gpu-1-mig-9-0-4"};
+  std::map<std::string, std::string> device_of;
   for (int i = 0; i < 6; ++i) {
     api_.Add(Ref(absl::StrCat("c", i)), {devices[i % devices.size()]});
+    device_of[absl::StrCat("uid-c", i)] = devices[i % devices.size()];
   }
   std::mt19937 rng(4680);
   auto p = Start();
   std::set<std::string> model;
   std::map<std::string, int> want_gets;
+  int refused = 0;
+  auto held_by_other = [&](const std::string& uid) {
+    return std::any_of(model.begin(), model.end(), [&](const std::string& m) {
+      return m != uid && device_of[m] == device_of[uid];
+    });
+  };
   for (int step = 0; step < 150; ++step) {
     int op = static_cast<int>(rng() % 5);
     if (op == 4) {
@@ -272,7 +283,17 @@ TEST_F(ClaimPreparerTest, RandomSequencesMatchTheModel) {
     }
     if (op < 2) {
       auto got = p->Prepare(batch);
+      std::set<std::string> seen;
       for (const ClaimRef& ref : batch) {
+        if (!seen.insert(ref.uid).second) continue;
+        if (!model.contains(ref.uid) && held_by_other(ref.uid)) {
+          ++want_gets[ClaimName(ref)];  // read, then refused
+          ++refused;
+          ASSERT_EQ(got[ref.uid].status.code(),
+                    absl::StatusCode::kFailedPrecondition)
+              << got[ref.uid].status;
+          continue;
+        }
         ASSERT_TRUE(got[ref.uid].status.ok()) << got[ref.uid].status;
         ASSERT_EQ(got[ref.uid].devices.size(), 1u);
         if (model.insert(ref.uid).second) ++want_gets[ClaimName(ref)];
@@ -290,6 +311,49 @@ TEST_F(ClaimPreparerTest, RandomSequencesMatchTheModel) {
     ASSERT_EQ(SpecFiles().size(), model.size()) << "step " << step;
   }
   for (const auto& [name, n] : want_gets) EXPECT_EQ(api_.gets[name], n) << name;
+  EXPECT_GT(refused, 0) << "the sequence never tried a double booking";
+}
+
+// The scheduler allocated gpu-0 to a and then to b (an answer to its
+// allocation write lost while the API server restarted): b is refused,
+// naming a, until a is unprepared; then b is prepared. A device allocated
+// with adminAccess is in nobody's way, and two shares of one device live
+// side by side.
+TEST_F(ClaimPreparerTest, ADeviceIsPreparedForOneClaimAtATime) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  api_.Add(Ref("b"), {"gpu-0"});
+  api_.Add(Ref("watch"), {"gpu-0"});
+  api_.claims["ns/watch"]["status"]["allocation"]["devices"]["results"][0]
+             ["adminAccess"] = true;
+  api_.AddShare(Ref("s1"), "gpu-2", "0b0e7f6c-0000-4000-8000-000000000001",
+                "4Gi");
+  api_.AddShare(Ref("s2"), "gpu-2", "0b0e7f6c-0000-4000-8000-000000000002",
+                "4Gi");
+  api_.Add(Ref("whole2"), {"gpu-2"});
+  auto p = Start();
+  auto got = p->Prepare({Ref("a"), Ref("watch"), Ref("s1"), Ref("s2")});
+  for (const auto& [uid, r] : got)
+    ASSERT_TRUE(r.status.ok()) << uid << r.status;
+  got = p->Prepare({Ref("b"), Ref("whole2")});
+  EXPECT_EQ(got["uid-b"].status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(got["uid-b"].status.message(),
+              HasSubstr("claim ns/b: device gpu-0 of pool node-a is prepared "
+                        "for claim ns/a (uid uid-a)"));
+  EXPECT_EQ(got["uid-whole2"].status.code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "a whole device beside its shares";
+  EXPECT_FALSE(p->Prepared().contains("uid-b"));
+  EXPECT_FALSE(std::filesystem::exists(ClaimSpecPath(dir_ + "/cdi", "uid-b")));
+
+  // Refused across a restart too: the checkpoint says who holds gpu-0.
+  p.reset();
+  p = Start();
+  EXPECT_EQ(p->Prepare({Ref("b")})["uid-b"].status.code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(p->Unprepare({Ref("a")})["uid-a"].ok());
+  got = p->Prepare({Ref("b")});
+  ASSERT_TRUE(got["uid-b"].status.ok()) << got["uid-b"].status;
+  EXPECT_EQ(got["uid-b"].devices[0].device, "gpu-0");
 }
 
 }  // namespace

@@ -16,8 +16,9 @@ std::vector<std::string> Names(const std::vector<DeviceHealth>& health) {
 }
 
 TEST(NodeDevicesTest, NamesWholeGpusAndMigDevices) {
-  EXPECT_THAT(NodeDeviceNames(testing_claims::TestNode()),
-              ElementsAre("gpu-0", "gpu-1-mig-19-6-1", "gpu-1-mig-9-0-4"));
+  EXPECT_THAT(
+      NodeDeviceNames(testing_claims::TestNode()),
+      ElementsAre("gpu-0", "gpu-1-mig-19-6-1", "gpu-1-mig-9-0-4", "gpu-2"));
 }
 
 TEST(NodeDevicesTest, MigDeviceWithoutPlacementHasNoName) {

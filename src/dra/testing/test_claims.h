@@ -28,7 +28,7 @@ using json = nlohmann::json;
 
 inline constexpr char kPool[] = "node-a";
 
-// GPU 0 whole, GPU 1 in MIG mode with two MIG devices.
+// GPU 0 whole, GPU 1 in MIG mode with two MIG devices, GPU 2 whole.
 inline device::Node TestNode() {
   device::Node node;
   device::Gpu gpu0;
@@ -48,7 +48,10 @@ inline device::Node TestNode() {
   mig_b.gi_placement =
       device::GiPlacement{.profile_id = 9, .start = 0, .size = 4};
   gpu1.mig_devices = {mig_a, mig_b};
-  node.gpus = {gpu0, gpu1};
+  device::Gpu gpu2;
+  gpu2.index = 2;
+  gpu2.uuid = "GPU-2222";
+  node.gpus = {gpu0, gpu1, gpu2};
   return node;
 }
 
@@ -66,6 +69,7 @@ inline cdi::Spec TestSpec() {
   for (auto [name, dev] : std::map<std::string, std::string>{
            {"GPU-0000", "/dev/nvidia0"},
            {"GPU-1111", "/dev/nvidia1"},
+           {"GPU-2222", "/dev/nvidia2"},
            {"MIG-aaaa", "/dev/nvidia-caps/nvidia-cap21"},
            {"MIG-bbbb", "/dev/nvidia-caps/nvidia-cap30"}}) {
     cdi::Device d;
