@@ -69,8 +69,11 @@ class MpsShmRuncTest : public RuncTest<> {
     o.checkpoint_path = fixture_->dir() + "/checkpoint.json";
     o.cdi_dir = fixture_->spec_dir();
     o.sharing = sharing_.get();
+    // Each claim a share of gpu-0 (a GPU published for several
+    // allocations): two whole-device claims of one GPU are never prepared
+    // together.
     for (const std::string& name : names) {
-      api_.Add(claims::Ref(name), {"gpu-0"});
+      api_.AddShare(claims::Ref(name), "gpu-0", ShareId(name), "4Gi");
       api_.claims["ns/" + name]["status"]["allocation"]["devices"]["config"] =
           claims::SharingConfig({{"strategy", "MPS"}});
     }
@@ -94,8 +97,8 @@ class MpsShmRuncTest : public RuncTest<> {
     EXPECT_TRUE(bundle.ok()) << bundle.status();
     if (!bundle.ok()) return "";
     nlohmann::json config = *fixture_->ReadConfig(*bundle);
-    config["annotations"]["cdi.k8s.io/gpulet-dra_" + name] =
-        absl::StrCat("k8s.gpu.nvidia.com/claim=uid-", name, "-gpu-0");
+    config["annotations"]["cdi.k8s.io/gpulet-dra_" + name] = absl::StrCat(
+        "k8s.gpu.nvidia.com/claim=uid-", name, "-gpu-0-", ShareId(name));
     EXPECT_TRUE(fixture_->WriteConfig(*bundle, config).ok());
     fixture_->Track(id);
     ProcessResult r = RunProcess(
@@ -104,6 +107,12 @@ class MpsShmRuncTest : public RuncTest<> {
         {{{"GPULET_RUNTIME_CONFIG", fixture_->runtime_config()}}, {}});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
+  }
+
+  // The share ID of `name`'s share: its last letter in the last digits.
+  static std::string ShareId(const std::string& name) {
+    return absl::StrCat("0b0e7f6c-0000-4000-8000-0000000000",
+                        absl::Hex(name.back(), absl::kZeroPad2));
   }
 
   std::string mps_root_;

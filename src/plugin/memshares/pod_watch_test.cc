@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -43,58 +44,55 @@ std::string Event(const std::string& type, const Json& pod) {
   return Json{{"type", type}, {"object", pod}}.dump() + "\n";
 }
 
-TEST(PodWatch, KnowsTheNodesPodsAndWhichAskForTheResource) {
-  kube::FakeTransport transport;
-  common::FakeClock clock;
-  kube::Client api(transport, clock,
-                   {.qps = 1000, .burst = 1000, .max_attempts = 1});
-  Json list = {{"kind", "PodList"},
-               {"metadata", {{"resourceVersion", "10"}}},
-               {"items", Json::array({Pod("a", "Running", true),
-                                      Pod("b", "Running", false),
-                                      Pod("done", "Succeeded", true)})}};
-  transport.AddResponse(200, list.dump());
-  transport.AddStream(
+class PodWatchTest : public ::testing::Test {
+ protected:
+  // Starts the watch after the list of `pods` (resourceVersion 10) and the
+  // watch `events`, and waits until it reported `changes` changes.
+  PodWatch::View Run(const Json& pods, std::vector<std::string> events,
+                     int changes) {
+    transport_.AddResponse(200, Json{{"kind", "PodList"},
+                                     {"metadata", {{"resourceVersion", "10"}}},
+                                     {"items", pods}}
+                                    .dump());
+    if (!events.empty()) transport_.AddStream(std::move(events));
+    std::atomic<int> seen = 0;
+    PodWatch watch(api_, "n1", kResource, [&seen] { ++seen; });
+    EXPECT_FALSE(watch.Snapshot().listed);
+    watch.Start(clock_);
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (seen < changes && absl::Now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_GE(seen, changes);
+    watch.RequestStop();
+    return watch.Snapshot();
+  }
+
+  kube::FakeTransport transport_;
+  common::FakeClock clock_;
+  kube::Client api_{
+      transport_, clock_,
+      kube::ClientOptions{.qps = 1000, .burst = 1000, .max_attempts = 1}};
+};
+
+TEST_F(PodWatchTest, KnowsTheNodesPodsAndWhichAskForTheResource) {
+  // The list and three events; then the watch ends and is retried.
+  const PodWatch::View view = Run(
+      Json::array({Pod("a", "Running", true), Pod("b", "Running", false),
+                   Pod("done", "Succeeded", true)}),
       {Event("ADDED", Pod("d", "Pending", true, "initContainers", "requests")),
        Event("DELETED", Pod("a", "Running", true)),
-       Event("MODIFIED", Pod("b", "Failed", false))});
-  std::atomic<int> changes = 0;
-  PodWatch watch(api, "n1", kResource, [&changes] { ++changes; });
-  EXPECT_FALSE(watch.Snapshot().listed);
-  watch.Start(clock);
-  // The list and three events; then the watch ends and is retried.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (changes < 4 && absl::Now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_GE(changes, 4);
-  watch.RequestStop();
-  const PodWatch::View view = watch.Snapshot();
+       Event("MODIFIED", Pod("b", "Failed", false))},
+      4);
   EXPECT_TRUE(view.listed);
   EXPECT_THAT(view.uids, ElementsAre(Pair("ns/d", "u-d")));
   EXPECT_THAT(view.asking, ElementsAre("ns/d"));
 }
 
-TEST(PodWatch, ThePodsBeforeAnEventAreTheList) {
-  kube::FakeTransport transport;
-  common::FakeClock clock;
-  kube::Client api(transport, clock,
-                   {.qps = 1000, .burst = 1000, .max_attempts = 1});
-  Json list = {{"kind", "PodList"},
-               {"metadata", {{"resourceVersion", "10"}}},
-               {"items", Json::array({Pod("a", "Running", true),
-                                      Pod("b", "Pending", false)})}};
-  transport.AddResponse(200, list.dump());
-  std::atomic<int> changes = 0;
-  PodWatch watch(api, "n1", kResource, [&changes] { ++changes; });
-  watch.Start(clock);
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (changes < 1 && absl::Now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_GE(changes, 1);
-  watch.RequestStop();
-  const PodWatch::View view = watch.Snapshot();
+TEST_F(PodWatchTest, ThePodsBeforeAnEventAreTheList) {
+  const PodWatch::View view =
+      Run(Json::array({Pod("a", "Running", true), Pod("b", "Pending", false)}),
+          {}, 1);
   EXPECT_TRUE(view.listed);
   EXPECT_THAT(view.uids, ElementsAre(Pair("ns/a", "u-a"), Pair("ns/b", "u-b")));
   EXPECT_THAT(view.asking, ElementsAre("ns/a"));
