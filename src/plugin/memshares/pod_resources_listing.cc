@@ -3,6 +3,7 @@
 // (memory_publisher.h).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,14 +103,14 @@ absl::Status MemoryPublisher::ReadListing(std::stop_token stop) {
   // Every pod of the node asking for the resource is listed: an answer the
   // listing does not show served a pod that is gone (deleted before any
   // listing showed it), not one the kubelet still holds units for.
-  bool settled = watched.listed;
-  for (const std::string& key : watched.asking) {
-    if (!settled) break;
-    settled = std::any_of(listing.pods.begin(), listing.pods.end(),
-                          [&key](const sharing::UsedPod& p) {
-                            return absl::StrCat(p.ns, "/", p.name) == key;
-                          });
+  std::set<std::string> listed;
+  for (const sharing::UsedPod& p : listing.pods) {
+    listed.insert(absl::StrCat(p.ns, "/", p.name));
   }
+  const bool settled =
+      watched.listed &&
+      std::includes(listed.begin(), listed.end(), watched.asking.begin(),
+                    watched.asking.end());
   for (sharing::UsedPod& pod : listing.pods) {
     auto uid = uids.find(absl::StrCat(pod.ns, "/", pod.name));
     if (uid != uids.end()) pod.uid = uid->second;
