@@ -33,18 +33,93 @@ void FakeKubelet::Stop() {
   server_->Wait();
   server_.reset();
   service_.reset();
+  // A stopping kubelet's connections to the plugins go with it.
+  EndWatches();
   ::unlink(socket_path().c_str());
 }
 
 grpc::Status FakeKubelet::Register(const v1beta1::RegisterRequest& request) {
   grpc::Status status = CheckPlugin(request);
-  absl::MutexLock lock(&mu_);
-  if (status.ok()) {
-    registrations_.push_back(request);
-  } else {
+  if (!status.ok()) {
+    absl::MutexLock lock(&mu_);
     rejections_.push_back(status.error_message());
+    return status;
   }
+  StartWatch(request);
   return status;
+}
+
+// Stop waits for Register to return (the server's Wait), so the watch is
+// started before Stop's EndWatches can see it.
+void FakeKubelet::StartWatch(const v1beta1::RegisterRequest& request) {
+  auto watch = std::make_unique<Watch>();
+  Watch& w = *watch;
+  {
+    absl::MutexLock lock(&mu_);
+    registrations_.push_back(request);
+    watches_.push_back(std::move(watch));
+  }
+  w.thread = std::thread(
+      [this, &w, endpoint = request.endpoint()] { ReadWatch(w, endpoint); });
+}
+
+void FakeKubelet::ReadWatch(Watch& watch, const std::string& endpoint) {
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel(absl::StrCat("unix://", dir_, "/", endpoint),
+                          grpc::InsecureChannelCredentials()));
+  auto reader = stub->ListAndWatch(&watch.context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse response;
+  while (reader->Read(&response)) {
+    absl::MutexLock lock(&mu_);
+    ++watch.lists;
+  }
+  reader->Finish().ok();
+  absl::MutexLock lock(&mu_);
+  watch.ended = true;
+}
+
+void FakeKubelet::EndWatches() {
+  std::vector<std::unique_ptr<Watch>> watches;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& watch : watches_) {
+      if (watch != nullptr) watch->context.TryCancel();
+    }
+    watches.swap(watches_);
+  }
+  for (auto& watch : watches) {
+    if (watch != nullptr && watch->thread.joinable()) watch->thread.join();
+  }
+  // The registrations stay counted; their streams are gone.
+  absl::MutexLock lock(&mu_);
+  watches_.resize(watches.size());
+}
+
+bool FakeKubelet::WaitWatching(int n, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto watching = [&] {
+    mu_.AssertHeld();
+    return static_cast<int>(watches_.size()) >= n && watches_[n - 1] &&
+           watches_[n - 1]->lists > 0;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&watching), timeout);
+}
+
+int FakeKubelet::lists_received(int n) const {
+  absl::MutexLock lock(&mu_);
+  if (n < 1 || n > static_cast<int>(watches_.size()) || !watches_[n - 1]) {
+    return -1;
+  }
+  return watches_[n - 1]->lists;
+}
+
+bool FakeKubelet::DropLatestWatch() {
+  absl::MutexLock lock(&mu_);
+  if (watches_.empty() || !watches_.back() || watches_.back()->ended) {
+    return false;
+  }
+  watches_.back()->context.TryCancel();
+  return true;
 }
 
 grpc::Status FakeKubelet::CheckPlugin(

@@ -2,14 +2,17 @@
 // daemon integration tests. Serves v1beta1.Registration on
 // <dir>/kubelet.sock and, like the real kubelet, checks the version and
 // resource name and dials the plugin's endpoint inside Register, calling
-// GetDevicePluginOptions before it answers. Start() first deletes every
-// socket in the directory, as a restarting kubelet does.
+// GetDevicePluginOptions before it answers; then, like the kubelet's
+// device manager, keeps a ListAndWatch stream open to every plugin it
+// registered until that stream ends or the kubelet stops. Start() first
+// deletes every socket in the directory, as a restarting kubelet does.
 //
 // Thread safety: Start/Stop from the test thread; the accessors from any.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -44,6 +47,14 @@ class FakeKubelet {
   bool WaitForRegistrations(int n, absl::Duration timeout) const;
   // Why registrations were rejected, for failure messages.
   std::vector<std::string> rejections() const;
+  // Waits until the stream of registration `n` (1: the first) has
+  // received its first list.
+  bool WaitWatching(int n, absl::Duration timeout) const;
+  // Lists received on the stream of registration `n`; -1 if it has none.
+  int lists_received(int n) const;
+  // Cancels the stream of the latest registration, as the kubelet's device
+  // manager does to a client it disconnects; false when it has none open.
+  bool DropLatestWatch();
 
  private:
   // A fresh gRPC service per server, as gRPC services are not reused.
@@ -60,8 +71,21 @@ class FakeKubelet {
     FakeKubelet& kubelet_;
   };
 
+  // One registration's ListAndWatch stream, read on a thread of its own.
+  struct Watch {
+    grpc::ClientContext context;
+    int lists = 0;       // guarded by the kubelet's mu_
+    bool ended = false;  // guarded by the kubelet's mu_
+    std::thread thread;
+  };
+
   grpc::Status Register(const v1beta1::RegisterRequest& request);
   grpc::Status CheckPlugin(const v1beta1::RegisterRequest& request) const;
+  // Counts the registration and opens its stream.
+  void StartWatch(const v1beta1::RegisterRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void ReadWatch(Watch& watch, const std::string& endpoint);
+  void EndWatches() ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string dir_;
   std::unique_ptr<Service> service_;
@@ -69,6 +93,9 @@ class FakeKubelet {
   mutable absl::Mutex mu_;
   std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> rejections_ ABSL_GUARDED_BY(mu_);
+  // By registration (same index as registrations_); null once Stop ended
+  // them.
+  std::vector<std::unique_ptr<Watch>> watches_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::testing

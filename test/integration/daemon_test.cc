@@ -28,6 +28,7 @@ namespace gpulet::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr absl::Duration kTimeout = absl::Seconds(20);
@@ -160,6 +161,31 @@ TEST_F(DaemonTest, ReRegistersWhenItsSocketIsDeleted) {
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
   EXPECT_EQ(kubelet_.registration_count(), 3);
+}
+
+// kubelet v1.36's device manager disconnects the client it has just
+// registered when an older client's stream of the same resource ends late
+// (the harness's socket-deleted scenario met it under load): the resource
+// sits at 0 allocatable until the plugin registers again.
+TEST_F(DaemonTest, RegistersAgainWhenTheKubeletStopsWatching) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100");
+  ExpectRegistrations(*plugin, 1);
+  ASSERT_TRUE(kubelet_.WaitWatching(1, kTimeout)) << plugin->Log();
+  // Another client's stream coming and going is not the kubelet's.
+  ASSERT_TRUE(FirstListAndWatch(SocketPath()).has_value());
+  for (int i = 2; i <= 3; ++i) {
+    ASSERT_TRUE(kubelet_.DropLatestWatch());
+    ExpectRegistrations(*plugin, i);
+    ASSERT_TRUE(kubelet_.WaitWatching(i, kTimeout)) << plugin->Log();
+  }
+  EXPECT_THAT(plugin->Log(),
+              HasSubstr("the kubelet stopped watching nvidia.com/gpu"));
+  // The server was kept: the plugin registered again, it did not restart.
+  EXPECT_THAT(plugin->Log(), Not(HasSubstr("restarting nvidia.com/gpu")));
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  EXPECT_EQ(kubelet_.registration_count(), 3) << plugin->Log();
 }
 
 TEST_F(DaemonTest, SurvivesThePluginDirectoryBeingRecreated) {

@@ -8,10 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "src/model/allocation/allocate_response.h"
@@ -256,6 +259,94 @@ TEST_F(PluginServerTest, RestartsAfterStopAndServesAgain) {
   v1beta1::AllocateResponse response;
   stub_ = std::move(stub);
   EXPECT_TRUE(Allocate({"GPU-1"}, &response).ok());
+}
+
+// The runs on_unwatched reported, in order.
+class UnwatchedRuns {
+ public:
+  std::function<void(uint64_t)> Callback() {
+    return [this](uint64_t run) {
+      absl::MutexLock lock(&mu_);
+      runs_.push_back(run);
+    };
+  }
+  std::vector<uint64_t> runs() {
+    absl::MutexLock lock(&mu_);
+    return runs_;
+  }
+  // Waits until `n` were reported (at most 20 s); returns them all.
+  std::vector<uint64_t> WaitFor(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&] {
+      mu_.AssertHeld();
+      return runs_.size() >= n;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(20));
+    return runs_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<uint64_t> runs_ ABSL_GUARDED_BY(mu_);
+};
+
+// Waits until the server dropped the watchers of ended streams (the
+// watcher goes after the stream's end was counted).
+bool WaitForWatchers(const DeviceList& devices, size_t n) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (devices.watcher_count() != n && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return devices.watcher_count() == n;
+}
+
+TEST(PluginServerUnwatchedTest, ReportsTheRunWhoseLastStreamTheClientEnded) {
+  gpulet::testing::ShortTempDir dir;
+  DeviceList devices(FourGpus());
+  UnwatchedRuns unwatched;
+  PluginOptions options{"nvidia.com/gpu", "gpulet-gpu.sock"};
+  options.on_unwatched = unwatched.Callback();
+  PluginServer server(options, devices, EnvvarResponse, SimplePreferred);
+  EXPECT_EQ(server.run(), 0u);
+  ASSERT_TRUE(server.Start(dir.path()).ok());
+  EXPECT_EQ(server.run(), 1u);
+  auto stub = DialPlugin(server.socket_path());
+  {
+    ListAndWatchReader kubelet(*stub);
+    ListAndWatchReader other(*stub);
+    ASSERT_EQ(kubelet.WaitForMessages(1).size(), 1u);
+    ASSERT_EQ(other.WaitForMessages(1).size(), 1u);
+    other.Cancel();
+    ASSERT_TRUE(WaitForWatchers(devices, 1));
+    EXPECT_THAT(unwatched.runs(), ::testing::IsEmpty())
+        << "a stream is still open";
+    kubelet.Cancel();
+    EXPECT_THAT(unwatched.WaitFor(1), ElementsAre(1u));
+  }
+
+  // Streams the server ends are its own doing: Stop, and a closed list.
+  server.Stop();
+  ASSERT_TRUE(server.Start(dir.path()).ok());
+  EXPECT_EQ(server.run(), 2u);
+  stub = DialPlugin(server.socket_path());
+  {
+    ListAndWatchReader reader(*stub);
+    ASSERT_EQ(reader.WaitForMessages(1).size(), 1u);
+    server.Stop();
+    ASSERT_TRUE(reader.WaitForEnd().has_value());
+  }
+  EXPECT_EQ(server.run(), 2u) << "kept after Stop";
+  ASSERT_TRUE(server.Start(dir.path()).ok());
+  stub = DialPlugin(server.socket_path());
+  {
+    ListAndWatchReader reader(*stub);
+    ASSERT_EQ(reader.WaitForMessages(1).size(), 1u);
+    devices.Close();
+    ASSERT_TRUE(reader.WaitForEnd().has_value());
+  }
+  // Stop joins the server's loop: every stream's end was counted by now.
+  server.Stop();
+  EXPECT_THAT(unwatched.runs(), ElementsAre(1u));
 }
 
 TEST(PluginServerStartTest, ReplacesAStaleSocketFile) {

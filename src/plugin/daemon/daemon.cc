@@ -192,12 +192,14 @@ SessionEnd Daemon::Impl::InitFailed(const std::string& message,
 }
 
 RunnerOptions Daemon::Impl::MakeRunnerOptions() {
-  return RunnerOptions{DirName(options_.kubelet_socket),
-                       options_.kubelet_socket,
-                       options_.register_timeout,
-                       options_.backoff,
-                       metrics_.gpulet(),
-                       [this] { return StopRequested(); }};
+  RunnerOptions options{DirName(options_.kubelet_socket),
+                        options_.kubelet_socket,
+                        options_.register_timeout,
+                        options_.backoff,
+                        metrics_.gpulet(),
+                        [this] { return StopRequested(); }};
+  options.wake = [this] { wake_.Wake(); };
+  return options;
 }
 
 int Daemon::Impl::TakeSignal() {

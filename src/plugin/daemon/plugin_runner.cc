@@ -15,11 +15,13 @@
 namespace gpulet::daemon {
 namespace {
 
-plugin::PluginOptions ServerOptions(const resources::ResourceSpec& spec,
-                                    const RunnerOptions& runner) {
+plugin::PluginOptions ServerOptions(
+    const resources::ResourceSpec& spec, const RunnerOptions& runner,
+    std::function<void(uint64_t run)> on_unwatched) {
   const metrics::GpuletMetrics* m = runner.metrics;
   plugin::PluginOptions options;
   options.handlers_wait = runner.handlers_wait;
+  options.on_unwatched = std::move(on_unwatched);
   if (m != nullptr) {
     options.on_allocated = [m, resource = spec.resource_name](size_t n) {
       m->allocations->Add({resource});
@@ -56,7 +58,9 @@ PluginRunner::PluginRunner(resources::ResourceSpec spec, RunnerOptions options,
               ? std::move(preferred)
               : pluginapi::PreferredHandler(allocation::SimplePreferred)})),
       server_(std::make_unique<plugin::PluginServer>(
-          ServerOptions(spec_, options_), devices_,
+          ServerOptions(spec_, options_,
+                        [this](uint64_t run) { Unwatched(run); }),
+          devices_,
           [this](const pluginapi::DeviceSnapshot& snapshot,
                  const std::vector<std::string>& ids) {
             return handlers()->allocate(snapshot, ids);
@@ -138,6 +142,22 @@ void PluginRunner::Reconcile(bool kubelet_socket_created) {
     Restart(absl::StrCat("socket ", server_->socket_path(),
                          " was deleted or replaced"));
   }
+  // After a restart the run has moved on and an old run's news is stale.
+  const uint64_t unwatched = unwatched_run_.exchange(0);
+  if (registered_ && unwatched != 0 && unwatched == server_->run() &&
+      server_->running()) {
+    registered_ = false;
+    rewatch_ = true;
+    Fail(absl::UnavailableError(
+        absl::StrCat("the kubelet stopped watching ", spec_.resource_name,
+                     " (every ListAndWatch stream ended while registered); "
+                     "registering again")));
+  }
+}
+
+void PluginRunner::Unwatched(uint64_t run) {
+  unwatched_run_.store(run);
+  if (options_.wake) options_.wake();
 }
 
 void PluginRunner::RetryIfDue(absl::Time now) {
@@ -157,6 +177,7 @@ bool PluginRunner::ServerReusable() const {
 void PluginRunner::Stop() {
   server_->Stop();
   registered_ = false;
+  rewatch_ = false;
   retry_at_.reset();
   socket_id_.reset();
   kubelet_id_.reset();
@@ -193,6 +214,7 @@ void PluginRunner::Attempt(bool restart_server) {
   }
   kubelet_id_ = IdentifyFile(options_.kubelet_socket);
   registered_ = true;
+  const bool rewatch = std::exchange(rewatch_, false);
   GPULET_LOG(INFO) << "registered " << spec_.resource_name << " ("
                    << devices_.Snapshot()->devices.size()
                    << " devices, endpoint " << spec_.socket_name << ") with "
@@ -201,7 +223,7 @@ void PluginRunner::Attempt(bool restart_server) {
                            ? absl::StrCat(" after ", backoff_.failures(),
                                           " failed attempts")
                            : std::string());
-  backoff_.Reset();
+  if (!rewatch) backoff_.Reset();
   last_error_.clear();
   last_failure_ = absl::StatusCode::kOk;
 }

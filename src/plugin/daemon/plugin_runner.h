@@ -21,6 +21,16 @@
 // kubelet.sock, causes exactly one registration however its events are
 // batched.
 //
+// The kubelet can still drop a registration it has just accepted: when the
+// old client's stream ends after the new client registered (its goroutine
+// runs late), it disconnects the new one, and the resource stays at 0
+// allocatable until someone registers again. So when every ListAndWatch
+// stream of the current server ends by the kubelet's doing while
+// registered (PluginOptions::on_unwatched), the runner registers again,
+// without restarting the server, after the backoff's delay (which, unlike
+// after other failures, is not reset by the registration that follows, so
+// a kubelet that keeps dropping the resource is asked less and less often).
+//
 // A configuration reload changes a running resource in place (Update): the
 // new device list goes out on the open ListAndWatch streams and the new
 // handlers answer the next calls; the server is not restarted and the
@@ -33,7 +43,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +78,10 @@ struct RunnerOptions {
   // The handlers wait on the API server (the memory-unit resource):
   // PluginOptions::handlers_wait.
   bool handlers_wait = false;
+  // Wakes the daemon's loop, which then calls Reconcile; called from the
+  // server's loop thread when the kubelet stopped watching the resource.
+  // Empty: the runner notices at the next Reconcile.
+  std::function<void()> wake = nullptr;
 };
 
 // What identifies one incarnation of a file; nullopt when it is missing.
@@ -106,10 +122,12 @@ class PluginRunner {
   // Restarts now (logging `reason`) and registers; on failure a retry is
   // scheduled.
   void Restart(const std::string& reason);
-  // Called for every socket watcher event: restarts if the socket is gone
-  // or replaced, or if `kubelet_socket_created` and kubelet.sock is not the
-  // one registered with. While a retry is pending, a new kubelet.sock makes
-  // the retry happen now, with a fresh backoff.
+  // Called for every socket watcher event and wake: restarts if the socket
+  // is gone or replaced, or if `kubelet_socket_created` and kubelet.sock is
+  // not the one registered with. While a retry is pending, a new
+  // kubelet.sock makes the retry happen now, with a fresh backoff. When the
+  // kubelet stopped watching the registered server, schedules a new
+  // registration.
   void Reconcile(bool kubelet_socket_created);
   // When the pending retry is due, on common::RealClock (monotonic); nullopt
   // when none is pending.
@@ -123,6 +141,8 @@ class PluginRunner {
   void Attempt(bool restart_server);
   void Fail(const absl::Status& status);
   bool ServerReusable() const;
+  // on_unwatched, on the server's loop thread.
+  void Unwatched(uint64_t run);
 
   struct Handlers {
     pluginapi::AllocateHandler allocate;
@@ -144,6 +164,12 @@ class PluginRunner {
   std::optional<FileIdentity> kubelet_id_;
   std::string last_error_;
   absl::StatusCode last_failure_ = absl::StatusCode::kOk;
+  // The server run the kubelet stopped watching (0: none); written by the
+  // server's loop thread, taken by Reconcile.
+  std::atomic<uint64_t> unwatched_run_ = 0;
+  // The pending retry registers again after the kubelet dropped us: its
+  // success keeps the backoff.
+  bool rewatch_ = false;
 };
 
 }  // namespace gpulet::daemon

@@ -94,7 +94,7 @@ class ListSource final : public h2::StreamSource {
   }
 
   void Ended(std::string_view why) override {
-    service_.StreamEnded(why_ != nullptr ? why_ : why);
+    service_.StreamEnded(why_ != nullptr ? why_ : why, why_ != nullptr);
   }
 
  private:
@@ -109,11 +109,13 @@ class ListSource final : public h2::StreamSource {
 DevicePluginService::DevicePluginService(const PluginOptions& options,
                                          DeviceList& devices,
                                          const AllocateHandler& allocate,
-                                         const PreferredHandler& preferred)
+                                         const PreferredHandler& preferred,
+                                         uint64_t run)
     : options_(options),
       devices_(devices),
       allocate_(allocate),
-      preferred_(preferred) {}
+      preferred_(preferred),
+      run_(run) {}
 
 h2::Service DevicePluginService::Methods(h2::Server& server,
                                          h2::CallWorkers* workers) {
@@ -200,9 +202,13 @@ void DevicePluginService::StreamStarted() {
                    << options_.resource_name << " (" << ++streams_ << " open)";
 }
 
-void DevicePluginService::StreamEnded(std::string_view why) {
+void DevicePluginService::StreamEnded(std::string_view why, bool list_closed) {
   GPULET_LOG(INFO) << "ListAndWatch stream for " << options_.resource_name
                    << " ended: " << why << " (" << --streams_ << " open)";
+  if (streams_ == 0 && !list_closed && !stopping_.load() &&
+      options_.on_unwatched) {
+    options_.on_unwatched(run_);
+  }
 }
 
 }  // namespace gpulet::plugin

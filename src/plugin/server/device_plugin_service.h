@@ -46,7 +46,8 @@ class DevicePluginService {
  public:
   DevicePluginService(const PluginOptions& options, DeviceList& devices,
                       const pluginapi::AllocateHandler& allocate,
-                      const pluginapi::PreferredHandler& preferred);
+                      const pluginapi::PreferredHandler& preferred,
+                      uint64_t run);
   DevicePluginService(const DevicePluginService&) = delete;
   DevicePluginService& operator=(const DevicePluginService&) = delete;
 
@@ -56,11 +57,16 @@ class DevicePluginService {
   h2::Service Methods(h2::Server& server, h2::CallWorkers* workers);
 
   // For the streams (loop thread): the list's message for `snapshot`,
-  // encoded once per version; stream counting for the log.
+  // encoded once per version; stream counting for the log and for
+  // PluginOptions::on_unwatched.
   std::shared_ptr<const std::string> ListMessage(
       const pluginapi::DeviceSnapshot& snapshot);
   void StreamStarted();
-  void StreamEnded(std::string_view why);
+  // `list_closed`: the stream ended because the device list was closed.
+  void StreamEnded(std::string_view why, bool list_closed);
+  // The server is about to end every stream (any thread): streams ending
+  // from now on are the server's doing, not the client's.
+  void Stopping() { stopping_.store(true); }
   DeviceList& devices() { return devices_; }
 
  private:
@@ -68,6 +74,8 @@ class DevicePluginService {
   DeviceList& devices_;
   const pluginapi::AllocateHandler& allocate_;
   const pluginapi::PreferredHandler& preferred_;
+  const uint64_t run_;
+  std::atomic<bool> stopping_ = false;
   int streams_ = 0;
   uint64_t encoded_version_ = 0;  // none yet
   std::shared_ptr<const std::string> encoded_;

@@ -59,6 +59,10 @@ class PluginServer::Impl {
     absl::MutexLock lock(&mu_);
     return server_ != nullptr;
   }
+  uint64_t run() const {
+    absl::MutexLock lock(&mu_);
+    return runs_;
+  }
 
   const PluginOptions options_;
   std::string socket_path_;
@@ -75,6 +79,7 @@ class PluginServer::Impl {
   std::unique_ptr<DevicePluginService> service_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<h2::CallWorkers> workers_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<h2::Server> server_ ABSL_GUARDED_BY(mu_);
+  uint64_t runs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::Status PluginServer::Impl::Start(const std::string& plugin_dir) {
@@ -96,8 +101,9 @@ absl::Status PluginServer::Impl::Start(const std::string& plugin_dir) {
 }
 
 absl::Status PluginServer::Impl::Serve() {
+  const uint64_t run = runs_ + 1;
   service_ = std::make_unique<DevicePluginService>(options_, devices_,
-                                                   allocate_, preferred_);
+                                                   allocate_, preferred_, run);
   server_ = std::make_unique<h2::Server>();
   if (options_.handlers_wait) {
     workers_ = std::make_unique<h2::CallWorkers>(options_.resource_name,
@@ -122,6 +128,7 @@ absl::Status PluginServer::Impl::Serve() {
     StopLocked();
     return status;
   }
+  runs_ = run;
   GPULET_LOG(INFO) << "serving " << options_.resource_name << " on "
                    << socket_path_;
   return absl::OkStatus();
@@ -135,7 +142,9 @@ void PluginServer::Impl::Stop() {
 void PluginServer::Impl::StopLocked() {
   if (server_ == nullptr) return;
   // Ends every stream (OK), sends GOAWAY and joins the loop; the streams'
-  // sources, which borrow the service, are gone when it returns.
+  // sources, which borrow the service, are gone when it returns. Their end
+  // is ours, not the kubelet's (on_unwatched).
+  service_->Stopping();
   server_->Stop();
   server_.reset();
   // The handlers' waits are stopped and the threads joined before the
@@ -166,6 +175,8 @@ absl::Status PluginServer::Start(const std::string& plugin_dir) {
 void PluginServer::Stop() { impl_->Stop(); }
 
 bool PluginServer::running() const { return impl_->running(); }
+
+uint64_t PluginServer::run() const { return impl_->run(); }
 
 const PluginOptions& PluginServer::options() const { return impl_->options_; }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -51,6 +52,18 @@ struct PluginOptions {
   // pluginapi::CurrentCallStop() (call_scope.h) gives them. False: they
   // run inline on the loop and must not block.
   bool handlers_wait = false;
+  // Called when the last open ListAndWatch stream of run `run` (run())
+  // ended by the client's doing (cancelled, its connection closed, its
+  // deadline passed) while the server keeps serving: whoever registered
+  // the resource no longer watches it. The kubelet does that to a plugin
+  // it has just registered when an older client's stream of the same
+  // resource ends late (kubelet's device manager keeps one client per
+  // resource name and its old client's goroutine disconnects whichever
+  // client is registered when it finishes); only a new registration brings
+  // the devices back. Never called for streams the server ends (Stop, the
+  // device list closed). Called on the server's loop thread: must be
+  // thread-safe and quick. Empty: nothing is called.
+  std::function<void(uint64_t run)> on_unwatched = {};
 };
 
 class PluginServer {
@@ -76,6 +89,11 @@ class PluginServer {
   void Stop();
   bool running() const;
   const PluginOptions& options() const;
+  // Which run of the server this is: 1 after the first successful
+  // Start(), one more after each; kept after Stop(). on_unwatched names
+  // the run whose streams ended, so a late call about an old run can be
+  // told apart.
+  uint64_t run() const;
   // Full path of the socket, set by Start() and kept after Stop().
   // REQUIRES: not called concurrently with Start().
   const std::string& socket_path() const;
