@@ -121,6 +121,27 @@ TEST_F(AbiDeviceTest, UnknownIdsAreNotFound) {
             NVML_ERROR_INVALID_ARGUMENT);
 }
 
+// dgx-h100's minors follow the driver's probe order, not NVML's bus order
+// (sim/profiles/dgx-h100.yaml): the handle by index and by UUID both give
+// the minor the profile writes for that GPU.
+TEST_F(AbiDeviceTest, MinorNumberIsTheProfilesNotTheIndex) {
+  Init("dgx-h100");
+  const unsigned want[] = {2, 3, 0, 1, 6, 8, 4, 5};
+  for (unsigned i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    nvmlDevice_t by_index = Device(i);
+    nvmlDevice_t by_uuid = nullptr;
+    ASSERT_EQ(
+        nvml().nvmlDeviceGetHandleByUUID(Uuid(by_index).c_str(), &by_uuid),
+        NVML_SUCCESS);
+    for (nvmlDevice_t d : {by_index, by_uuid}) {
+      unsigned int minor = 0;
+      ASSERT_EQ(nvml().nvmlDeviceGetMinorNumber(d, &minor), NVML_SUCCESS);
+      EXPECT_EQ(minor, want[i]);
+    }
+  }
+}
+
 TEST_F(AbiDeviceTest, NullPointersAreInvalidArguments) {
   Init("pcie-t4");
   nvmlDevice_t d = Device(0);

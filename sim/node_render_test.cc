@@ -184,6 +184,64 @@ TEST(RenderNodeTest, RenderingAgainReplacesAnotherMachine) {
   EXPECT_EQ(bdfs, other.gpus.size());
 }
 
+// The nodes and files of particular GPUs, written out by hand from the
+// profiles (their minors are not their indexes): the driver names
+// /dev/nvidia<minor>, "Device Minor:" and the MIG capabilities after the
+// minor, never after NVML's index.
+TEST(RenderNodeTest, NodesAreNamedByMinorNotIndex) {
+  TempDir dir;
+  const std::string& root = dir.path();
+  RenderOptions o;
+  o.root = root;
+  o.dev_nodes = HowForThisUser();
+  absl::StatusOr<Machine> dgx = LoadMachine("dgx-h100");
+  ASSERT_TRUE(dgx.ok()) << dgx.status();
+  ASSERT_TRUE(RenderNode(*dgx, o).ok());
+  for (unsigned minor : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 8u}) {
+    ExpectNode(absl::StrCat(root, "/dev/nvidia", minor), 195, minor,
+               o.dev_nodes);
+  }
+  EXPECT_FALSE(Exists(root + "/dev/nvidia7"));
+  const std::string gpus = root + "/proc/driver/nvidia/gpus/";
+  const std::string first = Read(gpus + "0000:1b:00.0/information");
+  EXPECT_THAT(
+      first,
+      HasSubstr("GPU UUID: \t GPU-9605369a-4cef-521f-904b-cafb54df34d0"));
+  EXPECT_THAT(first, HasSubstr("Device Minor: \t 2\n"));
+  EXPECT_THAT(Read(gpus + "0000:c3:00.0/information"),
+              HasSubstr("Device Minor: \t 8\n"));
+
+  absl::StatusOr<Machine> mig = LoadMachine("a100-mig");
+  ASSERT_TRUE(mig.ok()) << mig.status();
+  ASSERT_TRUE(RenderNode(*mig, o).ok());
+  for (unsigned minor : {0u, 1u, 2u, 4u}) {
+    ExpectNode(absl::StrCat(root, "/dev/nvidia", minor), 195, minor,
+               o.dev_nodes);
+  }
+  EXPECT_FALSE(Exists(root + "/dev/nvidia3"));
+  EXPECT_FALSE(Exists(root + "/dev/nvidia8"));
+  EXPECT_THAT(Read(gpus + "0000:01:00.0/information"),
+              HasSubstr("Device Minor: \t 2\n"));
+  // GPU 0 (minor 2): GI 1 CI 0 are capabilities 3 + 2*135 + 1*9 and one
+  // more; GPU 1 (minor 0): GI 7; GPU 2 (minor 4): GI 2. GPU 3 (minor 1)
+  // has MIG disabled, and no GPU has minor 3.
+  const std::string caps = root + "/proc/driver/nvidia/capabilities/";
+  EXPECT_THAT(Read(caps + "gpu2/mig/gi1/access"),
+              HasSubstr("DeviceFileMinor: 282\n"));
+  EXPECT_THAT(Read(caps + "gpu2/mig/gi1/ci0/access"),
+              HasSubstr("DeviceFileMinor: 283\n"));
+  EXPECT_THAT(Read(caps + "gpu0/mig/gi7/access"),
+              HasSubstr("DeviceFileMinor: 66\n"));
+  EXPECT_THAT(Read(caps + "gpu4/mig/gi2/access"),
+              HasSubstr("DeviceFileMinor: 561\n"));
+  EXPECT_FALSE(Exists(caps + "gpu1"));
+  EXPECT_FALSE(Exists(caps + "gpu3"));
+  for (unsigned cap : {282u, 283u, 66u, 67u, 561u, 562u}) {
+    ExpectNode(absl::StrCat(root, "/dev/nvidia-caps/nvidia-cap", cap), 235, cap,
+               o.dev_nodes);
+  }
+}
+
 TEST(RenderNodeTest, ProductNameAsDmiReportsIt) {
   TempDir dir;
   RenderOptions o;

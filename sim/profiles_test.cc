@@ -6,6 +6,8 @@
 #include <array>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,13 +43,16 @@ TEST(ProfilesTest, EveryProfileParsesAndIsConsistent) {
     EXPECT_FALSE(m.description.empty());
     const size_t n = m.gpus.size();
     ASSERT_EQ(m.topology.size(), n);
+    std::set<unsigned> minors;
+    for (const Gpu& g : m.gpus) {
+      EXPECT_TRUE(minors.insert(g.minor).second) << "minor " << g.minor;
+    }
     for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(m.topology[i].size(), n);
       EXPECT_EQ(m.topology[i][i], NVML_TOPOLOGY_INTERNAL);
       for (size_t j = 0; j < n; ++j)
         EXPECT_EQ(m.topology[i][j], m.topology[j][i]);
       const Gpu& g = m.gpus[i];
-      EXPECT_EQ(g.minor, i);
       EXPECT_FALSE(g.cpu_affinity.empty());
       EXPECT_GE(g.numa_node, 0);
       EXPECT_NE(g.supported_events & nvmlEventTypeXidCriticalError, 0u);
@@ -127,6 +132,42 @@ TEST(ProfilesTest, DefaultIsDgxH100) {
   EXPECT_EQ(m.topology[0][1], NVML_TOPOLOGY_MULTIPLE);
   EXPECT_EQ(m.topology[0][3], NVML_TOPOLOGY_NODE);
   EXPECT_EQ(m.topology[3][4], NVML_TOPOLOGY_SYSTEM);
+}
+
+// The minors as the profiles write them, by UUID: NVML's index order (bus
+// order) is not the driver's probe order, and one minor is left unused, so
+// a reader that takes the index for the minor gets another GPU or none.
+TEST(ProfilesTest, MinorsAreNotIndexes) {
+  struct Want {
+    const char* profile;
+    std::vector<std::pair<std::string, unsigned>> uuid_minor;  // index order
+  };
+  const Want wants[] = {
+      {"dgx-h100",
+       {{"GPU-9605369a-4cef-521f-904b-cafb54df34d0", 2},
+        {"GPU-9d391317-5af3-50b6-beff-a02793204443", 3},
+        {"GPU-f0721ffb-e66f-52de-a86e-1c9b040c372a", 0},
+        {"GPU-a247cf48-492c-51cb-8f9d-afdf8da01c25", 1},
+        {"GPU-cccd02ab-8116-568f-884a-21353f0a0a66", 6},
+        {"GPU-5e3a5380-1a96-5e70-ab29-387692334a60", 8},
+        {"GPU-4e2715e4-ebc8-5c76-9654-d23b8fe77138", 4},
+        {"GPU-a5b17024-e9e5-5422-b1c3-d471ebf556ac", 5}}},
+      {"a100-mig",
+       {{"GPU-81522b7c-0696-540e-9229-21505149f9a1", 2},
+        {"GPU-d8c16c85-4ebf-5ad7-897d-da74759e0946", 0},
+        {"GPU-b5693fc3-184f-5903-8408-1cf65f944e4d", 4},
+        {"GPU-7686041d-dbe9-5c49-b4fb-b61b57525544", 1}}},
+  };
+  for (const Want& want : wants) {
+    SCOPED_TRACE(want.profile);
+    Machine m = Load(want.profile);
+    ASSERT_EQ(m.gpus.size(), want.uuid_minor.size());
+    for (size_t i = 0; i < m.gpus.size(); ++i) {
+      EXPECT_EQ(m.gpus[i].uuid, want.uuid_minor[i].first) << i;
+      EXPECT_EQ(m.gpus[i].minor, want.uuid_minor[i].second) << i;
+      EXPECT_NE(m.gpus[i].minor, i);
+    }
+  }
 }
 
 TEST(ProfilesTest, DgxA100) {

@@ -60,6 +60,22 @@ GlobalOptions SimOn(const char* profile, const std::string& driver_root) {
   return global;
 }
 
+// The device node paths of the spec's device `name` (none if it has no
+// such device).
+std::vector<std::string> NodePaths(const cdi::Spec& spec,
+                                   const std::string& name) {
+  std::vector<std::string> paths;
+  for (const cdi::Device& d : spec.devices) {
+    if (d.name != name) continue;
+    for (const cdi::DeviceNode& n : d.edits.device_nodes) {
+      paths.push_back(n.path);
+    }
+  }
+  return paths;
+}
+
+// dgx-h100's minors are not its indexes (sim/profiles/dgx-h100.yaml): GPU
+// 0 is /dev/nvidia2, GPU 5 /dev/nvidia8, and no GPU has minor 7.
 TEST(CdiCommandTest, GeneratesASpecForTheSimulatedNode) {
   cdi::testing::TempRoot root;
   GlobalOptions global = SimOn("dgx-h100", root.path());
@@ -70,6 +86,17 @@ TEST(CdiCommandTest, GeneratesASpecForTheSimulatedNode) {
   EXPECT_EQ(spec->kind, "nvidia.com/gpu");
   EXPECT_EQ(spec->devices.size(), 8u * 2 + 1);
   EXPECT_EQ(spec->devices.back().name, "all");
+  using ::testing::ElementsAre;
+  EXPECT_THAT(NodePaths(*spec, "0"), ElementsAre("/dev/nvidia2"));
+  EXPECT_THAT(NodePaths(*spec, "GPU-9605369a-4cef-521f-904b-cafb54df34d0"),
+              ElementsAre("/dev/nvidia2"));
+  EXPECT_THAT(NodePaths(*spec, "2"), ElementsAre("/dev/nvidia0"));
+  EXPECT_THAT(NodePaths(*spec, "5"), ElementsAre("/dev/nvidia8"));
+  EXPECT_THAT(NodePaths(*spec, "GPU-5e3a5380-1a96-5e70-ab29-387692334a60"),
+              ElementsAre("/dev/nvidia8"));
+  EXPECT_THAT(NodePaths(*spec, "7"), ElementsAre("/dev/nvidia5"));
+  EXPECT_THAT(NodePaths(*spec, "all"),
+              ::testing::Not(::testing::Contains("/dev/nvidia7")));
 }
 
 TEST(CdiCommandTest, WritesTheOutputFile) {
@@ -130,6 +157,32 @@ TEST(CdiCommandTest, MigNeedsItsCapabilityMinors) {
   CdiOptions skip;
   skip.skip_unresolved_mig = true;
   ASSERT_TRUE(RunCdi(global, skip, out).ok());
+}
+
+// a100-mig rendered as a node: a MIG device gets its parent's
+// /dev/nvidia<minor> and the capabilities mig-minors lists for
+// gpu<minor> (GPU 0 has minor 2, GPU 1 minor 0, GPU 3 minor 1).
+TEST(CdiCommandTest, MigDevicesUseTheParentsMinor) {
+  vfio::testing::TestTree tree;
+  tree.Render("a100-mig");
+  GlobalOptions global = SimOn("a100-mig", tree.root());
+  std::ostringstream out;
+  absl::Status s = RunCdi(global, CdiOptions{}, out);
+  ASSERT_TRUE(s.ok()) << s;
+  absl::StatusOr<cdi::Spec> spec = cdi::ParseSpec(out.str());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  using ::testing::ElementsAre;
+  // GPU 0's 3g.20gb: GI 1, CI 0 of gpu2.
+  EXPECT_THAT(NodePaths(*spec, "MIG-ec8cb5f9-6cc3-5bb2-bdeb-b84397098347"),
+              ElementsAre("/dev/nvidia2", "/dev/nvidia-caps/nvidia-cap282",
+                          "/dev/nvidia-caps/nvidia-cap283"));
+  // GPU 1's first 1g.5gb: GI 7, CI 0 of gpu0.
+  EXPECT_THAT(NodePaths(*spec, "MIG-55336152-84fd-5ff7-9c52-394a8d8450e5"),
+              ElementsAre("/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap66",
+                          "/dev/nvidia-caps/nvidia-cap67"));
+  EXPECT_THAT(NodePaths(*spec, "3"), ElementsAre("/dev/nvidia1"));
+  EXPECT_THAT(NodePaths(*spec, "GPU-7686041d-dbe9-5c49-b4fb-b61b57525544"),
+              ElementsAre("/dev/nvidia1"));
 }
 
 TEST(CdiCommandTest, NodeWithoutGpusIsAnError) {

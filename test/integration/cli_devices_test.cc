@@ -5,6 +5,7 @@
 // out literally so a wrong model cannot hide a wrong gpulet.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -203,6 +204,25 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
+
+// Written out from sim/profiles/a100-mig.yaml: the driver's minors are not
+// NVML's indexes (and minor 3 is unused).
+TEST(DevicesMinorTest, MinorsAreTheDriversNotTheIndexes) {
+  ProcessResult r = RunGpulet("a100-mig", {"devices", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const json doc = json::parse(r.out);
+  const std::pair<const char*, int> want[] = {
+      {"GPU-81522b7c-0696-540e-9229-21505149f9a1", 2},
+      {"GPU-d8c16c85-4ebf-5ad7-897d-da74759e0946", 0},
+      {"GPU-b5693fc3-184f-5903-8408-1cf65f944e4d", 4},
+      {"GPU-7686041d-dbe9-5c49-b4fb-b61b57525544", 1}};
+  ASSERT_EQ(doc["gpus"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(doc["gpus"][i]["index"], i);
+    EXPECT_EQ(doc["gpus"][i]["uuid"], want[i].first);
+    EXPECT_EQ(doc["gpus"][i]["minor"], want[i].second) << want[i].first;
+  }
+}
 
 TEST(ProfileListTest, EveryBriefedProfileIsBuiltIn) {
   EXPECT_THAT(sim::ProfileNames(),

@@ -13,8 +13,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -124,6 +127,45 @@ TEST_F(DaemonTest, RegistersOnceAndServesEightGpusWithNuma) {
   EXPECT_TRUE(std::filesystem::exists(kubelet_.socket_path()));
   EXPECT_EQ(kubelet_.registration_count(), 1);
   EXPECT_THAT(kubelet_.rejections(), ::testing::IsEmpty());
+}
+
+// With passDeviceSpecs, each GPU's device spec is the driver's
+// /dev/nvidia<minor>, written out here from sim/profiles/dgx-h100.yaml
+// (minors are not indexes there): GPU 0 (index 0) is /dev/nvidia2, GPU 5
+// /dev/nvidia8.
+TEST_F(DaemonTest, DeviceSpecsAreTheGpusMinorsNotIndexes) {
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = StartPlugin("dgx-h100", {"--pass-device-specs"});
+  ExpectRegistrations(*plugin, 1);
+  const std::pair<const char*, const char*> cases[] = {
+      {"GPU-9605369a-4cef-521f-904b-cafb54df34d0", "/dev/nvidia2"},
+      {"GPU-5e3a5380-1a96-5e70-ab29-387692334a60", "/dev/nvidia8"},
+      {"GPU-f0721ffb-e66f-52de-a86e-1c9b040c372a", "/dev/nvidia0"}};
+  for (const auto& [uuid, node] : cases) {
+    v1beta1::AllocateRequest request;
+    request.add_container_requests()->add_devices_ids(uuid);
+    v1beta1::AllocateResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+    grpc::Status status =
+        Dial(SocketPath())->Allocate(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message() << plugin->Log();
+    ASSERT_EQ(response.container_responses_size(), 1);
+    std::vector<std::string> gpu_nodes;
+    for (const auto& spec : response.container_responses(0).devices()) {
+      // The control nodes are there only where this host has them.
+      if (!absl::StartsWith(spec.container_path(), "/dev/nvidia") ||
+          !absl::ascii_isdigit(
+              static_cast<unsigned char>(spec.container_path().back()))) {
+        continue;
+      }
+      gpu_nodes.push_back(spec.container_path());
+      EXPECT_THAT(spec.host_path(), ::testing::EndsWith(node)) << uuid;
+    }
+    EXPECT_THAT(gpu_nodes, ::testing::ElementsAre(node)) << uuid;
+  }
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }
 
 TEST_F(DaemonTest, ReRegistersOnEveryKubeletRestartWithoutLeaking) {

@@ -1,8 +1,10 @@
 #include "src/dra/slices/slice_builder.h"
 
 #include <iostream>
+#include <map>
 #include <random>
 #include <regex>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -352,6 +354,52 @@ TEST_F(SimSlicesTest, DgxH100) {
               Json({{"version", "9.0.0"}}));
     EXPECT_TRUE(d["attributes"].contains(kPcieRootAttribute));
   }
+  // Named by index, but the minor is the driver's (dgx-h100.yaml): GPU 0
+  // is /dev/nvidia2, GPU 5 /dev/nvidia8.
+  const std::pair<const char*, int> want[] = {
+      {"GPU-9605369a-4cef-521f-904b-cafb54df34d0", 2},
+      {"GPU-9d391317-5af3-50b6-beff-a02793204443", 3},
+      {"GPU-f0721ffb-e66f-52de-a86e-1c9b040c372a", 0},
+      {"GPU-a247cf48-492c-51cb-8f9d-afdf8da01c25", 1},
+      {"GPU-cccd02ab-8116-568f-884a-21353f0a0a66", 6},
+      {"GPU-5e3a5380-1a96-5e70-ab29-387692334a60", 8},
+      {"GPU-4e2715e4-ebc8-5c76-9654-d23b8fe77138", 4},
+      {"GPU-a5b17024-e9e5-5422-b1c3-d471ebf556ac", 5}};
+  for (int i = 0; i < 8; ++i) {
+    const Json* found = nullptr;
+    for (const Json& d : devices) {
+      if (d["name"] == absl::StrCat("gpu-", i)) found = &d;
+    }
+    ASSERT_NE(found, nullptr) << "gpu-" << i;
+    EXPECT_EQ((*found)["attributes"]["uuid"],
+              Json({{"string", want[i].first}}));
+    EXPECT_EQ((*found)["attributes"]["minor"], Json({{"int", want[i].second}}))
+        << want[i].first;
+  }
+}
+
+// a100-mig: a MIG device's parentMinor is its GPU's minor, not the index
+// its name carries (GPU 0 has minor 2, GPU 1 minor 0, GPU 2 minor 4).
+TEST_F(SimSlicesTest, A100MigParentMinors) {
+  std::vector<Json> slices = SlicesOf("a100-mig");
+  ASSERT_FALSE(slices.empty());
+  const std::map<std::string, int> want = {
+      {"GPU-81522b7c-0696-540e-9229-21505149f9a1", 2},
+      {"GPU-d8c16c85-4ebf-5ad7-897d-da74759e0946", 0},
+      {"GPU-b5693fc3-184f-5903-8408-1cf65f944e4d", 4}};
+  size_t mig_devices = 0;
+  for (const Json& slice : slices) {
+    for (const Json& d : slice["spec"].value("devices", Json::array())) {
+      const Json& a = d["attributes"];
+      if (a["type"] != Json({{"string", "mig"}})) continue;
+      ++mig_devices;
+      const std::string parent = a["parentUUID"]["string"];
+      ASSERT_TRUE(want.contains(parent)) << d["name"];
+      EXPECT_EQ(a["parentMinor"], Json({{"int", want.at(parent)}}))
+          << d["name"];
+    }
+  }
+  EXPECT_EQ(mig_devices, 3u + 7u + 2u);
 }
 
 TEST_F(SimSlicesTest, A100MigNode) {

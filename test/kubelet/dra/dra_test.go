@@ -12,6 +12,7 @@ package dra
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -228,6 +229,39 @@ func checkSharing(t *testing.T, mgr *dra.Manager, active *activePods, ts, mps *v
 	}
 }
 
+// expectDeviceNodes checks a claim's CDI spec: each CDI device (by name)
+// has exactly the device nodes of want (their paths in the container).
+func expectDeviceNodes(t *testing.T, specPath string, want map[string][]string) {
+	t.Helper()
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatalf("claim spec: %v", err)
+	}
+	var spec struct {
+		Devices []struct {
+			Name           string `json:"name"`
+			ContainerEdits struct {
+				DeviceNodes []struct {
+					Path string `json:"path"`
+				} `json:"deviceNodes"`
+			} `json:"containerEdits"`
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatalf("%s: %v", specPath, err)
+	}
+	got := map[string][]string{}
+	for _, d := range spec.Devices {
+		got[d.Name] = []string{}
+		for _, n := range d.ContainerEdits.DeviceNodes {
+			got[d.Name] = append(got[d.Name], n.Path)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s: device nodes %v, want %v", specPath, got, want)
+	}
+}
+
 func cdiDevices(t *testing.T, mgr *dra.Manager, pod *v1.Pod) []string {
 	t.Helper()
 	info, err := mgr.GetResources(pod, &pod.Spec.Containers[0])
@@ -327,9 +361,10 @@ func TestGpulet(t *testing.T) {
 	}
 	t.Logf("gpulet dra resident memory after a prepare: %s", vmRSS(plugin.Pid()))
 	specA := filepath.Join(cdi, "k8s.gpu.nvidia.com-claim_uid-claim-a.json")
-	if _, err := os.Stat(specA); err != nil {
-		t.Fatalf("claim spec: %v", err)
-	}
+	// dgx-h100's minors are not its indexes (sim/profiles/dgx-h100.yaml):
+	// gpu-0 is /dev/nvidia2, gpu-1 /dev/nvidia3.
+	expectDeviceNodes(t, specA, map[string][]string{
+		"uid-claim-a-gpu-0": {"/dev/nvidia2"}, "uid-claim-a-gpu-1": {"/dev/nvidia3"}})
 
 	// Health: an Xid 79 on GPU 1 reaches the kubelet through
 	// NodeWatchResources and shows in the pod's status; GPU 0 stays healthy.
@@ -375,6 +410,8 @@ func TestGpulet(t *testing.T) {
 	if got := cdiDevices(t, k.mgr, podB); fmt.Sprint(got) != "[k8s.gpu.nvidia.com/claim=uid-claim-b-gpu-2]" {
 		t.Fatalf("pod b after plugin restart: got %v", got)
 	}
+	expectDeviceNodes(t, filepath.Join(cdi, "k8s.gpu.nvidia.com-claim_uid-claim-b.json"),
+		map[string][]string{"uid-claim-b-gpu-2": {"/dev/nvidia0"}})
 	// Two memory shares of gpu-3 in one claim: a CDI device each, with its
 	// limit in MiB.
 	prepareOnceRegistered(t, k.mgr, podC)

@@ -265,6 +265,15 @@ func (n *Node) gpuNode() error {
 	if err != nil {
 		return err
 	}
+	// The scenarios expect each GPU's device node from the machine's YAML,
+	// never from gpulet's own answer.
+	minors, err := profileMinors(n.Cfg.SourceDir, n.Cfg.Machine)
+	if err != nil {
+		return err
+	}
+	if err := m.takeMinors(minors); err != nil {
+		return err
+	}
 	n.Machine = m
 	// The node's device nodes, /proc and /sys files and driver libraries,
 	// the simulator installed as the driver's NVML, all under one root.

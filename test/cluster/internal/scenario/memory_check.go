@@ -337,7 +337,12 @@ func (w *memWatch) checkEnv(p *corev1.Pod) {
 		if want := fmt.Sprint(podUnits(p)[j] * unitMiB); limit != want {
 			t.Errorf("%s/%s: GPULET_GPU_MEMORY_LIMIT=%q, want %s", p.Name, c.Name, limit, want)
 		}
-		want := map[string]bool{fmt.Sprintf("nvidia%d", minors[gpu]): true}
+		minor, ok := minors[gpu]
+		if !ok {
+			t.Errorf("%s/%s: units %v are of %s, not a GPU of the machine", p.Name, c.Name, ids, gpu)
+			continue
+		}
+		want := map[string]bool{fmt.Sprintf("nvidia%d", minor): true}
 		got := map[string]bool{}
 		for name := range nvidiaDevs(strings.Split(devs, "\n")) {
 			if _, control := controlNodes[name]; !control && name != "nvidia-caps" {
