@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "sim/control_client.h"
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
+#include "test/integration/device_health.h"
 #include "test/integration/gpulet_runner.h"
 
 namespace gpulet::testing {
@@ -64,22 +66,44 @@ int CountLines(const std::string& text, const std::string& pattern) {
   return n;
 }
 
-std::vector<std::string> UnhealthyIds(const std::string& socket) {
+// The devices whose gpulet_device_healthy sample is `value` ("0" or "1").
+std::set<std::string> DevicesAt(const std::string& text,
+                                const std::string& value) {
+  std::regex re("gpulet_device_healthy\\{[^}]*device=\"([^\"]+)\"[^}]*\\} " +
+                value + "\n");
+  std::set<std::string> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    out.insert((*it)[1].str());
+  }
+  return out;
+}
+
+// What the first message of a new ListAndWatch stream advertises.
+HealthById ListedHealth(const std::string& socket) {
   auto stub = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
       "unix://" + socket, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
   auto reader = stub->ListAndWatch(&context, v1beta1::Empty());
   v1beta1::ListAndWatchResponse response;
-  std::vector<std::string> out;
-  if (reader->Read(&response)) {
-    for (const auto& d : response.devices()) {
-      if (d.health() != "Healthy") out.push_back(d.id());
-    }
-  }
+  HealthById out;
+  if (reader->Read(&response)) out = AdvertisedHealth(response);
   context.TryCancel();
   reader->Finish().ok();
   return out;
+}
+
+// Lists again until the socket advertises exactly `want`, or the timeout.
+HealthById WaitForListedHealth(const std::string& socket,
+                               const HealthById& want) {
+  HealthById got = ListedHealth(socket);
+  absl::Time deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline && got != want) {
+    absl::SleepFor(absl::Milliseconds(20));
+    got = ListedHealth(socket);
+  }
+  return got;
 }
 
 class DaemonConfiguredTest : public ::testing::Test {
@@ -147,8 +171,13 @@ TEST_F(DaemonConfiguredTest, MetricsShowRegistrationsDevicesAndXids) {
     absl::SleepFor(absl::Milliseconds(20));
     text = Scrape(port);
   }
-  EXPECT_EQ(CountLines(text, "gpulet_device_healthy\\{[^}]*\\} 0\n"), 1)
-      << text;
+  // By device: GPU 1's (the profile's second GPU) went to 0, no other.
+  const std::vector<std::string> gpus = ProfileGpuUuids("dgx-h100");
+  ASSERT_EQ(gpus.size(), 8u);
+  std::set<std::string> others(gpus.begin(), gpus.end());
+  others.erase(gpus[1]);
+  EXPECT_EQ(DevicesAt(text, "0"), std::set<std::string>{gpus[1]}) << text;
+  EXPECT_EQ(DevicesAt(text, "1"), others) << text;
   EXPECT_EQ(
       CountLines(text, "gpulet_xid_events_total\\{[^}]*xid=\"79\"[^}]*\\} 1\n"),
       1)
@@ -231,29 +260,30 @@ TEST_F(DaemonConfiguredTest, MigScopedXidMarksOnlyThatMigDevice) {
   ASSERT_TRUE(kubelet_.WaitForRegistrations(4, kTimeout)) << plugin->Log();
   ASSERT_TRUE(plugin->WaitForLog("health monitor: watching", kTimeout));
   const std::string small = dir_ + "/gpulet-mig-1g.5gb.sock";
-  ASSERT_TRUE(UnhealthyIds(small).empty());
+  // From the profile: GPU 0's one 1g.5gb device and GPU 1's seven.
+  const std::vector<std::string> all = ProfileMigUuids("a100-mig", "1g.5gb");
+  const std::vector<std::string> on_gpu1 =
+      ProfileMigUuids("a100-mig", "1g.5gb", 1);
+  ASSERT_EQ(all.size(), 8u);
+  ASSERT_EQ(on_gpu1.size(), 7u);
+  const HealthById healthy = ExpectedHealth(all);
+  ASSERT_EQ(HealthDiff(WaitForListedHealth(small, healthy), healthy), "");
+  const HealthById gpu3 = ExpectedHealth({ProfileGpuUuids("a100-mig").at(3)});
 
   // GPU 1 carries seven 1g.5gb devices; GI 8 is the second of them.
   ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 48 8 0").ok());
-  std::vector<std::string> unhealthy;
-  absl::Time deadline = absl::Now() + kTimeout;
-  while (absl::Now() < deadline && unhealthy.empty()) {
-    absl::SleepFor(absl::Milliseconds(20));
-    unhealthy = UnhealthyIds(small);
-  }
-  EXPECT_THAT(unhealthy, ::testing::ElementsAre(
-                             "MIG-18c9dd1a-ba9e-5a60-9a3c-798e6dc65d58"))
+  const HealthById one_down =
+      ExpectedHealth(all, {"MIG-18c9dd1a-ba9e-5a60-9a3c-798e6dc65d58"});
+  EXPECT_EQ(HealthDiff(WaitForListedHealth(small, one_down), one_down), "")
       << plugin->Log();
-  EXPECT_TRUE(UnhealthyIds(dir_ + "/gpulet-gpu.sock").empty());
+  EXPECT_EQ(HealthDiff(ListedHealth(dir_ + "/gpulet-gpu.sock"), gpu3), "");
 
-  // A GPU-wide Xid on GPU 1 takes all seven.
+  // A GPU-wide Xid on GPU 1 takes all seven, and only them.
   ASSERT_TRUE(sim::SendControlCommand(sim_socket_, "xid 1 79").ok());
-  deadline = absl::Now() + kTimeout;
-  while (absl::Now() < deadline && unhealthy.size() < 7) {
-    absl::SleepFor(absl::Milliseconds(20));
-    unhealthy = UnhealthyIds(small);
-  }
-  EXPECT_EQ(unhealthy.size(), 7u) << plugin->Log();
+  const HealthById gpu1_down = ExpectedHealth(all, on_gpu1);
+  EXPECT_EQ(HealthDiff(WaitForListedHealth(small, gpu1_down), gpu1_down), "")
+      << plugin->Log();
+  EXPECT_EQ(HealthDiff(ListedHealth(dir_ + "/gpulet-gpu.sock"), gpu3), "");
 }
 
 // With a CDI strategy the plugin writes the spec its answers name, before it

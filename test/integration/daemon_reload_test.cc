@@ -4,7 +4,6 @@
 // lost) and what it may change (the devices of a resource, in place).
 #include <signal.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,6 +24,7 @@
 #include "sim/control_client.h"
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
+#include "test/integration/device_health.h"
 #include "test/integration/gpulet_runner.h"
 
 namespace gpulet::testing {
@@ -37,12 +37,6 @@ using ::testing::Not;
 constexpr absl::Duration kTimeout = absl::Seconds(30);
 
 using Devices = v1beta1::ListAndWatchResponse;
-
-int Healthy(const Devices& list) {
-  return static_cast<int>(std::count_if(
-      list.devices().begin(), list.devices().end(),
-      [](const v1beta1::Device& d) { return d.health() == "Healthy"; }));
-}
 
 // One ListAndWatch stream held open for the whole test, as the kubelet
 // holds it: every message is kept, and the stream's end is noticed.
@@ -75,11 +69,18 @@ class Watch {
     absl::MutexLock lock(&mu_);
     return messages_.empty() ? Devices() : messages_.back();
   }
-  std::string Describe() {
-    Devices last = latest();
+  // Until the latest message advertises exactly `want`: every device of
+  // it, with its health, and no other.
+  bool WaitForHealth(const HealthById& want) {
+    return WaitUntil(
+        [&](const Devices& l) { return AdvertisedHealth(l) == want; });
+  }
+  // How the latest message differs from `want`.
+  std::string Describe(const HealthById& want) {
+    const std::string diff = HealthDiff(AdvertisedHealth(latest()), want);
     return absl::StrCat(ended() ? "stream ended; " : "stream open; ",
-                        "latest: ", last.devices_size(), " devices, ",
-                        Healthy(last), " healthy");
+                        diff.empty() ? "latest message as wanted"
+                                     : "latest message differs:\n" + diff);
   }
 
  private:
@@ -191,19 +192,36 @@ class DaemonReloadTest : public ::testing::Test {
   FakeKubelet kubelet_{dir_};
 };
 
+// The dgx-h100 GPUs by NVML index, from the simulator's profile: what each
+// test below expects by ID.
+const std::vector<std::string>& H100s() {
+  static const auto* uuids =
+      new std::vector<std::string>(ProfileGpuUuids("dgx-h100"));
+  return *uuids;
+}
+
+// The replica IDs of the dgx-h100 GPUs at `indexes`.
+std::vector<std::string> ReplicasOf(std::vector<int> indexes, int replicas) {
+  std::vector<std::string> uuids;
+  for (int i : indexes) uuids.push_back(H100s().at(i));
+  return ReplicaIds(uuids, replicas);
+}
+
 // A lost GPU makes discovery fail for that GPU; a reload then must keep
 // serving the other seven (it exited, taking them all away), with the lost
 // one Unhealthy, and bring it back when the GPU returns.
 TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
+  ASSERT_EQ(H100s().size(), 8u);
+  const HealthById all_healthy = ExpectedHealth(H100s());
+  const HealthById gpu2_lost = ExpectedHealth(H100s(), {H100s()[2]});
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start("dgx-h100", kPlain, {"GPULET_HEALTH_QUIET_PERIOD=0s"});
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
-      << watch.Describe();
+  ASSERT_TRUE(watch.WaitForHealth(all_healthy)) << watch.Describe(all_healthy);
   Sim("lose 2");
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 7; }))
-      << watch.Describe() << "\n"
+  ASSERT_TRUE(watch.WaitForHealth(gpu2_lost))
+      << watch.Describe(gpu2_lost) << "\n"
       << plugin->Log();
 
   Reload(*plugin, "configuration reloaded");
@@ -211,14 +229,12 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
   EXPECT_THAT(plugin->Log(), HasSubstr("GPU 2 (GPU-"));
   EXPECT_THAT(plugin->Log(), HasSubstr("its devices are advertised Unhealthy"));
   EXPECT_FALSE(watch.ended()) << plugin->Log();
-  Devices now = watch.latest();
-  EXPECT_EQ(now.devices_size(), 8);
-  EXPECT_EQ(Healthy(now), 7);
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), gpu2_lost), "");
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
 
   Sim("restore 2");
-  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
-      << watch.Describe() << "\n"
+  EXPECT_TRUE(watch.WaitForHealth(all_healthy))
+      << watch.Describe(all_healthy) << "\n"
       << plugin->Log();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
@@ -230,23 +246,25 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
 // it like any unhealthy GPU. It used to stay Unhealthy until the next
 // reload (found by the chaos soak, seed 21 on islands-16).
 TEST_F(DaemonReloadTest, AGpuThatFailedDiscoveryRecoversWithoutAnEvent) {
+  ASSERT_EQ(H100s().size(), 8u);
+  const HealthById all_healthy = ExpectedHealth(H100s());
+  const HealthById gpu2_lost = ExpectedHealth(H100s(), {H100s()[2]});
   ASSERT_TRUE(kubelet_.Start());
   auto plugin =
       Start("dgx-h100", kPlain,
             {"GPULET_HEALTH_QUIET_PERIOD=0s", "DP_DISABLE_HEALTHCHECKS=79"});
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
-      << watch.Describe();
+  ASSERT_TRUE(watch.WaitForHealth(all_healthy)) << watch.Describe(all_healthy);
   Sim("lose 2");
   Reload(*plugin, "configuration reloaded");
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 7; }))
-      << watch.Describe() << "\n"
+  ASSERT_TRUE(watch.WaitForHealth(gpu2_lost))
+      << watch.Describe(gpu2_lost) << "\n"
       << plugin->Log();
 
   Sim("restore 2");
-  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) { return Healthy(l) == 8; }))
-      << watch.Describe() << "\n"
+  EXPECT_TRUE(watch.WaitForHealth(all_healthy))
+      << watch.Describe(all_healthy) << "\n"
       << plugin->Log();
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
@@ -256,26 +274,27 @@ TEST_F(DaemonReloadTest, AGpuThatFailedDiscoveryRecoversWithoutAnEvent) {
 // stream stays open, the unhealthy GPU stays unhealthy, and the monitor
 // still acts on the next fault.
 TEST_F(DaemonReloadTest, ARejectedFileChangesNothing) {
+  const std::vector<std::string> replicas =
+      ReplicasOf({0, 1, 2, 3, 4, 5, 6, 7}, 4);
+  const HealthById all_healthy = ExpectedHealth(replicas);
+  const HealthById gpu1_down = ExpectedHealth(replicas, ReplicasOf({1}, 4));
+  const HealthById gpus13_down =
+      ExpectedHealth(replicas, ReplicasOf({1, 3}, 4));
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start("dgx-h100", TimeSlicing(4));
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return Healthy(l) == 32;
-  })) << watch.Describe();
+  ASSERT_TRUE(watch.WaitForHealth(all_healthy)) << watch.Describe(all_healthy);
   Sim("xid 1 79");
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return Healthy(l) == 28;
-  })) << watch.Describe();
+  ASSERT_TRUE(watch.WaitForHealth(gpu1_down)) << watch.Describe(gpu1_down);
 
   WriteConfig(TimeSlicing(1));
   Reload(*plugin, "configuration not reloaded, keeping the previous one");
   EXPECT_THAT(plugin->Log(), HasSubstr("replicas"));
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), gpu1_down), "");
   Sim("xid 3 79");
-  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return Healthy(l) == 24;
-  })) << watch.Describe()
-      << "\n"
+  EXPECT_TRUE(watch.WaitForHealth(gpus13_down))
+      << watch.Describe(gpus13_down) << "\n"
       << plugin->Log();
   EXPECT_FALSE(watch.ended());
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
@@ -288,21 +307,25 @@ TEST_F(DaemonReloadTest, ARejectedFileChangesNothing) {
 // the open stream, and the GPU that had Xid 79 stays unhealthy in the new
 // device list (it came back Healthy).
 TEST_F(DaemonReloadTest, HealthSurvivesAReloadThatChangesReplicas) {
+  const std::vector<int> every = {0, 1, 2, 3, 4, 5, 6, 7};
+  const HealthById four_gpu6_down =
+      ExpectedHealth(ReplicasOf(every, 4), ReplicasOf({6}, 4));
+  const HealthById two_gpu6_down =
+      ExpectedHealth(ReplicasOf(every, 2), ReplicasOf({6}, 2));
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start("dgx-h100", TimeSlicing(4));
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
   Sim("xid 6 79");
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return l.devices_size() == 32 && Healthy(l) == 28;
-  })) << watch.Describe();
+  ASSERT_TRUE(watch.WaitForHealth(four_gpu6_down))
+      << watch.Describe(four_gpu6_down);
 
   WriteConfig(TimeSlicing(2));
   Reload(*plugin, "configuration reloaded");
   EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
     return l.devices_size() == 16;
-  })) << watch.Describe();
-  EXPECT_EQ(Healthy(watch.latest()), 14) << watch.Describe();
+  })) << watch.Describe(two_gpu6_down);
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), two_gpu6_down), "");
   EXPECT_FALSE(watch.ended());
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
   plugin->Signal(SIGTERM);
@@ -310,8 +333,16 @@ TEST_F(DaemonReloadTest, HealthSurvivesAReloadThatChangesReplicas) {
 }
 
 // MIG mixed, unchanged file: the MIG devices of the GPU that had Xid 79
-// stay unhealthy, and no resource registers again.
+// stay unhealthy, and no resource registers again. GPU 0's 1g.5gb device
+// shares the resource and stays Healthy throughout.
 TEST_F(DaemonReloadTest, MigHealthSurvivesAnUnchangedReload) {
+  const std::vector<std::string> small = ProfileMigUuids("a100-mig", "1g.5gb");
+  const std::vector<std::string> on_gpu1 =
+      ProfileMigUuids("a100-mig", "1g.5gb", 1);
+  ASSERT_EQ(small.size(), 8u);
+  ASSERT_EQ(on_gpu1.size(), 7u);
+  const HealthById all_healthy = ExpectedHealth(small);
+  const HealthById gpu1_down = ExpectedHealth(small, on_gpu1);
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start("a100-mig", kMigMixed);
   // Every resource registered once before the count is taken.
@@ -325,21 +356,15 @@ TEST_F(DaemonReloadTest, MigHealthSurvivesAnUnchangedReload) {
   ASSERT_GT(Count(plugin->Log(), "registered nvidia.com/mig-1g.5gb"), 0)
       << plugin->Log();
   Watch watch(Socket("gpulet-mig-1g.5gb.sock"));
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return l.devices_size() > 0 && Healthy(l) == l.devices_size();
-  })) << watch.Describe();
-  const int total = watch.latest().devices_size();
+  ASSERT_TRUE(watch.WaitForHealth(all_healthy)) << watch.Describe(all_healthy);
   Sim("xid 1 79");
-  ASSERT_TRUE(watch.WaitUntil([&](const Devices& l) {
-    return Healthy(l) < total;
-  })) << watch.Describe()
-      << "\n"
+  ASSERT_TRUE(watch.WaitForHealth(gpu1_down))
+      << watch.Describe(gpu1_down) << "\n"
       << plugin->Log();
-  const int healthy = Healthy(watch.latest());
   const int registrations = kubelet_.registration_count();
 
   Reload(*plugin, "configuration reloaded");
-  EXPECT_EQ(Healthy(watch.latest()), healthy) << watch.Describe();
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), gpu1_down), "");
   EXPECT_FALSE(watch.ended());
   EXPECT_EQ(kubelet_.registration_count(), registrations) << plugin->Log();
   plugin->Signal(SIGTERM);
@@ -349,13 +374,16 @@ TEST_F(DaemonReloadTest, MigHealthSurvivesAnUnchangedReload) {
 // An Xid injected while a reload runs is delivered (the simulator routes it
 // to a watching event set) and acted on.
 TEST_F(DaemonReloadTest, AnXidDuringAReloadIsNotLost) {
+  const std::vector<int> every = {0, 1, 2, 3, 4, 5, 6, 7};
+  const HealthById two_healthy = ExpectedHealth(ReplicasOf(every, 2));
+  // Back at 3 replicas per GPU after round 3, with GPUs 4, 5 and 6 down.
+  const HealthById three_gpus456_down =
+      ExpectedHealth(ReplicasOf(every, 3), ReplicasOf({4, 5, 6}, 3));
   ASSERT_TRUE(kubelet_.Start());
   auto plugin = Start("dgx-h100", TimeSlicing(2));
   ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return Healthy(l) == 16;
-  })) << watch.Describe();
+  ASSERT_TRUE(watch.WaitForHealth(two_healthy)) << watch.Describe(two_healthy);
   for (int round = 1; round <= 3; ++round) {
     WriteConfig(TimeSlicing(round % 2 == 0 ? 2 : 3));
     plugin->Signal(SIGHUP);
@@ -363,11 +391,8 @@ TEST_F(DaemonReloadTest, AnXidDuringAReloadIsNotLost) {
     ASSERT_NO_FATAL_FAILURE(
         WaitForCount(*plugin, "configuration reloaded", round));
   }
-  // Back at 3 replicas per GPU after round 3, with GPUs 4, 5 and 6 down.
-  EXPECT_TRUE(watch.WaitUntil([](const Devices& l) {
-    return l.devices_size() == 24 && Healthy(l) == 15;
-  })) << watch.Describe()
-      << "\n"
+  EXPECT_TRUE(watch.WaitForHealth(three_gpus456_down))
+      << watch.Describe(three_gpus456_down) << "\n"
       << plugin->Log();
   EXPECT_EQ(Unrouted(), 0);
   plugin->Signal(SIGTERM);

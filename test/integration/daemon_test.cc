@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
+#include "test/integration/device_health.h"
 #include "test/integration/gpulet_runner.h"
 
 namespace gpulet::testing {
@@ -101,6 +102,8 @@ TEST_F(DaemonTest, RegistersOnceAndServesEightGpusWithNuma) {
   auto list = FirstListAndWatch(SocketPath());
   ASSERT_TRUE(list.has_value());
   ASSERT_EQ(list->devices_size(), 8);
+  const HealthById all_healthy = ExpectedHealth(ProfileGpuUuids("dgx-h100"));
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(*list), all_healthy), "");
   int on_node1 = 0;
   for (const auto& device : list->devices()) {
     EXPECT_THAT(device.id(), StartsWith("GPU-"));
@@ -265,7 +268,8 @@ TEST_F(DaemonTest, SighupReloadsWithoutReRegistering) {
   EXPECT_TRUE(plugin->Running());
   auto list = FirstListAndWatch(SocketPath());
   ASSERT_TRUE(list.has_value());
-  EXPECT_EQ(list->devices_size(), 8);
+  const HealthById all_healthy = ExpectedHealth(ProfileGpuUuids("dgx-h100"));
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(*list), all_healthy), "");
   EXPECT_THAT(plugin->Log(), HasSubstr("received SIGHUP; reloading"));
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
   plugin->Signal(SIGTERM);

@@ -26,6 +26,7 @@ func TestFakePluginOtherShape(t *testing.T) {
 func TestMismatchFailsClearly(t *testing.T) {
 	register, _ := Lookup("register")
 	allocate, _ := Lookup("allocate")
+	health, _ := Lookup("health")
 	cases := []struct {
 		name  string
 		sc    Scenario
@@ -38,6 +39,10 @@ func TestMismatchFailsClearly(t *testing.T) {
 			[]string{"gets no NVIDIA_VISIBLE_DEVICES", "EXAMPLE_VISIBLE_DEVICES=fake-gpu-"}},
 		{"plugin exits", register, func(s *Spec) { s.PluginArgv = append(s.PluginArgv, "-devices=oops") },
 			[]string{"plugin process ended", "exit status 2", `invalid value "oops"`}},
+		// The right number of devices, but not the one the fault names.
+		{"fault on another device", health, func(s *Spec) { s.FaultIDs = []string{"fake-gpu-1"} },
+			[]string{"exactly [fake-gpu-1] to turn unhealthy", "unhealthy or gone: [fake-gpu-0]",
+				"healthy but expected not to be: [fake-gpu-1]", "capacity 4, allocatable 3"}},
 		{"no such plugin", register, func(s *Spec) { s.PluginArgv = []string{"/nonexistent/plugin"} },
 			[]string{"start plugin", "/nonexistent/plugin"}},
 	}

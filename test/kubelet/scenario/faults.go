@@ -60,10 +60,20 @@ func runHealth(e *Env) error {
 	}
 	n, bad := int64(e.Spec.Devices), int64(e.Spec.FaultDevices)
 	before := healthyIDs(e)
+	for _, id := range e.Spec.FaultIDs {
+		if !slices.Contains(before, id) {
+			return fmt.Errorf("device %s, which the fault is to make unhealthy, is not among the kubelet's healthy devices %v", id, before)
+		}
+	}
 	if err := e.Hook(e.Spec.FaultCmd); err != nil {
 		return err
 	}
-	if err := e.wait(fmt.Sprintf("%d device(s) to turn unhealthy", bad), e.resourceIs(n, n-bad)); err != nil {
+	what, sick := fmt.Sprintf("%d device(s) to turn unhealthy", bad), e.resourceIs(n, n-bad)
+	if len(e.Spec.FaultIDs) > 0 {
+		what = fmt.Sprintf("exactly %v to turn unhealthy, every other device staying healthy", e.Spec.FaultIDs)
+		sick = allOf(sick, e.healthyAre(before, without(before, e.Spec.FaultIDs)))
+	}
+	if err := e.wait(what, sick); err != nil {
 		return fmt.Errorf("after %q: %w", e.Spec.FaultCmd, err)
 	}
 	e.step("after %q the kubelet shows capacity %d, allocatable %d; unhealthy: %v",
@@ -81,11 +91,38 @@ func runHealth(e *Env) error {
 	if err := e.Hook(e.Spec.RecoverCmd); err != nil {
 		return err
 	}
-	if err := e.wait("every device to be healthy again", e.resourceIs(n, n)); err != nil {
+	if err := e.wait("every device to be healthy again", allOf(e.resourceIs(n, n), e.healthyAre(before, before))); err != nil {
 		return fmt.Errorf("after %q: %w", e.Spec.RecoverCmd, err)
 	}
 	e.step("after %q every device is healthy again", e.Spec.RecoverCmd)
 	return nil
+}
+
+// healthyAre reports whether the kubelet's healthy devices of the resource
+// are exactly want; what it sees names the devices of all (the healthy
+// ones before the fault) that are not healthy, and any it did not expect.
+func (e *Env) healthyAre(all, want []string) func() (bool, string) {
+	return func() (bool, string) {
+		now := healthyIDs(e)
+		seen := fmt.Sprintf("unhealthy or gone: %v", missing(all, now))
+		if extra := missing(now, want); len(extra) > 0 {
+			seen += fmt.Sprintf("; healthy but expected not to be: %v", extra)
+		}
+		return slices.Equal(now, sortedCopy(want)), seen
+	}
+}
+
+// allOf holds when every condition does; it reports what each saw.
+func allOf(conds ...func() (bool, string)) func() (bool, string) {
+	return func() (bool, string) {
+		ok, seen := true, []string{}
+		for _, c := range conds {
+			o, s := c()
+			ok = ok && o
+			seen = append(seen, s)
+		}
+		return ok, strings.Join(seen, "; ")
+	}
 }
 
 func healthyIDs(e *Env) []string {
@@ -96,6 +133,7 @@ func healthyIDs(e *Env) []string {
 	return ids
 }
 
+// missing returns the IDs of before that are not in after.
 func missing(before, after []string) []string {
 	var out []string
 	for _, id := range before {
@@ -103,5 +141,14 @@ func missing(before, after []string) []string {
 			out = append(out, id)
 		}
 	}
+	return out
+}
+
+// without returns all but the IDs of drop.
+func without(all, drop []string) []string { return missing(all, drop) }
+
+func sortedCopy(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
 	return out
 }

@@ -18,6 +18,7 @@ import (
 //	GPULET_EXPECT_ENV       NVIDIA_VISIBLE_DEVICES
 //	GPULET_FAULT_CMD        shell command making one GPU unhealthy ($PLUGIN_PID is set)
 //	GPULET_RECOVER_CMD      shell command making it healthy again
+//	GPULET_FAULT_IDS        comma-separated device IDs the fault must make unhealthy
 func TestGpulet(t *testing.T) {
 	bin := os.Getenv("GPULET_BIN")
 	if bin == "" {
@@ -36,6 +37,9 @@ func TestGpulet(t *testing.T) {
 		MapID:      func(id string) string { uuid, _, _ := strings.Cut(id, "::"); return uuid },
 		FaultCmd:   os.Getenv("GPULET_FAULT_CMD"),
 		RecoverCmd: os.Getenv("GPULET_RECOVER_CMD"),
+	}
+	if ids := os.Getenv("GPULET_FAULT_IDS"); ids != "" {
+		spec.FaultIDs = strings.Split(ids, ",")
 	}
 	if testing.Verbose() {
 		spec.Verbose = os.Stderr

@@ -41,6 +41,8 @@ func fakeSpec(t *testing.T, args ...string) Spec {
 		EnvName:    "EXAMPLE_VISIBLE_DEVICES",
 		FaultCmd:   "kill -USR1 $PLUGIN_PID",
 		RecoverCmd: "kill -USR2 $PLUGIN_PID",
+		// SIGUSR1 takes the fake's first device.
+		FaultIDs: []string{fakeplugin.DeviceID(0)},
 	}
 }
 

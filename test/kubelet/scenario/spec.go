@@ -35,11 +35,16 @@ type Spec struct {
 
 	// FaultCmd and RecoverCmd are `sh -c` commands for the health scenario
 	// (skipped when FaultCmd is empty), run with PLUGIN_PID set. FaultCmd must
-	// make exactly FaultDevices devices unhealthy (default 1); RecoverCmd,
-	// if set, must make them healthy again.
+	// make exactly FaultDevices devices unhealthy (default 1, or the number
+	// of FaultIDs); RecoverCmd, if set, must make them healthy again.
 	FaultCmd     string
 	RecoverCmd   string
 	FaultDevices int
+	// FaultIDs, if set, are the device IDs FaultCmd must make unhealthy,
+	// known from the fault itself (the GPU it names): the kubelet must then
+	// show exactly these unhealthy and every other device still healthy,
+	// and after RecoverCmd exactly the devices it had before.
+	FaultIDs []string
 
 	// ExtraResources are the other resources the plugin must register, with
 	// their healthy device counts (the resources scenario checks them).
@@ -66,7 +71,7 @@ func (s Spec) withDefaults() Spec {
 		s.MapID = func(id string) string { return id }
 	}
 	if s.FaultDevices == 0 {
-		s.FaultDevices = 1
+		s.FaultDevices = max(1, len(s.FaultIDs))
 	}
 	if s.KubeletRestarts == 0 {
 		s.KubeletRestarts = 3
@@ -85,6 +90,9 @@ func (s Spec) validate() error {
 		return errors.New("spec: no resource name")
 	case s.Devices < 1:
 		return fmt.Errorf("spec: expected device count must be at least 1, got %d", s.Devices)
+	case len(s.FaultIDs) > 0 && len(s.FaultIDs) != s.FaultDevices:
+		return fmt.Errorf("spec: %d fault device IDs %v, but the fault makes %d devices unhealthy",
+			len(s.FaultIDs), s.FaultIDs, s.FaultDevices)
 	}
 	return nil
 }

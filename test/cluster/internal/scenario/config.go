@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gpulet.dev/test/cluster/internal/node"
@@ -17,7 +18,8 @@ func init() {
 	register(Scenario{
 		Name: "time-slicing",
 		Doc: "deploy/configmap-example.yaml as shipped (every GPU time-sliced 4 ways) reaches gpulet " +
-			"through the ConfigMap and a rollout restart; the node then advertises 4 per GPU",
+			"through the ConfigMap and a rollout restart; the kubelet then has exactly <uuid>::0..3 of every GPU, " +
+			"and a pod given one sees that GPU",
 		Run: timeSlicingScenario,
 	})
 }
@@ -79,8 +81,12 @@ func strategiesScenario(t *T) {
 
 func timeSlicingScenario(t *T) {
 	n := t.N
-	gpus := len(n.Machine.GPUs)
-	if err := n.Reconfigure(t.Ctx, node.ExampleConfig, map[string]int{"nvidia.com/gpu": 4 * gpus}); err != nil {
+	uuids := profileGPUs(t)
+	gpus := len(uuids)
+	// The example shares every GPU 4 ways: the replica IDs <uuid>::0..3 of
+	// every GPU of the profile, no other.
+	replicas := replicaIDs(uuids, 4)
+	if err := n.Reconfigure(t.Ctx, node.ExampleConfig, map[string]int{"nvidia.com/gpu": len(replicas)}); err != nil {
 		t.Fatalf("%v", err)
 	}
 	defer func() {
@@ -88,10 +94,18 @@ func timeSlicingScenario(t *T) {
 			t.Errorf("restoring the config: %v", err)
 		}
 	}()
+	if err := waitAllocatableIDs(t, "nvidia.com/gpu", replicas); err != nil {
+		t.Errorf("the time-sliced GPUs: %v", err)
+	}
 	createAndWaitRunning(t, gpuPod("shared", 1, "nvidia.com/gpu"))
 	defer deletePods(t, "shared")
 	ids := allocatedDevices(t, "shared", "nvidia.com/gpu")
-	if len(ids) != 1 || !strings.Contains(ids[0], "::") {
-		t.Errorf("a time-sliced pod got %v, want one replica ID <uuid>::<n>", ids)
+	if len(ids) != 1 || !slices.Contains(replicas, ids[0]) {
+		t.Fatalf("a time-sliced pod got %v, want one of the replica IDs %v", ids, replicas)
+	}
+	// The container asked for the replica's GPU, by the UUID the ID names.
+	uuid, _, _ := strings.Cut(ids[0], "::")
+	if v := requestedVisibleDevices(t, "shared"); v != uuid {
+		t.Errorf("the pod given replica %s was created with NVIDIA_VISIBLE_DEVICES=%q, want %s", ids[0], v, uuid)
 	}
 }

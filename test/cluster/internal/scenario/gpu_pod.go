@@ -10,7 +10,8 @@ func init() {
 	register(Scenario{
 		Name: "gpu-pod",
 		Doc: "a pod with nvidia.com/gpu: 2 runs with exactly its two GPUs' device nodes, " +
-			"cgroup rules, environment and driver mounts; a pod without a request gets none of it",
+			"cgroup rules, NVIDIA_VISIBLE_DEVICES (the UUIDs the kubelet allocated) and driver mounts; " +
+			"a pod without a request gets none of it",
 		Run: gpuPodScenario,
 	})
 }
@@ -33,6 +34,10 @@ func gpuPodScenario(t *T) {
 	ids := allocatedDevices(t, "gpu-pod", "nvidia.com/gpu")
 	if len(ids) != 2 {
 		t.Fatalf("the kubelet allocated %v to gpu-pod, want 2 devices", ids)
+	}
+	profile := profileGPUs(t)
+	for _, id := range ids {
+		profileIndex(t, profile, id)
 	}
 	wantDev := map[string]bool{}
 	wantRules := map[string]bool{}
@@ -61,6 +66,10 @@ func gpuPodScenario(t *T) {
 	if v := env["NVIDIA_VISIBLE_DEVICES"]; v == "" {
 		t.Errorf("gpu-pod: NVIDIA_VISIBLE_DEVICES unset")
 	}
+	// The container asked for exactly the GPUs the kubelet allocated (its
+	// checkpoint), by UUID (deviceIDStrategy: uuid), in any order.
+	v := requestedVisibleDevices(t, "gpu-pod")
+	expectIDSet(t, "gpu-pod: NVIDIA_VISIBLE_DEVICES="+v+" in the container's spec", strings.Split(v, ","), ids)
 	lib := fmt.Sprintf("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.%s", n.Machine.DriverVersion)
 	if !mounted(r["mounts"], lib) {
 		t.Errorf("gpu-pod: the driver's %s is not mounted", lib)

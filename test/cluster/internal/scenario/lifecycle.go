@@ -24,8 +24,9 @@ func init() {
 	})
 	register(Scenario{
 		Name: "xid",
-		Doc: "an Xid lowers the node's allocatable in the API server and the quiet period brings it back; " +
-			"a pod on that GPU keeps running; a lost GPU (sim lose) lowers it too and comes back after sim restore",
+		Doc: "an Xid lowers the node's allocatable in the API server and takes exactly that GPU out of the kubelet's " +
+			"allocatable devices, the quiet period brings it back; a pod on that GPU keeps running; a lost GPU " +
+			"(sim lose) goes out too, by ID, and comes back after sim restore",
 		Run: xidScenario,
 	})
 }
@@ -145,7 +146,8 @@ health:
 
 func xidScenario(t *T) {
 	n := t.N
-	gpus := len(n.Machine.GPUs)
+	uuids := profileGPUs(t)
+	gpus := len(uuids)
 	full := map[string]int{"nvidia.com/gpu": gpus}
 	if err := n.Reconfigure(t.Ctx, healthConfig, full); err != nil {
 		t.Fatalf("%v", err)
@@ -159,8 +161,14 @@ func xidScenario(t *T) {
 	defer deletePods(t, "on-sick-gpu")
 	devs := allocatedDevices(t, "on-sick-gpu", "nvidia.com/gpu")
 	cid, _ := containerID(t, "on-sick-gpu")
-	idx := n.GPUIndex(devs[0])
+	if len(devs) != 1 {
+		t.Fatalf("the kubelet allocated %v to on-sick-gpu, want 1 device", devs)
+	}
+	sick := devs[0]
+	idx := profileIndex(t, uuids, sick)
 
+	// By ID: the sick GPU leaves the kubelet's allocatable devices, and
+	// only it; its neighbours stay.
 	start := time.Now()
 	if err := n.Sim("xid", "--gpu", fmt.Sprint(idx), "--xid", "62"); err != nil {
 		t.Fatalf("%v", err)
@@ -169,16 +177,23 @@ func xidScenario(t *T) {
 		t.Fatalf("after Xid 62: %v", err)
 	}
 	t.Figure("Xid -> allocatable lowered in the API server", time.Since(start))
+	if err := waitAllocatableIDs(t, "nvidia.com/gpu", except(uuids, sick)); err != nil {
+		t.Errorf("after Xid 62 on GPU %d (%s): %v", idx, sick, err)
+	}
 
 	// Meanwhile another GPU falls off the bus and comes back. gpulet
 	// recovers a restored GPU only when one of its probes saw it lost:
 	// allocatable dropping says one did, so the restore waits for that.
 	lostIdx := (idx + 1) % gpus
+	lost := uuids[lostIdx]
 	if err := n.Sim("lose", "--gpu", fmt.Sprint(lostIdx)); err != nil {
 		t.Fatalf("%v", err)
 	}
 	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus-2); err != nil {
 		t.Fatalf("after sim lose --gpu %d: %v", lostIdx, err)
+	}
+	if err := waitAllocatableIDs(t, "nvidia.com/gpu", except(uuids, sick, lost)); err != nil {
+		t.Errorf("after sim lose --gpu %d (%s), with GPU %d still sick: %v", lostIdx, lost, idx, err)
 	}
 	if err := n.Sim("restore", "--gpu", fmt.Sprint(lostIdx)); err != nil {
 		t.Fatalf("%v", err)
@@ -188,6 +203,9 @@ func xidScenario(t *T) {
 	if err := n.WaitAllocatable(t.Ctx, "nvidia.com/gpu", gpus); err != nil {
 		got, _ := n.Allocatable(t.Ctx, "nvidia.com/gpu")
 		t.Fatalf("after the quiet period and sim restore --gpu %d: %v (it is %d)", lostIdx, err, got)
+	}
+	if err := waitAllocatableIDs(t, "nvidia.com/gpu", uuids); err != nil {
+		t.Errorf("after the quiet period and sim restore --gpu %d: %v", lostIdx, err)
 	}
 	expectUndisturbed(t, "on-sick-gpu", cid, devs)
 }

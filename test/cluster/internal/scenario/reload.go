@@ -46,7 +46,7 @@ func init() {
 	register(Scenario{
 		Name: "reload-replicas",
 		Doc: "time-slicing 4 ways (32), Xid 79 on GPU 6 (28), the file changed to 2 replicas and SIGHUP: " +
-			"14, not 16 (health survives the reload)",
+			"14, not 16, and by ID GPU 6's replicas the ones out (health survives the reload)",
 		Run: reloadReplicasScenario,
 	})
 	register(Scenario{
@@ -194,6 +194,14 @@ func restoreNoSharing(t *T) {
 // expectAllocatable waits until the node's allocatable count of resource
 // is want, or ends the scenario saying what it is. That a count also stays
 // is checked with watchAllocatable.
+// expectAllocatableIDs reports an error unless the kubelet's allocatable
+// nvidia.com/gpu devices become exactly want.
+func expectAllocatableIDs(t *T, when string, want []string) {
+	if err := waitAllocatableIDs(t, "nvidia.com/gpu", want); err != nil {
+		t.Errorf("%s: %v", when, err)
+	}
+}
+
 func expectAllocatable(t *T, resource string, want int) {
 	if err := t.N.WaitAllocatable(t.Ctx, resource, want); err != nil {
 		got, _ := t.N.Allocatable(t.Ctx, resource)
@@ -328,7 +336,8 @@ func reloadUnchangedScenario(t *T) {
 
 func reloadLostGPUScenario(t *T) {
 	n := t.N
-	gpus := len(n.Machine.GPUs)
+	uuids := profileGPUs(t)
+	gpus := len(uuids)
 	full := map[string]int{"nvidia.com/gpu": gpus}
 	reconfigure(t, lostGPUConfig, full)
 	defer restoreNoSharing(t)
@@ -347,6 +356,7 @@ func reloadLostGPUScenario(t *T) {
 		t.Errorf("allocatable nvidia.com/gpu was %d..%d after the reload, want %d (the lost GPU Unhealthy, the others served)",
 			lo, hi, gpus-1)
 	}
+	expectAllocatableIDs(t, "after the reload with GPU 2 lost", except(uuids, uuids[2]))
 	g.expectSame(t)
 	if c, _ := n.CountInLog(t.Ctx, g.pod.Name, "its devices are advertised Unhealthy"); c == 0 {
 		t.Errorf("gpulet's log does not say the lost GPU is advertised Unhealthy")
@@ -355,12 +365,14 @@ func reloadLostGPUScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	expectAllocatable(t, "nvidia.com/gpu", gpus)
+	expectAllocatableIDs(t, "after sim restore --gpu 2", uuids)
 	g.expectSame(t)
 }
 
 func reloadRejectedScenario(t *T) {
 	n := t.N
-	gpus := len(n.Machine.GPUs)
+	uuids := profileGPUs(t)
+	gpus := len(uuids)
 	reconfigure(t, timeSlicingConfig(4), map[string]int{"nvidia.com/gpu": 4 * gpus})
 	defer restoreNoSharing(t)
 	g := currentGpulet(t, "nvidia.com/gpu")
@@ -376,6 +388,7 @@ func reloadRejectedScenario(t *T) {
 	if lo != int64(4*(gpus-1)) || hi != int64(4*(gpus-1)) {
 		t.Errorf("allocatable nvidia.com/gpu was %d..%d after the rejected reload, want %d", lo, hi, 4*(gpus-1))
 	}
+	expectAllocatableIDs(t, "after the rejected reload, GPU 1 down", except(replicaIDs(uuids, 4), replicaIDs(uuids[1:2], 4)...))
 	if log, _ := n.GpuletLog(t.Ctx, g.pod.Name); !strings.Contains(log, "replicas") {
 		t.Errorf("the rejection does not name replicas")
 	}
@@ -383,6 +396,8 @@ func reloadRejectedScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	expectAllocatable(t, "nvidia.com/gpu", 4*(gpus-2))
+	expectAllocatableIDs(t, "after Xid 79 on GPU 3, GPUs 1 and 3 down",
+		except(replicaIDs(uuids, 4), replicaIDs([]string{uuids[1], uuids[3]}, 4)...))
 	g.expectSame(t)
 	// A valid file again, as the operator leaves it.
 	if _, err := n.SetConfig(t.Ctx, g.pid, timeSlicingConfig(4)); err != nil {
@@ -392,7 +407,8 @@ func reloadRejectedScenario(t *T) {
 
 func reloadReplicasScenario(t *T) {
 	n := t.N
-	gpus := len(n.Machine.GPUs)
+	uuids := profileGPUs(t)
+	gpus := len(uuids)
 	reconfigure(t, timeSlicingConfig(4), map[string]int{"nvidia.com/gpu": 4 * gpus})
 	defer restoreNoSharing(t)
 	g := currentGpulet(t, "nvidia.com/gpu")
@@ -409,12 +425,14 @@ func reloadReplicasScenario(t *T) {
 	if lo, hi := w.stop(); lo != int64(2*(gpus-1)) || hi != int64(2*(gpus-1)) {
 		t.Errorf("allocatable nvidia.com/gpu went through %d..%d after the reload, want %d", lo, hi, 2*(gpus-1))
 	}
+	expectAllocatableIDs(t, "after the reload to 2 replicas, GPU 6 down", except(replicaIDs(uuids, 2), replicaIDs(uuids[6:7], 2)...))
 	g.expectSame(t)
 }
 
 func reloadXidScenario(t *T) {
 	n := t.N
-	gpus := len(n.Machine.GPUs)
+	uuids := profileGPUs(t)
+	gpus := len(uuids)
 	reconfigure(t, timeSlicingConfig(2), map[string]int{"nvidia.com/gpu": 2 * gpus})
 	defer restoreNoSharing(t)
 	g := currentGpulet(t, "nvidia.com/gpu")
@@ -445,6 +463,8 @@ func reloadXidScenario(t *T) {
 			got, _ := n.Allocatable(t.Ctx, "nvidia.com/gpu")
 			t.Fatalf("round %d (%d replicas, Xid 79 on GPU %d): %v (it is %d)", round, replicas, gpu, err, got)
 		}
+		expectAllocatableIDs(t, fmt.Sprintf("round %d, GPUs 4..%d down", round, gpu),
+			except(replicaIDs(uuids, replicas), replicaIDs(uuids[4:gpu+1], replicas)...))
 	}
 	status, err := n.SimOutput("status")
 	if err != nil {

@@ -84,7 +84,16 @@ func newFlags(name string, o *options) *flag.FlagSet {
 	fs.StringVar(&o.spec.EnvName, "env", "", "env var that must list the allocated device IDs (default: the fake's EXAMPLE_VISIBLE_DEVICES)")
 	fs.StringVar(&o.spec.FaultCmd, "fault-cmd", "", "sh -c command that makes one device unhealthy; $PLUGIN_PID is set")
 	fs.StringVar(&o.spec.RecoverCmd, "recover-cmd", "", "sh -c command that makes it healthy again")
-	fs.IntVar(&o.spec.FaultDevices, "fault-devices", 1, "devices --fault-cmd makes unhealthy")
+	fs.IntVar(&o.spec.FaultDevices, "fault-devices", 0, "devices --fault-cmd makes unhealthy (default 1, or the number of --fault-ids)")
+	fs.Func("fault-ids", "comma-separated device IDs --fault-cmd must make unhealthy, every other device staying healthy", func(v string) error {
+		o.spec.FaultIDs = nil
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				o.spec.FaultIDs = append(o.spec.FaultIDs, id)
+			}
+		}
+		return nil
+	})
 	fs.IntVar(&o.spec.KubeletRestarts, "restarts", 3, "kubelet restarts in the kubelet-restart scenario")
 	fs.DurationVar(&o.spec.Timeout, "timeout", 20*time.Second, "limit for every wait")
 	fs.IntVar(&o.spec.KubeletLogLevel, "kubelet-v", 0, "klog verbosity of the device manager")
