@@ -4,6 +4,8 @@
 // lost) and what it may change (the devices of a resource, in place).
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -30,6 +32,7 @@
 namespace gpulet::testing {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -68,6 +71,48 @@ class Watch {
   Devices latest() {
     absl::MutexLock lock(&mu_);
     return messages_.empty() ? Devices() : messages_.back();
+  }
+  // How many messages came so far: a mark for HealthyAmong.
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return messages_.size();
+  }
+  // Waits until the stream ended; false at the timeout.
+  bool WaitEnded() {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&ended_), kTimeout);
+    return ended_;
+  }
+  // Whether message `i` advertises the device `id` Unhealthy.
+  bool UnhealthyIn(size_t i, const std::string& id) {
+    absl::MutexLock lock(&mu_);
+    if (i >= messages_.size()) return false;
+    for (const auto& device : messages_[i].devices()) {
+      if (device.id() == id) return device.health() != "Healthy";
+    }
+    return false;
+  }
+  // Each message from index `from` up to `to` (exclusive; all by default)
+  // that advertises Healthy a device of a GPU of `gpus` (its UUID, or a
+  // replica "<uuid>::<n>" of it), described; empty when there is none. A
+  // reload must never, not even for one message, advertise such a device
+  // Healthy while its GPU is down.
+  std::string HealthyAmong(size_t from, const std::vector<std::string>& gpus,
+                           size_t to = SIZE_MAX) {
+    absl::MutexLock lock(&mu_);
+    std::string found;
+    for (size_t i = from; i < std::min(to, messages_.size()); ++i) {
+      for (const auto& device : messages_[i].devices()) {
+        if (device.health() != "Healthy") continue;
+        for (const std::string& gpu : gpus) {
+          if (device.id() == gpu || device.id().starts_with(gpu + "::")) {
+            absl::StrAppend(&found, "message ", i, " advertises ", device.id(),
+                            " Healthy\n");
+          }
+        }
+      }
+    }
+    return found;
   }
   // Until the latest message advertises exactly `want`: every device of
   // it, with its health, and no other.
@@ -115,6 +160,14 @@ std::string TimeSlicing(int replicas) {
 
 constexpr char kMigMixed[] = "version: v1\nflags:\n  migStrategy: mixed\n";
 
+// Time-slicing under the shared name, nvidia.com/gpu.shared.
+std::string SharedTimeSlicing(int replicas) {
+  return absl::StrCat(
+      "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
+      "    resources:\n    - name: nvidia.com/gpu\n      replicas: ",
+      replicas, "\n");
+}
+
 class DaemonReloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -129,16 +182,26 @@ class DaemonReloadTest : public ::testing::Test {
     std::filesystem::rename(tmp, config_);
   }
 
+  // `args` come after gpulet's own (the config file, the kubelet socket).
   std::unique_ptr<DaemonProcess> Start(const std::string& machine,
                                        const std::string& config,
-                                       std::vector<std::string> env = {}) {
+                                       std::vector<std::string> env = {},
+                                       std::vector<std::string> args = {}) {
     WriteConfig(config);
     env.push_back("GPULET_SIM_SOCKET=" + sim_socket_);
-    return std::make_unique<DaemonProcess>(
-        machine,
-        std::vector<std::string>{"--config-file", config_, "--kubelet-socket",
-                                 kubelet_.socket_path()},
-        log_, env);
+    std::vector<std::string> all = {"--config-file", config_,
+                                    "--kubelet-socket", kubelet_.socket_path()};
+    all.insert(all.end(), args.begin(), args.end());
+    return std::make_unique<DaemonProcess>(machine, all, log_, env);
+  }
+
+  // The resource names the kubelet registered, in order.
+  std::vector<std::string> Registered() const {
+    std::vector<std::string> names;
+    for (const auto& r : kubelet_.registrations()) {
+      names.push_back(r.resource_name());
+    }
+    return names;
   }
 
   void Sim(const std::string& command) {
@@ -223,6 +286,7 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
   ASSERT_TRUE(watch.WaitForHealth(gpu2_lost))
       << watch.Describe(gpu2_lost) << "\n"
       << plugin->Log();
+  const size_t lost = watch.size();
 
   Reload(*plugin, "configuration reloaded");
   EXPECT_TRUE(plugin->Running()) << plugin->Log();
@@ -231,6 +295,7 @@ TEST_F(DaemonReloadTest, ALostGpuDoesNotStopAReloadFromServingTheOthers) {
   EXPECT_FALSE(watch.ended()) << plugin->Log();
   EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), gpu2_lost), "");
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
+  EXPECT_EQ(watch.HealthyAmong(lost, {H100s()[2]}), "");
 
   Sim("restore 2");
   EXPECT_TRUE(watch.WaitForHealth(all_healthy))
@@ -287,6 +352,7 @@ TEST_F(DaemonReloadTest, ARejectedFileChangesNothing) {
   ASSERT_TRUE(watch.WaitForHealth(all_healthy)) << watch.Describe(all_healthy);
   Sim("xid 1 79");
   ASSERT_TRUE(watch.WaitForHealth(gpu1_down)) << watch.Describe(gpu1_down);
+  const size_t down = watch.size();
 
   WriteConfig(TimeSlicing(1));
   Reload(*plugin, "configuration not reloaded, keeping the previous one");
@@ -297,6 +363,8 @@ TEST_F(DaemonReloadTest, ARejectedFileChangesNothing) {
       << watch.Describe(gpus13_down) << "\n"
       << plugin->Log();
   EXPECT_FALSE(watch.ended());
+  EXPECT_EQ(watch.HealthyAmong(down, {H100s()[1], H100s()[3]}), "")
+      << "GPU 3 counts from its own fault on";
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
   EXPECT_THAT(plugin->Log(), Not(HasSubstr("stopped serving")));
   plugin->Signal(SIGTERM);
@@ -319,6 +387,7 @@ TEST_F(DaemonReloadTest, HealthSurvivesAReloadThatChangesReplicas) {
   Sim("xid 6 79");
   ASSERT_TRUE(watch.WaitForHealth(four_gpu6_down))
       << watch.Describe(four_gpu6_down);
+  const size_t down = watch.size();
 
   WriteConfig(TimeSlicing(2));
   Reload(*plugin, "configuration reloaded");
@@ -326,6 +395,7 @@ TEST_F(DaemonReloadTest, HealthSurvivesAReloadThatChangesReplicas) {
     return l.devices_size() == 16;
   })) << watch.Describe(two_gpu6_down);
   EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), two_gpu6_down), "");
+  EXPECT_EQ(watch.HealthyAmong(down, {H100s()[6]}), "");
   EXPECT_FALSE(watch.ended());
   EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
   plugin->Signal(SIGTERM);
@@ -362,9 +432,11 @@ TEST_F(DaemonReloadTest, MigHealthSurvivesAnUnchangedReload) {
       << watch.Describe(gpu1_down) << "\n"
       << plugin->Log();
   const int registrations = kubelet_.registration_count();
+  const size_t down = watch.size();
 
   Reload(*plugin, "configuration reloaded");
   EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), gpu1_down), "");
+  EXPECT_EQ(watch.HealthyAmong(down, on_gpu1), "");
   EXPECT_FALSE(watch.ended());
   EXPECT_EQ(kubelet_.registration_count(), registrations) << plugin->Log();
   plugin->Signal(SIGTERM);
@@ -395,6 +467,142 @@ TEST_F(DaemonReloadTest, AnXidDuringAReloadIsNotLost) {
       << watch.Describe(three_gpus456_down) << "\n"
       << plugin->Log();
   EXPECT_EQ(Unrouted(), 0);
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// A reload that renames the resource (renameByDefault) serves and registers
+// nvidia.com/gpu.shared, stops nvidia.com/gpu (its streams end, its socket
+// goes) and carries GPU 6's fault over to the new resource's replicas; the
+// way back does the reverse.
+TEST_F(DaemonReloadTest, AReloadAddsAndRemovesResources) {
+  const std::vector<int> every = {0, 1, 2, 3, 4, 5, 6, 7};
+  const HealthById gpu6_down = ExpectedHealth(H100s(), {H100s()[6]});
+  const HealthById shared_gpu6_down =
+      ExpectedHealth(ReplicasOf(every, 2), ReplicasOf({6}, 2));
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", kPlain);
+  ASSERT_TRUE(kubelet_.WaitWatching(1, kTimeout)) << plugin->Log();
+  Watch gpu(Socket());
+  Sim("xid 6 79");
+  ASSERT_TRUE(gpu.WaitForHealth(gpu6_down)) << gpu.Describe(gpu6_down);
+
+  WriteConfig(SharedTimeSlicing(2));
+  Reload(*plugin, "configuration reloaded");
+  ASSERT_TRUE(kubelet_.WaitWatching(2, kTimeout)) << plugin->Log();
+  EXPECT_THAT(Registered(),
+              ElementsAre("nvidia.com/gpu", "nvidia.com/gpu.shared"));
+  const std::string shared_socket =
+      Socket(kubelet_.registrations().at(1).endpoint());
+  Watch shared(shared_socket);
+  EXPECT_TRUE(shared.WaitForHealth(shared_gpu6_down))
+      << shared.Describe(shared_gpu6_down) << "\n"
+      << plugin->Log();
+  EXPECT_EQ(shared.HealthyAmong(0, {H100s()[6]}), "");
+  EXPECT_TRUE(gpu.WaitEnded()) << "nvidia.com/gpu still served";
+  EXPECT_FALSE(std::filesystem::exists(Socket()));
+
+  WriteConfig(kPlain);
+  plugin->Signal(SIGHUP);
+  ASSERT_NO_FATAL_FAILURE(WaitForCount(*plugin, "configuration reloaded", 2));
+  ASSERT_TRUE(kubelet_.WaitWatching(3, kTimeout)) << plugin->Log();
+  EXPECT_THAT(
+      Registered(),
+      ElementsAre("nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/gpu"));
+  EXPECT_TRUE(shared.WaitEnded()) << "nvidia.com/gpu.shared still served";
+  EXPECT_FALSE(std::filesystem::exists(shared_socket));
+  Watch again(Socket());
+  EXPECT_TRUE(again.WaitForHealth(gpu6_down)) << again.Describe(gpu6_down);
+  EXPECT_EQ(again.HealthyAmong(0, {H100s()[6]}), "");
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+  EXPECT_EQ(kubelet_.registration_count(), 3) << plugin->Log();
+}
+
+// health.disabled: true by a reload makes every GPU Healthy (nothing would
+// bring GPU 1 back), and nothing watches for faults: an Xid on GPU 3 finds
+// no event set. Turned on again, the checks act on the next fault, not on
+// the one raised while they were off.
+TEST_F(DaemonReloadTest, AReloadThatDisablesHealthChecks) {
+  const HealthById all_healthy = ExpectedHealth(H100s());
+  const HealthById gpu1_down = ExpectedHealth(H100s(), {H100s()[1]});
+  const HealthById gpu5_down = ExpectedHealth(H100s(), {H100s()[5]});
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("dgx-h100", kPlain);
+  ASSERT_TRUE(kubelet_.WaitForRegistrations(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  Sim("xid 1 79");
+  ASSERT_TRUE(watch.WaitForHealth(gpu1_down)) << watch.Describe(gpu1_down);
+
+  WriteConfig("version: v1\nhealth:\n  disabled: true\n");
+  Reload(*plugin, "configuration reloaded");
+  EXPECT_TRUE(watch.WaitForHealth(all_healthy))
+      << watch.Describe(all_healthy) << "\n"
+      << plugin->Log();
+  EXPECT_THAT(plugin->Log(), HasSubstr("GPU health checks are disabled"));
+  const size_t off = watch.size();
+  const int unrouted = Unrouted();
+  ASSERT_GE(unrouted, 0);
+  Sim("xid 3 79");
+  const absl::Time deadline = absl::Now() + kTimeout;
+  while (Unrouted() == unrouted && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Unrouted(), unrouted + 1) << "an event set still watches GPU 3";
+
+  WriteConfig(kPlain);
+  plugin->Signal(SIGHUP);
+  ASSERT_NO_FATAL_FAILURE(WaitForCount(*plugin, "configuration reloaded", 2));
+  Sim("xid 5 79");
+  EXPECT_TRUE(watch.WaitForHealth(gpu5_down))
+      << watch.Describe(gpu5_down) << "\n"
+      << plugin->Log();
+  for (size_t i = off; i < watch.size(); ++i) {
+    EXPECT_EQ(watch.UnhealthyIn(i, H100s()[3]), false)
+        << "GPU 3 advertised Unhealthy in message " << i;
+  }
+  EXPECT_FALSE(watch.ended());
+  EXPECT_EQ(kubelet_.registration_count(), 1) << plugin->Log();
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+// Flags and environment variables keep overriding the file after a reload
+// (docs/configuration.md): a100-mig has MIG on GPUs 0-2, and every file
+// below says migStrategy: mixed, which would serve the MIG devices.
+TEST_F(DaemonReloadTest, TheEnvironmentStillOverridesTheFileAfterAReload) {
+  const HealthById whole = ExpectedHealth(ProfileGpuUuids("a100-mig"));
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("a100-mig", kMigMixed, {"MIG_STRATEGY=none"});
+  ASSERT_TRUE(kubelet_.WaitWatching(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  ASSERT_TRUE(watch.WaitForHealth(whole)) << watch.Describe(whole);
+
+  WriteConfig(std::string(kMigMixed) + "  failOnInitError: false\n");
+  Reload(*plugin, "configuration reloaded");
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), whole), "");
+  EXPECT_FALSE(watch.ended());
+  EXPECT_THAT(Registered(), ElementsAre("nvidia.com/gpu")) << plugin->Log();
+  EXPECT_THAT(plugin->Log(), Not(HasSubstr("starting nvidia.com/mig-")));
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+}
+
+TEST_F(DaemonReloadTest, AFlagStillOverridesTheEnvironmentAfterAReload) {
+  const HealthById whole = ExpectedHealth(ProfileGpuUuids("a100-mig"));
+  ASSERT_TRUE(kubelet_.Start());
+  auto plugin = Start("a100-mig", kMigMixed, {"MIG_STRATEGY=mixed"},
+                      {"--mig-strategy", "none"});
+  ASSERT_TRUE(kubelet_.WaitWatching(1, kTimeout)) << plugin->Log();
+  Watch watch(Socket());
+  ASSERT_TRUE(watch.WaitForHealth(whole)) << watch.Describe(whole);
+
+  WriteConfig(std::string(kMigMixed) + "  failOnInitError: false\n");
+  Reload(*plugin, "configuration reloaded");
+  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), whole), "");
+  EXPECT_FALSE(watch.ended());
+  EXPECT_THAT(Registered(), ElementsAre("nvidia.com/gpu")) << plugin->Log();
+  EXPECT_THAT(plugin->Log(), Not(HasSubstr("starting nvidia.com/mig-")));
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }
