@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,6 +216,7 @@ type allocatableWatch struct {
 	resource string
 	mu       sync.Mutex
 	min, max int64
+	seen     map[int64]bool
 	beats    []time.Time
 	err      error
 	cancel   context.CancelFunc
@@ -229,7 +231,8 @@ func watchAllocatable(t *T, resource string) *allocatableWatch {
 	}
 	q := node0.Status.Allocatable[corev1.ResourceName(resource)]
 	ctx, cancel := context.WithCancel(t.Ctx)
-	w := &allocatableWatch{resource: resource, min: q.Value(), max: q.Value(), cancel: cancel, done: make(chan struct{})}
+	w := &allocatableWatch{resource: resource, min: q.Value(), max: q.Value(), seen: map[int64]bool{q.Value(): true},
+		cancel: cancel, done: make(chan struct{})}
 	watcher, err := n.Client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", node.NodeName).String(),
 		ResourceVersion: node0.ResourceVersion,
@@ -262,6 +265,7 @@ func watchAllocatable(t *T, resource string) *allocatableWatch {
 				w.mu.Lock()
 				w.min = min(w.min, v.Value())
 				w.max = max(w.max, v.Value())
+				w.seen[v.Value()] = true
 				for _, c := range nd.Status.Conditions {
 					if c.Type == corev1.NodeReady {
 						w.beats = append(w.beats, c.LastHeartbeatTime.Time)
@@ -318,6 +322,21 @@ func (w *allocatableWatch) stop() (int64, int64) {
 	return w.min, w.max
 }
 
+// others returns, after stop, the counts seen that are none of want, in
+// order.
+func (w *allocatableWatch) others(want ...int64) []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int64
+	for v := range w.seen {
+		if !slices.Contains(want, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func reloadUnchangedScenario(t *T) {
 	n := t.N
 	gpus := len(n.Machine.GPUs)
@@ -348,12 +367,14 @@ func reloadLostGPUScenario(t *T) {
 	// Only a probe that saw the GPU lost lowers allocatable; so from here
 	// on gpulet knows, and a restore is a recovery it must see.
 	expectAllocatable(t, "nvidia.com/gpu", gpus-1)
-	g.reload(t, "", node.ReloadAccepted)
+	// Watched from before the SIGHUP: not even for one status update may the
+	// reload advertise the lost GPU, nor drop the others.
 	w := watchAllocatable(t, "nvidia.com/gpu")
+	g.reload(t, "", node.ReloadAccepted)
 	w.waitStatusUpdates(t)
 	lo, hi := w.stop()
 	if lo != int64(gpus-1) || hi != int64(gpus-1) {
-		t.Errorf("allocatable nvidia.com/gpu was %d..%d after the reload, want %d (the lost GPU Unhealthy, the others served)",
+		t.Errorf("allocatable nvidia.com/gpu was %d..%d during and after the reload, want %d (the lost GPU Unhealthy, the others served)",
 			lo, hi, gpus-1)
 	}
 	expectAllocatableIDs(t, "after the reload with GPU 2 lost", except(uuids, uuids[2]))
@@ -380,13 +401,14 @@ func reloadRejectedScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	expectAllocatable(t, "nvidia.com/gpu", 4*(gpus-1))
-	// replicas: 1 is refused (time-slicing needs 2 or more).
-	g.reload(t, timeSlicingConfig(1), node.ReloadRejected)
+	// replicas: 1 is refused (time-slicing needs 2 or more). Watched from
+	// before the SIGHUP.
 	w := watchAllocatable(t, "nvidia.com/gpu")
+	g.reload(t, timeSlicingConfig(1), node.ReloadRejected)
 	w.waitStatusUpdates(t)
 	lo, hi := w.stop()
 	if lo != int64(4*(gpus-1)) || hi != int64(4*(gpus-1)) {
-		t.Errorf("allocatable nvidia.com/gpu was %d..%d after the rejected reload, want %d", lo, hi, 4*(gpus-1))
+		t.Errorf("allocatable nvidia.com/gpu was %d..%d during and after the rejected reload, want %d", lo, hi, 4*(gpus-1))
 	}
 	expectAllocatableIDs(t, "after the rejected reload, GPU 1 down", except(replicaIDs(uuids, 4), replicaIDs(uuids[1:2], 4)...))
 	if log, _ := n.GpuletLog(t.Ctx, g.pod.Name); !strings.Contains(log, "replicas") {
@@ -416,14 +438,21 @@ func reloadReplicasScenario(t *T) {
 		t.Fatalf("%v", err)
 	}
 	expectAllocatable(t, "nvidia.com/gpu", 4*(gpus-1))
+	// Watched from before the SIGHUP: the count goes from 4 to 2 replicas of
+	// the healthy GPUs and through nothing else (2*gpus would be GPU 6
+	// advertised Healthy by the reload, if only for one status update).
+	w := watchAllocatable(t, "nvidia.com/gpu")
 	sent := g.reload(t, timeSlicingConfig(2), node.ReloadAccepted)
 	expectAllocatable(t, "nvidia.com/gpu", 2*(gpus-1))
 	t.Figure("SIGHUP -> new replica count in the API server", time.Since(sent))
 	// Not a passing value on the way to 16: two more status updates.
-	w := watchAllocatable(t, "nvidia.com/gpu")
 	w.waitStatusUpdates(t)
-	if lo, hi := w.stop(); lo != int64(2*(gpus-1)) || hi != int64(2*(gpus-1)) {
-		t.Errorf("allocatable nvidia.com/gpu went through %d..%d after the reload, want %d", lo, hi, 2*(gpus-1))
+	w.stop()
+	if other := w.others(int64(4*(gpus-1)), int64(2*(gpus-1))); len(other) > 0 {
+		t.Errorf("allocatable nvidia.com/gpu went through %v during the reload, want only %d then %d", other, 4*(gpus-1), 2*(gpus-1))
+	}
+	if got, _ := n.Allocatable(t.Ctx, "nvidia.com/gpu"); got != int64(2*(gpus-1)) {
+		t.Errorf("allocatable nvidia.com/gpu is %d after the reload, want %d", got, 2*(gpus-1))
 	}
 	expectAllocatableIDs(t, "after the reload to 2 replicas, GPU 6 down", except(replicaIDs(uuids, 2), replicaIDs(uuids[6:7], 2)...))
 	g.expectSame(t)
