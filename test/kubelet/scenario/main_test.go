@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"gpulet.dev/test/kubelet/internal/fakeplugin"
@@ -51,7 +52,9 @@ func fakeSpec(t *testing.T, args ...string) Spec {
 // ...): each must say so (skipf), and then passes; any other scenario must
 // run. No t.Skip for them: a run with GPULET_FAIL_ON_SKIP=1 fails on a
 // skipped test (scripts/go-test), and these are no missing install step.
-func runAll(t *testing.T, spec Spec, notApplicable ...string) {
+// `fails` names the scenarios the plugin is known to fail, each with a
+// part of the error it must fail with (the scenario catches such a plugin).
+func runAll(t *testing.T, spec Spec, fails map[string]string, notApplicable ...string) {
 	na := map[string]bool{}
 	for _, name := range notApplicable {
 		na[name] = true
@@ -59,6 +62,13 @@ func runAll(t *testing.T, spec Spec, notApplicable ...string) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
 			err := Run(spec, sc, t)
+			if want, ok := fails[sc.Name]; ok {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("scenario %s: %v; want a failure saying %q", sc.Name, err, want)
+				}
+				t.Logf("failed as expected: %v", err)
+				return
+			}
 			switch {
 			case na[sc.Name] && errors.Is(err, ErrSkipped):
 				t.Logf("does not apply, as expected: %v", err)

@@ -77,6 +77,28 @@ func runSocketDeleted(e *Env) error {
 	return nil
 }
 
+// runKubeletDrop: the kubelet's device manager disconnects the plugin's
+// client, as it does to a client it has just registered when an older
+// client's stream of the same resource ends late (the old client's
+// goroutine disconnects whichever client is registered by then). The
+// resource stays at 0 allocatable until the plugin registers again, which
+// only a plugin that notices its stream ended does.
+func runKubeletDrop(e *Env) error {
+	for i := 1; i <= 2; i++ {
+		before := harness.Registrations(e.Spec.Resource)
+		start := time.Now()
+		e.Kubelet.Manager().GetWatcherHandler().DeRegisterPlugin(e.Spec.Resource, "")
+		if err := e.WaitRegistered(before); err != nil {
+			return fmt.Errorf("after the kubelet dropped %s (%d/2): %w", e.Spec.Resource, i, err)
+		}
+		e.step("the kubelet dropped the plugin's client (%d/2): plugin registered again after %v", i, since(start))
+		if err := e.allocationWorks("after registering again"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func runPluginRestart(e *Env) error {
 	for _, crash := range []bool{false, true} {
 		how := "SIGTERM"

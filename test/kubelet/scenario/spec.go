@@ -121,6 +121,7 @@ func All() []Scenario {
 		{"islands", "with two free devices on each of two NUMA nodes, a 2-device pod stays on one node", runIslands},
 		{"kubelet-restart", "plugin re-registers after each kubelet restart; allocations survive", runKubeletRestart},
 		{"socket-deleted", "plugin re-registers after its socket is deleted", runSocketDeleted},
+		{"kubelet-drop", "plugin registers again when the kubelet drops its client", runKubeletDrop},
 		{"plugin-restart", "kubelet sees the plugin go away (SIGTERM, SIGKILL) and come back", runPluginRestart},
 		{"bad-requests", "Allocate with unknown IDs fails with INVALID_ARGUMENT naming the ID", runBadRequests},
 		{"health", "a device fault and recovery reach the kubelet through ListAndWatch", runHealth},
