@@ -145,14 +145,29 @@ void PluginRunner::Reconcile(bool kubelet_socket_created) {
   // After a restart the run has moved on and an old run's news is stale.
   const uint64_t unwatched = unwatched_run_.exchange(0);
   if (registered_ && unwatched != 0 && unwatched == server_->run() &&
-      server_->running()) {
-    registered_ = false;
-    rewatch_ = true;
-    Fail(absl::UnavailableError(
-        absl::StrCat("the kubelet stopped watching ", spec_.resource_name,
-                     " (every ListAndWatch stream ended while registered); "
-                     "registering again")));
+      server_->running() && !unwatched_check_at_.has_value()) {
+    unwatched_check_at_ = common::RealClock::Get().Now() + kUnwatchedGrace;
   }
+}
+
+// The kubelet opens its stream right after a registration: a stream of
+// another client that ended before it opened must not count. So the check
+// comes a grace period later, and only no open stream at all means the
+// kubelet dropped us.
+void PluginRunner::CheckWatched() {
+  unwatched_check_at_.reset();
+  if (!registered_ || !server_->running()) return;
+  if (server_->open_streams() > 0) {
+    GPULET_VLOG(1) << spec_.resource_name
+                   << ": a stream is open again; the kubelet watches it";
+    return;
+  }
+  GPULET_LOG(WARNING) << "the kubelet stopped watching " << spec_.resource_name
+                      << " (no open ListAndWatch call for "
+                      << absl::FormatDuration(kUnwatchedGrace)
+                      << " after the last one ended); registering again";
+  backoff_.Reset();
+  Attempt(/*restart_server=*/false);
 }
 
 void PluginRunner::Unwatched(uint64_t run) {
@@ -161,6 +176,9 @@ void PluginRunner::Unwatched(uint64_t run) {
 }
 
 void PluginRunner::RetryIfDue(absl::Time now) {
+  if (unwatched_check_at_.has_value() && *unwatched_check_at_ <= now) {
+    CheckWatched();
+  }
   if (!retry_at_.has_value() || *retry_at_ > now) return;
   Attempt(/*restart_server=*/!ServerReusable());
 }
@@ -177,7 +195,7 @@ bool PluginRunner::ServerReusable() const {
 void PluginRunner::Stop() {
   server_->Stop();
   registered_ = false;
-  rewatch_ = false;
+  unwatched_check_at_.reset();
   retry_at_.reset();
   socket_id_.reset();
   kubelet_id_.reset();
@@ -186,6 +204,8 @@ void PluginRunner::Stop() {
 void PluginRunner::Attempt(bool restart_server) {
   registered_ = false;
   retry_at_.reset();
+  // This registration supersedes a pending check on the last one.
+  unwatched_check_at_.reset();
   if (restart_server) {
     server_->Stop();
     if (absl::Status s = server_->Start(options_.plugin_dir); !s.ok()) {
@@ -214,7 +234,6 @@ void PluginRunner::Attempt(bool restart_server) {
   }
   kubelet_id_ = IdentifyFile(options_.kubelet_socket);
   registered_ = true;
-  const bool rewatch = std::exchange(rewatch_, false);
   GPULET_LOG(INFO) << "registered " << spec_.resource_name << " ("
                    << devices_.Snapshot()->devices.size()
                    << " devices, endpoint " << spec_.socket_name << ") with "
@@ -223,7 +242,7 @@ void PluginRunner::Attempt(bool restart_server) {
                            ? absl::StrCat(" after ", backoff_.failures(),
                                           " failed attempts")
                            : std::string());
-  if (!rewatch) backoff_.Reset();
+  backoff_.Reset();
   last_error_.clear();
   last_failure_ = absl::StatusCode::kOk;
 }

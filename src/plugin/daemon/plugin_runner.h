@@ -25,11 +25,13 @@
 // old client's stream ends after the new client registered (its goroutine
 // runs late), it disconnects the new one, and the resource stays at 0
 // allocatable until someone registers again. So when every ListAndWatch
-// stream of the current server ends by the kubelet's doing while
-// registered (PluginOptions::on_unwatched), the runner registers again,
-// without restarting the server, after the backoff's delay (which, unlike
-// after other failures, is not reset by the registration that follows, so
-// a kubelet that keeps dropping the resource is asked less and less often).
+// stream of the current server ended by the client's doing while
+// registered (PluginOptions::on_unwatched) and, kUnwatchedGrace later,
+// still none is open, the runner registers again without restarting the
+// server (at most once per grace period). The grace keeps a stream of
+// another client that ended just before the kubelet opened its own from
+// counting: registering again while the kubelet watches would leave it
+// two clients.
 //
 // A configuration reload changes a running resource in place (Update): the
 // new device list goes out on the open ListAndWatch streams and the new
@@ -43,6 +45,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -94,6 +97,10 @@ struct FileIdentity {
 };
 std::optional<FileIdentity> IdentifyFile(const std::string& path);
 
+// How long after the last stream ended the runner checks that none is open
+// before it registers again.
+inline constexpr absl::Duration kUnwatchedGrace = absl::Seconds(1);
+
 class PluginRunner {
  public:
   // `allocate` answers Allocate (allocation::EnvvarResponse when empty),
@@ -129,9 +136,13 @@ class PluginRunner {
   // kubelet stopped watching the registered server, schedules a new
   // registration.
   void Reconcile(bool kubelet_socket_created);
-  // When the pending retry is due, on common::RealClock (monotonic); nullopt
-  // when none is pending.
-  std::optional<absl::Time> retry_at() const { return retry_at_; }
+  // When the pending retry or watch check is due, on common::RealClock
+  // (monotonic); nullopt when none is pending.
+  std::optional<absl::Time> retry_at() const {
+    if (!unwatched_check_at_.has_value()) return retry_at_;
+    if (!retry_at_.has_value()) return unwatched_check_at_;
+    return std::min(*retry_at_, *unwatched_check_at_);
+  }
   void RetryIfDue(absl::Time now);
   // Ends streams, removes the socket, cancels any retry.
   void Stop();
@@ -143,6 +154,8 @@ class PluginRunner {
   bool ServerReusable() const;
   // on_unwatched, on the server's loop thread.
   void Unwatched(uint64_t run);
+  // Registers again if the kubelet still has no stream open.
+  void CheckWatched();
 
   struct Handlers {
     pluginapi::AllocateHandler allocate;
@@ -167,9 +180,8 @@ class PluginRunner {
   // The server run the kubelet stopped watching (0: none); written by the
   // server's loop thread, taken by Reconcile.
   std::atomic<uint64_t> unwatched_run_ = 0;
-  // The pending retry registers again after the kubelet dropped us: its
-  // success keeps the backoff.
-  bool rewatch_ = false;
+  // When to check that the kubelet still watches (after on_unwatched).
+  std::optional<absl::Time> unwatched_check_at_;
 };
 
 }  // namespace gpulet::daemon

@@ -68,6 +68,8 @@ class DevicePluginService {
   // from now on are the server's doing, not the client's.
   void Stopping() { stopping_.store(true); }
   DeviceList& devices() { return devices_; }
+  // Streams open now; any thread.
+  int open_streams() const { return open_.load(); }
 
  private:
   const PluginOptions& options_;
@@ -77,6 +79,7 @@ class DevicePluginService {
   const uint64_t run_;
   std::atomic<bool> stopping_ = false;
   int streams_ = 0;
+  std::atomic<int> open_ = 0;     // streams_, for other threads
   uint64_t encoded_version_ = 0;  // none yet
   std::shared_ptr<const std::string> encoded_;
 };

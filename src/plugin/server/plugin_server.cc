@@ -63,6 +63,10 @@ class PluginServer::Impl {
     absl::MutexLock lock(&mu_);
     return runs_;
   }
+  int open_streams() const {
+    absl::MutexLock lock(&mu_);
+    return service_ != nullptr ? service_->open_streams() : 0;
+  }
 
   const PluginOptions options_;
   std::string socket_path_;
@@ -177,6 +181,8 @@ void PluginServer::Stop() { impl_->Stop(); }
 bool PluginServer::running() const { return impl_->running(); }
 
 uint64_t PluginServer::run() const { return impl_->run(); }
+
+int PluginServer::open_streams() const { return impl_->open_streams(); }
 
 const PluginOptions& PluginServer::options() const { return impl_->options_; }
 

@@ -94,6 +94,8 @@ class PluginServer {
   // the run whose streams ended, so a late call about an old run can be
   // told apart.
   uint64_t run() const;
+  // ListAndWatch streams open now (0 when not running); any thread.
+  int open_streams() const;
   // Full path of the socket, set by Start() and kept after Stop().
   // REQUIRES: not called concurrently with Start().
   const std::string& socket_path() const;
