@@ -200,15 +200,13 @@ std::shared_ptr<const std::string> DevicePluginService::ListMessage(
 void DevicePluginService::StreamStarted() {
   GPULET_LOG(INFO) << "ListAndWatch stream opened for "
                    << options_.resource_name << " (" << ++streams_ << " open)";
-  open_.store(streams_);
 }
 
 void DevicePluginService::StreamEnded(std::string_view why, bool list_closed) {
+  const int open = --streams_;
   GPULET_LOG(INFO) << "ListAndWatch stream for " << options_.resource_name
-                   << " ended: " << why << " (" << --streams_ << " open)";
-  open_.store(streams_);
-  if (streams_ == 0 && !list_closed && !stopping_.load() &&
-      options_.on_unwatched) {
+                   << " ended: " << why << " (" << open << " open)";
+  if (open == 0 && !list_closed && !stopping_.load() && options_.on_unwatched) {
     options_.on_unwatched(run_);
   }
 }

@@ -69,7 +69,7 @@ class DevicePluginService {
   void Stopping() { stopping_.store(true); }
   DeviceList& devices() { return devices_; }
   // Streams open now; any thread.
-  int open_streams() const { return open_.load(); }
+  int open_streams() const { return streams_.load(); }
 
  private:
   const PluginOptions& options_;
@@ -78,8 +78,8 @@ class DevicePluginService {
   const pluginapi::PreferredHandler& preferred_;
   const uint64_t run_;
   std::atomic<bool> stopping_ = false;
-  int streams_ = 0;
-  std::atomic<int> open_ = 0;     // streams_, for other threads
+  // Changed on the loop thread, read from any.
+  std::atomic<int> streams_ = 0;
   uint64_t encoded_version_ = 0;  // none yet
   std::shared_ptr<const std::string> encoded_;
 };
