@@ -247,6 +247,10 @@ class DaemonReloadTest : public ::testing::Test {
     return dir_ + "/" + name;
   }
 
+  // Defined with the tests that use it.
+  void ExpectWholeGpusThroughAReload(std::vector<std::string> env,
+                                     std::vector<std::string> args);
+
   TempDir tmp_;
   std::string dir_ = tmp_.path() + "/plugins";
   std::string log_ = tmp_.path() + "/gpulet.log";
@@ -569,11 +573,14 @@ TEST_F(DaemonReloadTest, AReloadThatDisablesHealthChecks) {
 
 // Flags and environment variables keep overriding the file after a reload
 // (docs/configuration.md): a100-mig has MIG on GPUs 0-2, and every file
-// below says migStrategy: mixed, which would serve the MIG devices.
-TEST_F(DaemonReloadTest, TheEnvironmentStillOverridesTheFileAfterAReload) {
+// below says migStrategy: mixed, which would serve the MIG devices. With
+// `env` and `args` saying none, the four GPUs are served whole, before and
+// after a reload, and no MIG resource ever is.
+void DaemonReloadTest::ExpectWholeGpusThroughAReload(
+    std::vector<std::string> env, std::vector<std::string> args) {
   const HealthById whole = ExpectedHealth(ProfileGpuUuids("a100-mig"));
   ASSERT_TRUE(kubelet_.Start());
-  auto plugin = Start("a100-mig", kMigMixed, {"MIG_STRATEGY=none"});
+  auto plugin = Start("a100-mig", kMigMixed, env, args);
   ASSERT_TRUE(kubelet_.WaitWatching(1, kTimeout)) << plugin->Log();
   Watch watch(Socket());
   ASSERT_TRUE(watch.WaitForHealth(whole)) << watch.Describe(whole);
@@ -588,23 +595,13 @@ TEST_F(DaemonReloadTest, TheEnvironmentStillOverridesTheFileAfterAReload) {
   EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
 }
 
-TEST_F(DaemonReloadTest, AFlagStillOverridesTheEnvironmentAfterAReload) {
-  const HealthById whole = ExpectedHealth(ProfileGpuUuids("a100-mig"));
-  ASSERT_TRUE(kubelet_.Start());
-  auto plugin = Start("a100-mig", kMigMixed, {"MIG_STRATEGY=mixed"},
-                      {"--mig-strategy", "none"});
-  ASSERT_TRUE(kubelet_.WaitWatching(1, kTimeout)) << plugin->Log();
-  Watch watch(Socket());
-  ASSERT_TRUE(watch.WaitForHealth(whole)) << watch.Describe(whole);
+TEST_F(DaemonReloadTest, TheEnvironmentStillOverridesTheFileAfterAReload) {
+  ExpectWholeGpusThroughAReload({"MIG_STRATEGY=none"}, {});
+}
 
-  WriteConfig(std::string(kMigMixed) + "  failOnInitError: false\n");
-  Reload(*plugin, "configuration reloaded");
-  EXPECT_EQ(HealthDiff(AdvertisedHealth(watch.latest()), whole), "");
-  EXPECT_FALSE(watch.ended());
-  EXPECT_THAT(Registered(), ElementsAre("nvidia.com/gpu")) << plugin->Log();
-  EXPECT_THAT(plugin->Log(), Not(HasSubstr("starting nvidia.com/mig-")));
-  plugin->Signal(SIGTERM);
-  EXPECT_EQ(plugin->WaitExit(kTimeout), 0) << plugin->Log();
+TEST_F(DaemonReloadTest, AFlagStillOverridesTheEnvironmentAfterAReload) {
+  ExpectWholeGpusThroughAReload({"MIG_STRATEGY=mixed"},
+                                {"--mig-strategy", "none"});
 }
 
 }  // namespace
