@@ -28,7 +28,12 @@ const (
 var faultNames = [numFaultKinds]string{"Xid storm", "GPU lost", "GPU restored", "event-wait error",
 	"kubelet restart", "reload", "invalid reload", "SIGKILL"}
 
-func (k faultKind) String() string { return faultNames[k] }
+func (k faultKind) String() string {
+	if k < 0 || k >= numFaultKinds {
+		return "none"
+	}
+	return faultNames[k]
+}
 
 var faultWeights = [numFaultKinds]int{
 	faultXidStorm:       6,
