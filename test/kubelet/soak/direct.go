@@ -94,7 +94,11 @@ func (r *machineRun) directCall(rng *rand.Rand) error {
 	}
 	r.stats.add("direct calls answered", 1)
 	got := splitVisible(resp.ContainerResponses[0].Envs[visibleDevices])
-	if want := visibleOf(ids); !slices.Equal(got, want) {
+	want, err := r.node.inv.visible(ids)
+	if err != nil {
+		return violation("gpulet's ListAndWatch on %s lists %v: %v", c.Socket, ids, err)
+	}
+	if !slices.Equal(got, want) {
 		return violation("Allocate(%v) directly on %s answered %s=%q (want %s)",
 			ids, c.Socket, visibleDevices, resp.ContainerResponses[0].Envs[visibleDevices], strings.Join(want, ","))
 	}

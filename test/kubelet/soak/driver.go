@@ -1,12 +1,12 @@
 package soak
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,20 +22,28 @@ const (
 	faultReload
 	faultBadReload
 	faultKill
+	numFaultKinds
 )
 
-var faultWeights = []struct {
-	kind   faultKind
-	weight int
-}{
-	{faultXidStorm, 6},
-	{faultLose, 4},
-	{faultRestore, 6},
-	{faultWaitError, 4},
-	{faultKubeletRestart, 2},
-	{faultReload, 4},
-	{faultBadReload, 1},
-	{faultKill, 2},
+var faultNames = [numFaultKinds]string{"Xid storm", "GPU lost", "GPU restored", "event-wait error",
+	"kubelet restart", "reload", "invalid reload", "SIGKILL"}
+
+func (k faultKind) String() string {
+	if k < 0 || k >= numFaultKinds {
+		return "none"
+	}
+	return faultNames[k]
+}
+
+var faultWeights = [numFaultKinds]int{
+	faultXidStorm:       6,
+	faultLose:           4,
+	faultRestore:        6,
+	faultWaitError:      4,
+	faultKubeletRestart: 2,
+	faultReload:         4,
+	faultBadReload:      1,
+	faultKill:           2,
 }
 
 // Xids a storm sends. Application errors gpulet ignores by default, and
@@ -53,39 +61,202 @@ const (
 	maxLost     = 2
 )
 
-// driver issues random faults during a round's chaos phase. It runs on one
-// goroutine; lost is the GPUs it made lose, with gpulet's count of "probed
-// lost" lines for that GPU when it did.
-type driver struct {
-	r    *machineRun
-	rng  *rand.Rand // this step's
-	lost map[int]int
+// minFaults is the chaos a node's run of length slot must deliver, per
+// fault kind: one per full minute of the run, at least one from 30 s on.
+// Below 30 s no kind is demanded, only one fault of any kind.
+func minFaults(slot time.Duration) int {
+	if slot < 30*time.Second {
+		return 0
+	}
+	return max(1, int(slot/time.Minute))
 }
 
-// step issues one fault. The error is a broken invariant or a harness
-// failure. Each step draws from its own generator, seeded by one draw of the
-// run's: whatever a step could or could not do (a GPU not yet probed, the
-// simulator down), the following steps make the same choices.
-func (d *driver) step(seed int64) error {
-	d.rng = rand.New(rand.NewSource(seed))
-	kind := d.pick()
-	switch kind {
+// driver issues the faults of the chaos phases. It runs on one goroutine.
+// lost is the GPUs it made lose, with gpulet's count of "probed lost" lines
+// for that GPU when it did; must is the demanded faults not issued yet;
+// delivered counts the faults that were delivered and answered.
+type driver struct {
+	r         *machineRun
+	lost      map[int]int
+	must      []faultKind
+	delivered [numFaultKinds]int
+	decisions decisionLog
+}
+
+// newDriver plans the demanded faults: minFaults of each kind, the SIGKILLs
+// first (they are allowed in the first half of the run only), the others
+// in an order drawn from the seed.
+func newDriver(r *machineRun, seed int64) *driver {
+	d := &driver{r: r, lost: map[int]int{}}
+	n := minFaults(r.slot)
+	var rest []faultKind
+	for k := faultKind(0); k < numFaultKinds; k++ {
+		for i := 0; i < n; i++ {
+			if k == faultKill {
+				d.must = append(d.must, k)
+			} else {
+				rest = append(rest, k)
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(seed))
+	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	d.must = append(d.must, rest...)
+	return d
+}
+
+// decision is what one step does. It is drawn from the step's generator and
+// the driver's own state (GPUs lost, the file's variant, the faults still
+// demanded), never from the clock or from what gpulet logged, so one seed
+// gives one sequence of decisions. The clock only gates SIGKILLs (first half
+// of the run) and ends the run.
+type decision struct {
+	Kind    faultKind
+	Targets []string // storm
+	Xid     int
+	Fatal   bool
+	GPU     int // lose, restore
+	Code    int // wait-error
+	Count   int
+	Variant int  // reload
+	Await   bool // reload: wait for the outcome at once
+}
+
+func (d decision) String() string {
+	switch d.Kind {
 	case faultXidStorm:
-		return d.xidStorm()
+		return fmt.Sprintf("storm xid %d on %s", d.Xid, strings.Join(d.Targets, ","))
 	case faultLose:
-		return d.lose()
+		return fmt.Sprintf("lose %d", d.GPU)
 	case faultRestore:
-		return d.restoreOne()
+		return fmt.Sprintf("restore %d", d.GPU)
 	case faultWaitError:
-		code := []int{999, 15}[d.rng.Intn(2)]
-		count := 1 + d.rng.Intn(5)
-		return d.sim("wait-error", fmt.Sprintf("wait-error %d %d", code, count), count)
-	case faultKubeletRestart:
-		d.r.log("kubelet restart")
-		d.r.stats.add("kubelet restarts", 1)
-		return d.r.node.restartKubelet()
+		return fmt.Sprintf("wait-error %d %d", d.Code, d.Count)
 	case faultReload:
-		return d.reload()
+		return fmt.Sprintf("reload to variant %d (await %t)", d.Variant, d.Await)
+	}
+	return d.Kind.String()
+}
+
+// decide draws one step's decision. Half the time a demanded fault comes
+// first (the first one the state allows), else a fault by weight.
+func (d *driver) decide(rng *rand.Rand) decision {
+	dec := decision{Kind: d.pick(rng)}
+	switch dec.Kind {
+	case faultXidStorm:
+		dec.Targets = make([]string, 1+rng.Intn(3))
+		for i := range dec.Targets {
+			dec.Targets[i] = d.target(rng)
+		}
+		xids := ignoredXids
+		if dec.Fatal = rng.Intn(3) == 0; dec.Fatal {
+			xids = fatalXids
+		}
+		dec.Xid = xids[rng.Intn(len(xids))]
+	case faultLose:
+		var candidates []int
+		for i := 0; i < d.r.machine.GPUs; i++ {
+			if _, lost := d.lost[i]; !lost {
+				candidates = append(candidates, i)
+			}
+		}
+		dec.GPU = candidates[rng.Intn(len(candidates))]
+	case faultRestore:
+		lost := slices.Sorted(maps.Keys(d.lost))
+		dec.GPU = lost[rng.Intn(len(lost))]
+	case faultWaitError:
+		dec.Code = []int{999, 15}[rng.Intn(2)]
+		dec.Count = 1 + rng.Intn(5)
+	case faultReload:
+		dec.Variant = rng.Intn(len(d.r.machine.Variants) - 1)
+		if dec.Variant >= d.r.fileVariant {
+			dec.Variant++
+		}
+		dec.Await = rng.Intn(2) == 0
+	}
+	return dec
+}
+
+func (d *driver) pick(rng *rand.Rand) faultKind {
+	if len(d.must) > 0 && rng.Intn(2) == 0 {
+		for i, k := range d.must {
+			if d.allowed(k) {
+				d.must = slices.Delete(d.must, i, i+1)
+				return k
+			}
+		}
+	}
+	total := 0
+	for k, w := range faultWeights {
+		if d.allowed(faultKind(k)) {
+			total += w
+		}
+	}
+	x := rng.Intn(total)
+	for k, w := range faultWeights {
+		if !d.allowed(faultKind(k)) {
+			continue
+		}
+		if x < w {
+			return faultKind(k)
+		}
+		x -= w
+	}
+	panic("unreachable: weights exhausted")
+}
+
+// allowed depends on the driver's state only.
+func (d *driver) allowed(kind faultKind) bool {
+	switch kind {
+	case faultLose:
+		return len(d.lost) < maxLost
+	case faultRestore:
+		return len(d.lost) > 0
+	}
+	return true
+}
+
+// target draws a GPU index or, on a MIG machine, a MIG device UUID.
+func (d *driver) target(rng *rand.Rand) string {
+	if mig := d.r.migUUIDs; len(mig) > 0 && rng.Intn(2) == 0 {
+		return mig[rng.Intn(len(mig))]
+	}
+	return strconv.Itoa(rng.Intn(d.r.machine.GPUs))
+}
+
+// step decides and issues one fault. The error is a broken invariant or a
+// harness failure; a fault that was not delivered and answered is one.
+func (d *driver) step(round, n int, seed int64) error {
+	dec := d.decide(rand.New(rand.NewSource(seed)))
+	if dec.Kind == faultKill && !d.r.killsAllowed() {
+		d.decisions.add(d.r, round, n, "SIGKILL not issued (second half of the run)")
+		return nil
+	}
+	d.decisions.add(d.r, round, n, dec.String())
+	if err := d.execute(dec); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (d *driver) execute(dec decision) error {
+	switch dec.Kind {
+	case faultXidStorm:
+		return d.xidStorm(dec)
+	case faultLose:
+		return d.lose(dec.GPU)
+	case faultRestore:
+		return d.restore(dec.GPU, d.r.opts.SettleTimeout)
+	case faultWaitError:
+		return d.sim(faultWaitError, fmt.Sprintf("wait-error %d %d", dec.Code, dec.Count))
+	case faultKubeletRestart:
+		if err := d.r.node.restartKubelet(); err != nil {
+			return err
+		}
+		d.done(faultKubeletRestart, "kubelet restart")
+		return nil
+	case faultReload:
+		return d.reload(dec)
 	case faultBadReload:
 		return d.badReload()
 	case faultKill:
@@ -94,173 +265,83 @@ func (d *driver) step(seed int64) error {
 	return nil
 }
 
-func (d *driver) pick() faultKind {
-	var kinds []faultKind
-	var weights []int
-	total := 0
-	for _, f := range faultWeights {
-		if !d.allowed(f.kind) {
-			continue
-		}
-		kinds = append(kinds, f.kind)
-		weights = append(weights, f.weight)
-		total += f.weight
+// done counts a fault delivered and answered, and marks the time (a
+// reload's time is its SIGHUP's, marked by applyFile or reload).
+func (d *driver) done(kind faultKind, format string, args ...any) {
+	d.delivered[kind]++
+	if kind != faultReload {
+		d.r.markFault()
 	}
-	x := d.rng.Intn(total)
-	for i, w := range weights {
-		if x < w {
-			return kinds[i]
-		}
-		x -= w
-	}
-	return kinds[len(kinds)-1]
+	d.r.log(format, args...)
 }
 
-func (d *driver) allowed(kind faultKind) bool {
-	switch kind {
-	case faultLose:
-		return len(d.lost) < maxLost
-	case faultRestore:
-		return len(d.restorable()) > 0
-	case faultKill:
-		return d.r.killsAllowed()
+// sim sends one command; the simulator must answer it "ok".
+func (d *driver) sim(kind faultKind, line string) error {
+	if _, err := d.r.gpulet.sim.do(line); err != nil {
+		return violation("the simulator did not take %q: %v", line, err)
 	}
-	return true
-}
-
-// sim sends one command; a simulator that does not answer (gpulet is
-// starting after a SIGKILL) skips the fault.
-func (d *driver) sim(what, line string, n int) error {
-	_, err := d.r.gpulet.sim.do(line)
-	if errors.Is(err, errSimDown) {
-		d.r.stats.add("skipped: simulator not answering", 1)
-		d.r.log("%s skipped: %v", line, err)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	d.r.stats.add(what, n)
-	d.r.log("%s", line)
+	d.done(kind, "%s", line)
 	return nil
 }
 
-// targets are GPU indexes and, on a MIG machine, MIG device UUIDs.
-func (d *driver) target() string {
-	if len(d.r.migUUIDs) > 0 && d.rng.Intn(2) == 0 {
-		return d.r.migUUIDs[d.rng.Intn(len(d.r.migUUIDs))]
-	}
-	return strconv.Itoa(d.rng.Intn(d.r.machine.GPUs))
-}
-
-// xidStorm sends stormEvents Xids at up to stormRate per second to one to
-// three targets: mostly application errors, one storm in three fatal.
-func (d *driver) xidStorm() error {
-	targets := make([]string, 1+d.rng.Intn(3))
-	for i := range targets {
-		targets[i] = d.target()
-	}
-	xids, class := ignoredXids, "ignored"
-	if d.rng.Intn(3) == 0 {
-		xids, class = fatalXids, "fatal"
-	}
-	xid := xids[d.rng.Intn(len(xids))]
+// xidStorm sends stormEvents Xids at up to stormRate per second to the
+// targets; every one must be answered.
+func (d *driver) xidStorm(dec decision) error {
 	start := time.Now()
-	sent := 0
-	for sent < stormEvents {
-		line := fmt.Sprintf("xid %s %d", targets[sent%len(targets)], xid)
+	for sent := 0; sent < stormEvents; sent++ {
+		line := fmt.Sprintf("xid %s %d", dec.Targets[sent%len(dec.Targets)], dec.Xid)
 		if _, err := d.r.gpulet.sim.do(line); err != nil {
-			if errors.Is(err, errSimDown) {
-				d.r.stats.add("skipped: simulator not answering", 1)
-				break
-			}
-			return err
+			return violation("the simulator did not take %q (event %d of a storm): %v", line, sent+1, err)
 		}
-		sent++
-		if ahead := time.Duration(sent)*time.Second/stormRate - time.Since(start); ahead > 0 {
+		if ahead := time.Duration(sent+1)*time.Second/stormRate - time.Since(start); ahead > 0 {
 			time.Sleep(ahead)
 		}
 	}
 	took := time.Since(start)
-	d.r.stats.add("xid storms", 1)
-	d.r.stats.add("xid events ("+class+")", sent)
+	class := "ignored"
+	if dec.Fatal {
+		class = "fatal"
+	}
+	d.r.stats.add("xid events ("+class+")", stormEvents)
 	d.r.stats.add("xid storm milliseconds", int(took.Milliseconds()))
-	d.r.log("xid storm: %d x Xid %d (%s) on %v in %v", sent, xid, class, targets, took.Round(time.Millisecond))
+	d.done(faultXidStorm, "xid storm: %d x Xid %d (%s) on %v in %v", stormEvents, dec.Xid, class, dec.Targets, took.Round(time.Millisecond))
 	return nil
 }
 
-func (d *driver) lose() error {
-	var candidates []int
-	for i := 0; i < d.r.machine.GPUs; i++ {
-		if _, lost := d.lost[i]; !lost {
-			candidates = append(candidates, i)
-		}
-	}
-	gpu := candidates[d.rng.Intn(len(candidates))]
+func (d *driver) lose(gpu int) error {
 	seen := d.r.gpulet.watch.LostSeen(gpu)
-	_, err := d.r.gpulet.sim.do(fmt.Sprintf("lose %d", gpu))
-	if errors.Is(err, errSimDown) {
-		d.r.stats.add("skipped: simulator not answering", 1)
-		return nil
-	}
-	if err != nil {
-		return err
+	if _, err := d.r.gpulet.sim.do(fmt.Sprintf("lose %d", gpu)); err != nil {
+		return violation("the simulator did not take \"lose %d\": %v", gpu, err)
 	}
 	d.lost[gpu] = seen
-	d.r.stats.add("GPUs lost", 1)
-	d.r.log("lose GPU %d", gpu)
+	d.done(faultLose, "lose GPU %d", gpu)
 	return nil
 }
 
-// restorable lists the lost GPUs gpulet has probed and found gone since:
-// restoring them is a reset gpulet can see.
-func (d *driver) restorable() []int {
-	var out []int
-	for gpu, seen := range d.lost {
-		if d.r.gpulet.watch.LostSeen(gpu) > seen {
-			out = append(out, gpu)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (d *driver) restoreOne() error {
-	ready := d.restorable()
-	return d.restore(ready[d.rng.Intn(len(ready))])
-}
-
-func (d *driver) restore(gpu int) error {
-	delete(d.lost, gpu)
-	_, err := d.r.gpulet.sim.do(fmt.Sprintf("restore %d", gpu))
-	if errors.Is(err, errSimDown) {
-		// A simulator that went down took the lost state with it.
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	d.r.stats.add("GPUs restored", 1)
-	d.r.log("restore GPU %d", gpu)
-	return nil
-}
-
-// restoreAll waits (up to limit) for gpulet to probe every lost GPU gone,
-// then restores it. A GPU gpulet never probed (its Xid 79 may have been
-// dropped from a full event queue while waits failed) is restored anyway
-// and noted: if it then stays unhealthy, the settle check says so.
-func (d *driver) restoreAll(limit time.Duration) error {
+// restore waits (up to limit) for gpulet to probe the lost GPU and find it
+// gone, then restores it: a reset gpulet can see. A lost GPU gpulet never
+// noticed is a failure.
+func (d *driver) restore(gpu int, limit time.Duration) error {
+	seen := d.lost[gpu]
 	deadline := time.Now().Add(limit)
+	for d.r.gpulet.watch.LostSeen(gpu) <= seen && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d.r.gpulet.watch.LostSeen(gpu) <= seen {
+		return violation("GPU %d was lost and gpulet did not notice within %v (no probe logged it gone)", gpu, limit)
+	}
+	delete(d.lost, gpu)
+	if _, err := d.r.gpulet.sim.do(fmt.Sprintf("restore %d", gpu)); err != nil {
+		return violation("the simulator did not take \"restore %d\": %v", gpu, err)
+	}
+	d.done(faultRestore, "restore GPU %d", gpu)
+	return nil
+}
+
+// restoreAll restores every lost GPU, in order, at the end of a round.
+func (d *driver) restoreAll(limit time.Duration) error {
 	for _, gpu := range slices.Sorted(maps.Keys(d.lost)) {
-		seen := d.lost[gpu]
-		for d.r.gpulet.watch.LostSeen(gpu) <= seen && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if d.r.gpulet.watch.LostSeen(gpu) <= seen {
-			d.r.stats.note("GPU %d was restored without gpulet logging a probe that found it lost", gpu)
-			d.r.log("GPU %d: no probe found it lost within %v", gpu, limit)
-		}
-		if err := d.restore(gpu); err != nil {
+		if err := d.restore(gpu, limit); err != nil {
 			return err
 		}
 	}
@@ -270,20 +351,16 @@ func (d *driver) restoreAll(limit time.Duration) error {
 // reload switches the file to another variant and sends SIGHUP. Half the
 // time the driver goes on without waiting for the outcome, so the reload
 // overlaps the next faults; it is awaited before the next signal, or at
-// the settle.
-func (d *driver) reload() error {
+// the settle. gpulet must accept it.
+func (d *driver) reload(dec decision) error {
 	if err := d.r.awaitPending(); err != nil {
 		return err
 	}
-	next := d.rng.Intn(len(d.r.machine.Variants) - 1)
-	if next >= d.r.fileVariant {
-		next++
-	}
-	if err := d.r.gpulet.writeConfig(d.r.machine.Variants[next].YAML); err != nil {
+	if err := d.r.gpulet.writeConfig(d.r.machine.Variants[dec.Variant].YAML); err != nil {
 		return err
 	}
-	d.r.fileVariant = next
-	if d.rng.Intn(2) == 0 {
+	d.r.fileVariant = dec.Variant
+	if dec.Await {
 		return d.r.applyFile()
 	}
 	rl, err := d.r.gpulet.sendHangUp(d.r.opts.SettleTimeout)
@@ -291,7 +368,8 @@ func (d *driver) reload() error {
 		return err
 	}
 	d.r.pending = &rl
-	d.r.log("SIGHUP for %q, outcome awaited later", d.r.machine.Variants[next].Name)
+	d.r.markFault()
+	d.r.log("SIGHUP for %q, outcome awaited later", d.r.machine.Variants[dec.Variant].Name)
 	return nil
 }
 
@@ -312,14 +390,20 @@ func (d *driver) badReload() error {
 		return violation("gpulet accepted a configuration with replicas: 1 at a reload")
 	}
 	d.r.stats.add("reloads refused as intended (invalid file)", 1)
-	d.r.log("invalid file refused: %s", refusal)
+	d.done(faultBadReload, "invalid file refused: %s", refusal)
 	return d.r.gpulet.writeConfig(d.r.machine.Variants[d.r.fileVariant].YAML)
 }
 
+// kill is a crash: gpulet must still be running (one that exited on its own
+// is a failure, not a crash the driver caused), then SIGKILL, a restart, and
+// the new process's simulator answering.
 func (d *driver) kill() error {
 	d.r.procMu.Lock()
 	defer d.r.procMu.Unlock()
 	old := d.r.gpulet.proc.Pid()
+	if !d.r.gpulet.proc.Running() {
+		return violation("gpulet (pid %d) exited on its own before a scheduled SIGKILL: %s", old, d.r.gpulet.proc.ExitError())
+	}
 	d.r.countDropped()
 	if err := d.r.gpulet.killAndRestart(); err != nil {
 		return err
@@ -328,7 +412,39 @@ func (d *driver) kill() error {
 	clear(d.lost)
 	d.r.servedVariant = d.r.fileVariant
 	d.r.pending = nil // the new process read the file at start
-	d.r.stats.add("gpulet SIGKILLs", 1)
-	d.r.log("SIGKILL gpulet (pid %d), restarted as pid %d", old, d.r.gpulet.proc.Pid())
+	if _, err := simGPUs(d.r.gpulet.sim, d.r.opts.SettleTimeout); err != nil {
+		return violation("gpulet restarted after SIGKILL (pid %d): %v", d.r.gpulet.proc.Pid(), err)
+	}
+	d.done(faultKill, "SIGKILL gpulet (pid %d), restarted as pid %d", old, d.r.gpulet.proc.Pid())
 	return nil
+}
+
+// checkDemand: the run delivered the chaos it demanded.
+func (d *driver) checkDemand() error {
+	n := minFaults(d.r.slot)
+	var short []string
+	total := 0
+	for k := faultKind(0); k < numFaultKinds; k++ {
+		total += d.delivered[k]
+		if d.delivered[k] < n {
+			short = append(short, fmt.Sprintf("%s %d", k, d.delivered[k]))
+		}
+	}
+	if len(short) > 0 {
+		return violation("too little chaos: a %v run must deliver at least %d of each fault kind; delivered and answered: %s",
+			d.r.slot, n, strings.Join(short, ", "))
+	}
+	if total == 0 {
+		return violation("too little chaos: the run delivered no fault")
+	}
+	return nil
+}
+
+// deliveredSummary renders the delivered counts.
+func (d *driver) deliveredSummary() string {
+	var parts []string
+	for k := faultKind(0); k < numFaultKinds; k++ {
+		parts = append(parts, fmt.Sprintf("%s %d", k, d.delivered[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -29,6 +29,7 @@ type node struct {
 	pods    *harness.Pods
 	held    map[types.UID]*heldPod
 	seq     int
+	inv     *inventory // set before the first admission
 }
 
 // heldPod is a running pod as admitted: the devices the kubelet chose and
@@ -97,8 +98,12 @@ func (n *node) admit(name, resource string, count int, exclusive bool, at time.D
 	if len(h.IDs) != count {
 		return h, violation("pod %s asked for %d %s and the kubelet recorded %v", pod.Name, count, resource, h.IDs)
 	}
-	if want := visibleOf(h.IDs); !slices.Equal(h.Visible, want) {
-		return h, violation("pod %s got %s %v but %s=%q (want %v)",
+	want, err := n.inv.visible(h.IDs)
+	if err != nil {
+		return h, violation("pod %s got %s %v: %v", pod.Name, resource, h.IDs, err)
+	}
+	if !slices.Equal(h.Visible, want) {
+		return h, violation("pod %s got %s %v but %s=%q (want the devices behind them: %v)",
 			pod.Name, resource, h.IDs, visibleDevices, opts.Envs[visibleDevices], want)
 	}
 	if err := disjoint(n.held); err != nil {
@@ -254,17 +259,6 @@ func disjoint(held map[types.UID]*heldPod) error {
 	return nil
 }
 
-// visibleOf is what NVIDIA_VISIBLE_DEVICES must list for these kubelet IDs:
-// each ID without its replica suffix, once.
-func visibleOf(ids []string) []string {
-	set := map[string]bool{}
-	for _, id := range ids {
-		base, _, _ := strings.Cut(id, "::")
-		set[base] = true
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
 func splitVisible(v string) []string {
 	set := map[string]bool{}
 	for _, f := range strings.Split(v, ",") {
@@ -273,4 +267,17 @@ func splitVisible(v string) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// heldPods returns the running pods holding devices of resource.
+func (n *node) heldPods(resource string) []*heldPod {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*heldPod
+	for _, uid := range slices.Sorted(maps.Keys(n.held)) {
+		if h := n.held[uid]; h.Resource == resource {
+			out = append(out, h)
+		}
+	}
+	return out
 }

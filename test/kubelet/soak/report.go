@@ -60,8 +60,8 @@ func (r *machineRun) report(err error) string {
 	if err != nil {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(&b, "-- %s: %s after %v, %d rounds, seed %d\n", r.machine.Name, verdict,
-		r.elapsed().Round(time.Second), r.rounds, r.seed)
+	fmt.Fprintf(&b, "-- %s: %s after %v, %d rounds (%s)\n", r.machine.Name, verdict,
+		r.elapsed().Round(time.Second), r.rounds, replayHint(r.opts.Seed, r.machine))
 	s := r.stats
 	if s == nil {
 		return b.String()
@@ -72,13 +72,11 @@ func (r *machineRun) report(err error) string {
 	if stormMs > 0 {
 		rate = float64(events) / (float64(stormMs) / 1000)
 	}
-	fmt.Fprintf(&b, "faults: %d Xid storms (%d events: %d application-error Xids, %d fatal; %.0f events/s while storming),\n",
-		s.get("xid storms"), events, s.get("xid events (ignored)"), s.get("xid events (fatal)"), rate)
-	fmt.Fprintf(&b, "        %d GPUs lost / %d restored, %d event-wait errors, %d kubelet restarts, %d reloads accepted,\n",
-		s.get("GPUs lost"), s.get("GPUs restored"), s.get("wait-error"), s.get("kubelet restarts"), s.get("reloads accepted"))
-	fmt.Fprintf(&b, "        %d valid files refused, %d invalid files refused as intended, %d gpulet SIGKILLs, %d faults skipped (simulator down)\n",
-		s.get("reloads of a valid file refused"), s.get("reloads refused as intended (invalid file)"),
-		s.get("gpulet SIGKILLs"), s.get("skipped: simulator not answering"))
+	if d := r.driver; d != nil {
+		fmt.Fprintf(&b, "faults delivered and answered (demanded: %d of each kind): %s\n", minFaults(r.slot), d.deliveredSummary())
+		fmt.Fprintf(&b, "        %s; Xid events: %d application-error, %d fatal (%.0f events/s while storming)\n",
+			d.decisions.String(), s.get("xid events (ignored)"), s.get("xid events (fatal)"), rate)
+	}
 	fmt.Fprintf(&b, "        %d NVML events dropped from full event queues (gpulet not reading them, e.g. backing off after failed waits)\n",
 		s.get("NVML events dropped"))
 	if n := s.get("kubelet panics"); n > 0 {
@@ -86,6 +84,10 @@ func (r *machineRun) report(err error) string {
 	}
 	fmt.Fprintf(&b, "pods: %d admitted, %d deleted, %d rejected, %d probe pods at settled points; %d direct Allocate calls answered\n",
 		s.get("pods admitted"), s.get("pods deleted"), s.totalRejects(), s.get("probe pods"), s.get("direct calls answered"))
+	fmt.Fprintf(&b, "  two-replica pods at settled points: %d refused under failRequestsGreaterThanOne, %d admitted without it, %d not tried (fewer than 2 free);\n"+
+		"  %d allocations re-checked on gpulet\n",
+		s.get("two-replica pods refused (failRequestsGreaterThanOne)"), s.get("two-replica pods admitted"),
+		s.get("two-replica checks skipped (fewer than 2 free)"), s.get("allocations re-checked on gpulet"))
 	if failed := s.withPrefix("direct calls failed: "); failed != "" {
 		fmt.Fprintf(&b, "  direct calls failed: %s\n", failed)
 	}
@@ -102,7 +104,7 @@ func (r *machineRun) report(err error) string {
 		b.WriteString(renderLives(r.gpulet.Lives()))
 	}
 	if err != nil {
-		fmt.Fprintf(&b, "failure: %v\n", err)
+		fmt.Fprintf(&b, "failure (%s): %v\n", replayHint(r.opts.Seed, r.machine), err)
 		fmt.Fprintf(&b, "  faults of the last round:\n%s", r.faults.String())
 		if r.gpulet != nil {
 			fmt.Fprintf(&b, "  gpulet's last lines (storm noise and requests left out):\n%s", r.gpulet.watch.Notable(60))

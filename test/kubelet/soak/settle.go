@@ -12,9 +12,9 @@ import (
 
 // settle runs after the faults of a round stopped (lost GPUs restored):
 // pods are paused, and the node must become whole again within
-// SettleTimeout: gpulet serves the file's configuration and the kubelet
-// sees every device of every resource healthy. Then everything is checked
-// and gpulet's /proc is sampled.
+// SettleTimeout of the last fault delivered: gpulet serves the file's
+// configuration and the kubelet sees every device of every resource
+// healthy. Then everything is checked and gpulet's /proc is sampled.
 func (r *machineRun) settle(what string) error {
 	r.gate.Lock()
 	defer r.gate.Unlock()
@@ -33,7 +33,8 @@ func (r *machineRun) settle(what string) error {
 	}
 	v := r.machine.Variants[r.servedVariant]
 	var ids map[string][]string
-	err := harness.Wait(r.opts.SettleTimeout, "every device healthy in the kubelet", func() (bool, string, error) {
+	deadline := r.recoveryDeadline()
+	err := harness.Wait(time.Until(deadline), "every device healthy in the kubelet", func() (bool, string, error) {
 		if !r.gpulet.proc.Running() {
 			return false, "", violation("gpulet exited on its own: %s", r.gpulet.proc.ExitError())
 		}
@@ -106,8 +107,10 @@ func (r *machineRun) whole(v Variant) (bool, string, map[string][]string) {
 }
 
 // checkSettled: allocations as admitted and their container options
-// unchanged, device IDs (as whole saw them) stable for the configuration,
-// and a pod can get a device of every resource that has a free one.
+// unchanged, gpulet still answering each one's IDs with the same devices,
+// device IDs (as whole saw them) exactly those the configuration advertises
+// and stable, failRequestsGreaterThanOne as the file says, and a pod can
+// get a device of every resource that has a free one.
 func (r *machineRun) checkSettled(what string, v Variant, healthy map[string][]string) error {
 	if err := r.node.checkHeld(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -115,8 +118,19 @@ func (r *machineRun) checkSettled(what string, v Variant, healthy map[string][]s
 	if err := r.node.checkRunOptions(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if err := r.checkAllocationsOnGpulet(v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	for _, res := range r.machine.Resources() {
 		ids := healthy[res]
+		if err := r.inv.checkAdvertised(v.Name, res, ids); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if v.Shared[res] {
+			if err := r.checkReplicaLimit(v, res); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
 		key := v.Name + " " + res
 		if known, ok := r.knownIDs[key]; !ok {
 			r.knownIDs[key] = ids

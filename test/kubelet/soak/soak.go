@@ -2,15 +2,19 @@
 // device manager on simulated nodes while a driver injects faults at random
 // (kubelet restarts, Xid storms, lost GPUs, failing event waits, config
 // reloads, SIGKILLs), pods allocate and free devices, and checkers hold the
-// invariants: no device in two running pods, allocations survive restarts,
-// every healthy device is advertised again within a limit after the last
-// fault, and gpulet's fds, threads and RSS come back to their baseline.
-// docs/testing.md describes it.
+// invariants: a minimum of every fault kind delivered and answered, no
+// device ID in two running pods and every pod seeing exactly the devices
+// behind its IDs, allocations that survive restarts (in the kubelet and in
+// gpulet's answers), failRequestsGreaterThanOne as configured, every
+// healthy device advertised again within a limit after the last fault, and
+// gpulet's fds, threads and RSS back at their baseline. docs/testing.md
+// describes it.
 //
 // The run is a sequence of rounds per machine: a chaos phase (faults and
 // pods), then a settle phase that stops the faults, waits for the node to
-// be whole again and checks everything. Randomness comes from one seed, so
-// a run's decisions can be replayed (timing still differs).
+// be whole again and checks everything. The driver's decisions come from
+// one seed and its own state only, so a seed replays them (timing and the
+// pods' outcomes still differ).
 package soak
 
 import (
@@ -37,6 +41,7 @@ type Options struct {
 	Machines      []Machine
 	Out           io.Writer // report and round lines
 	Verbose       io.Writer // if set: every fault, gpulet and kubelet log lines
+	Decisions     io.Writer // if set: one line per decision of the driver
 }
 
 // WithDefaults fills in unset options.
@@ -77,11 +82,16 @@ func Run(o Options) error {
 		reports = append(reports, r.report(err))
 		fmt.Fprint(o.Out, reports[len(reports)-1])
 		if err != nil {
-			return fmt.Errorf("soak failed on %s (seed %d): %w", m.Name, o.Seed, err)
+			return fmt.Errorf("soak failed on %s (%s): %w", m.Name, replayHint(o.Seed, m), err)
 		}
 	}
 	fmt.Fprintf(o.Out, "soak: PASS, seed %d\n", o.Seed)
 	return nil
+}
+
+// replayHint says how to run a node's part again, for failure lines.
+func replayHint(seed int64, m Machine) string {
+	return fmt.Sprintf("seed %d; replay with --seed %d --machine %s", seed, seed, m.Profile)
 }
 
 // machineRun is the soak of one machine.
@@ -96,6 +106,8 @@ type machineRun struct {
 	gpulet   *gpuletProc
 	stats    *stats
 	faults   faultLog
+	inv      *inventory
+	driver   *driver
 	migUUIDs []string
 	rounds   int
 
@@ -108,7 +120,7 @@ type machineRun struct {
 	pending       *reload   // a SIGHUP whose outcome is not known yet
 	simStatus     string    // the simulator's status at a failure
 
-	lastFault atomic.Int64 // UnixNano of the last fault the driver issued
+	lastFault atomic.Int64 // UnixNano of the last fault the driver delivered
 
 	procMu sync.RWMutex // held by a SIGKILL+restart: the process may be down
 
@@ -150,11 +162,21 @@ func (r *machineRun) run() (err error) {
 			r.simStatus, _ = r.gpulet.sim.do("status")
 		}
 	}()
-	fmt.Fprintf(r.opts.Out, "\n== %s (simulator profile %s): %v, seed %d\n", r.machine.Name, r.machine.Profile, r.slot, r.seed)
+	fmt.Fprintf(r.opts.Out, "\n== %s (simulator profile %s): %v, node seed %d (run seed %d); demanded: %d of each fault kind\n",
+		r.machine.Name, r.machine.Profile, r.slot, r.seed, r.opts.Seed, minFaults(r.slot))
+	gpus, err := simGPUs(r.gpulet.sim, r.opts.SettleTimeout)
+	if err != nil {
+		return err
+	}
+	if r.inv, err = newInventory(r.machine, gpus); err != nil {
+		return err
+	}
+	r.node.inv = r.inv
+	r.migUUIDs = r.inv.migDevices()
+	r.driver = newDriver(r, r.seed+2)
 	if err := r.settle("warm-up"); err != nil {
 		return err
 	}
-	r.migUUIDs = r.findMIGUUIDs()
 	// One pod per resource lives through the whole run: its allocation must
 	// survive every restart.
 	for _, res := range r.machine.Resources() {
@@ -171,6 +193,9 @@ func (r *machineRun) run() (err error) {
 	wg.Wait()
 	if err == nil {
 		err = r.failure
+	}
+	if err == nil {
+		err = r.driver.checkDemand()
 	}
 	if err == nil {
 		err = r.finish()
@@ -268,29 +293,45 @@ func (r *machineRun) elapsed() time.Duration { return time.Since(r.start) }
 // gpulet life is long enough for its fds, threads and RSS to show a leak.
 func (r *machineRun) killsAllowed() bool { return r.elapsed() < r.slot/2 }
 
+// markFault records that a fault was just delivered: recovery is timed
+// from the last one.
+func (r *machineRun) markFault() { r.lastFault.Store(time.Now().UnixNano()) }
+
+// recoveryDeadline is when the node must be whole again: SettleTimeout
+// after the last fault delivered (or from now, before the first fault).
+func (r *machineRun) recoveryDeadline() time.Time {
+	if t := r.lastFault.Load(); t != 0 && time.Unix(0, t).After(r.lastSettled) {
+		return time.Unix(0, t).Add(r.opts.SettleTimeout)
+	}
+	return time.Now().Add(r.opts.SettleTimeout)
+}
+
 func (r *machineRun) log(format string, args ...any) {
-	r.lastFault.Store(time.Now().UnixNano())
 	r.faults.add(r.elapsed(), format, args...)
 	if r.opts.Verbose != nil {
 		fmt.Fprintf(r.opts.Verbose, "fault %8.3fs  %s\n", r.elapsed().Seconds(), fmt.Sprintf(format, args...))
 	}
 }
 
-// runRounds runs chaos + settle rounds until the slot is used up.
+// Rounds: a chaos phase of minSteps-maxSteps driver steps (a step every
+// 0.1-0.6 s plus its own time), then a settle.
+const (
+	minSteps, maxSteps = 12, 36
+	minChaos           = 6 * time.Second // no round starts with less of the slot left
+)
+
+// runRounds runs chaos + settle rounds until the slot is used up. The
+// number of steps of a round and each step's generator come from the seed;
+// the clock only cuts the last round short.
 func (r *machineRun) runRounds() error {
 	rng := rand.New(rand.NewSource(r.seed + 1))
-	d := &driver{r: r, lost: map[int]int{}}
-	const minChaos, maxChaos = 6 * time.Second, 15 * time.Second
+	d := r.driver
 	for r.elapsed()+minChaos < r.slot && !r.stopping() {
 		r.rounds++
 		r.faults.reset()
-		chaos := minChaos + time.Duration(rng.Int63n(int64(maxChaos-minChaos)))
-		if left := r.slot - r.elapsed(); chaos > left {
-			chaos = left
-		}
-		end := time.Now().Add(chaos)
-		for time.Now().Before(end) && !r.stopping() {
-			if err := d.step(rng.Int63()); err != nil {
+		steps := minSteps + rng.Intn(maxSteps-minSteps+1)
+		for i := 1; i <= steps && r.elapsed() < r.slot && !r.stopping(); i++ {
+			if err := d.step(r.rounds, i, rng.Int63()); err != nil {
 				return err
 			}
 			time.Sleep(time.Duration(100+rng.Intn(500)) * time.Millisecond)
@@ -317,13 +358,13 @@ func (r *machineRun) applyFile() error {
 	if err != nil {
 		return err
 	}
+	r.markFault()
 	r.pending = &rl
 	return r.awaitPending()
 }
 
-// awaitPending waits for the outcome of the last SIGHUP, if not known yet. A
-// refusal of a valid file is noted (a GPU lost while the node is discovered
-// again may cause one) and the file is sent again at the next settle.
+// awaitPending waits for the outcome of the last SIGHUP, if not known yet.
+// gpulet must accept every valid file: a refusal is a failure.
 func (r *machineRun) awaitPending() error {
 	if r.pending == nil {
 		return nil
@@ -338,32 +379,11 @@ func (r *machineRun) awaitPending() error {
 		return err
 	}
 	if !accepted {
-		r.stats.add("reloads of a valid file refused", 1)
-		r.stats.note("valid file (%s) refused: %s", v.Name, refusal)
-		r.log("reload to %q refused: %s", v.Name, refusal)
-		return nil
+		return violation("gpulet refused the valid file %q at a reload: %s", v.Name, refusal)
 	}
 	r.servedVariant = r.fileVariant
-	r.stats.add("reloads accepted", 1)
-	r.log("reload to %q", v.Name)
+	r.driver.done(faultReload, "reload to %q", v.Name)
 	return nil
-}
-
-// findMIGUUIDs returns the MIG devices' UUIDs, for MIG-scoped Xids.
-func (r *machineRun) findMIGUUIDs() []string {
-	set := map[string]bool{}
-	for _, res := range r.machine.Resources() {
-		for _, id := range r.node.healthyIDs(res) {
-			if base, _, _ := strings.Cut(id, "::"); strings.HasPrefix(base, "MIG-") {
-				set[base] = true
-			}
-		}
-	}
-	var out []string
-	for id := range set {
-		out = append(out, id)
-	}
-	return sortedCopy(out)
 }
 
 type prefixWriter struct {

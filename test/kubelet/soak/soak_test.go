@@ -3,6 +3,7 @@ package soak
 import (
 	"bufio"
 	"errors"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -231,4 +232,15 @@ func TestRenderLivesFoldsShortOnes(t *testing.T) {
 	if strings.Count(out, "life ") != 3 {
 		t.Errorf("want 3 lives shown in full:\n%s", out)
 	}
+}
+
+// visibleOf (for the tests) is what NVIDIA_VISIBLE_DEVICES must list for these kubelet IDs:
+// each ID without its replica suffix, once.
+func visibleOf(ids []string) []string {
+	set := map[string]bool{}
+	for _, id := range ids {
+		base, _, _ := strings.Cut(id, "::")
+		set[base] = true
+	}
+	return slices.Sorted(maps.Keys(set))
 }

@@ -15,6 +15,7 @@ func soakMain(args []string) int {
 	var o soak.Options
 	var seconds int
 	var verbose bool
+	var decisions string
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.StringVar(&o.Gpulet, "gpulet", "", "gpulet binary (required)")
 	fs.StringVar(&o.NVMLLib, "nvml-lib", "", "the NVML simulator, libnvidia-ml.so.1 (required)")
@@ -31,6 +32,7 @@ func soakMain(args []string) int {
 		}
 		return fmt.Errorf("unknown node %q (islands-16, a100-mig)", v)
 	})
+	fs.StringVar(&decisions, "decisions", "", "write the driver's decisions to this file, one a line (two runs with one seed write the same lines, the shorter a prefix of the longer)")
 	fs.BoolVar(&verbose, "v", false, "print every fault, gpulet's output and the kubelet's log as they happen")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: kubelet-harness soak --gpulet PATH --nvml-lib PATH [flags]")
@@ -48,6 +50,15 @@ func soakMain(args []string) int {
 	}
 	if verbose {
 		o.Verbose = os.Stderr
+	}
+	if decisions != "" {
+		f, err := os.Create(decisions)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer f.Close()
+		o.Decisions = f
 	}
 	if err := soak.Run(o); err != nil {
 		fmt.Fprintln(os.Stdout, "soak: FAIL:", err)
