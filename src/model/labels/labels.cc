@@ -109,6 +109,8 @@ std::string ArchFamily(int cc_major, int cc_minor) {
     case 10:
     case 12:
       return "blackwell";
+    case 13:
+      return "rubin";
     default:
       return "undefined";
   }

@@ -274,10 +274,11 @@ TEST(LabelsTest, VersionsNvidiaWouldNotPrintAreLeftOut) {
 
 TEST(LabelsTest, ArchFamilies) {
   const std::vector<std::tuple<int, int, std::string>> cases = {
-      {3, 7, "kepler"},    {6, 0, "pascal"},     {7, 0, "volta"},
-      {7, 5, "turing"},    {8, 6, "ampere"},     {8, 9, "ada-lovelace"},
-      {9, 0, "hopper"},    {10, 0, "blackwell"}, {12, 0, "blackwell"},
-      {4, 0, "undefined"}, {11, 0, "undefined"},
+      {3, 7, "kepler"},     {6, 0, "pascal"},     {7, 0, "volta"},
+      {7, 5, "turing"},     {8, 6, "ampere"},     {8, 9, "ada-lovelace"},
+      {9, 0, "hopper"},     {10, 0, "blackwell"}, {12, 0, "blackwell"},
+      {13, 0, "rubin"},     {4, 0, "undefined"},  {11, 0, "undefined"},
+      {14, 0, "undefined"},
   };
   for (const auto& [major, minor, family] : cases) {
     EXPECT_EQ(ArchFamily(major, minor), family) << major << "." << minor;
