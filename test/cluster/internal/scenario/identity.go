@@ -140,20 +140,29 @@ func allocatableIDs(ctx context.Context, resource string) ([]string, error) {
 // resource are exactly want; the error says which IDs differ.
 func waitAllocatableIDs(t *T, resource string, want []string) error {
 	want = slices.Sorted(slices.Values(want))
-	var got []string
+	var got []string // the last answer, kept across a failed call
+	seen := false
 	var lastErr error
 	err := t.N.WaitFor(t.Ctx, fmt.Sprintf("the kubelet's allocatable %s to be exactly %d given devices", resource, len(want)),
 		60*time.Second, func(ctx context.Context) (bool, error) {
-			got, lastErr = allocatableIDs(ctx, resource)
-			return lastErr == nil && slices.Equal(got, want), nil
+			ids, err := allocatableIDs(ctx, resource)
+			lastErr = err
+			if err != nil {
+				return false, nil
+			}
+			got, seen = ids, true
+			return slices.Equal(got, want), nil
 		})
 	if err == nil {
 		return nil
 	}
-	if lastErr != nil {
-		return fmt.Errorf("%w (last: %v)", err, lastErr)
+	if !seen {
+		return fmt.Errorf("%w (no answer; last: %v)", err, lastErr)
 	}
-	return fmt.Errorf("%w: allocatable but not expected %v; expected but not allocatable %v",
+	if lastErr != nil {
+		err = fmt.Errorf("%w (the last call failed: %v)", err, lastErr)
+	}
+	return fmt.Errorf("%w: last answer allocatable but not expected %v; expected but not allocatable %v",
 		err, except(got, want...), except(want, got...))
 }
 
