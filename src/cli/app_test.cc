@@ -45,6 +45,51 @@ TEST_F(AppTest, Version) {
   EXPECT_EQ(r.err, "");
 }
 
+TEST_F(AppTest, VersionFlagPrintsTheVersionAndSucceeds) {
+  Result r = RunArgs({"--version"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, RunArgs({"version"}).out);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(AppTest, AMistypedCommandIsNamedWithTheNearestOne) {
+  Result r = RunArgs({"devics"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, StartsWith("gpulet: unknown command \"devics\" for "
+                                "'gpulet'; did you mean 'devices'?"));
+  r = RunArgs({"--log-format", "json", "lables", "--oneshot"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("\"lables\""));
+  EXPECT_THAT(r.err, HasSubstr("did you mean 'labels'?"));
+  r = RunArgs({"sim", "--socket", "/tmp/x.sock", "xdi"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("unknown command \"xdi\" for 'gpulet sim'; "
+                               "did you mean 'xid'?"));
+}
+
+TEST_F(AppTest, AFarOffCommandListsTheCommands) {
+  Result r = RunArgs({"daemon"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("unknown command \"daemon\" for 'gpulet' "
+                               "(commands: devices, topo, "));
+  EXPECT_EQ(r.out, "");
+  r = RunArgs({"runtime"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("'gpulet runtime' needs a command (configure)"));
+}
+
+// Global options after the subcommand, as docs/plugin.md and cli.md say.
+TEST_F(AppTest, GlobalOptionsMayFollowTheSubcommand) {
+  Result r = RunArgs({"devices", "--nvml-lib", "/nonexistent/lib.so.1"});
+  EXPECT_EQ(r.code, kExitRuntimeError) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/lib.so.1"));
+  r = RunArgs({"cdi", "generate", "--nvml-lib", "/nonexistent/lib.so.1"});
+  EXPECT_EQ(r.code, kExitRuntimeError) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/lib.so.1"));
+  EXPECT_EQ(RunArgs({"version", "-v", "2", "--log-format", "json"}).code,
+            kExitOk);
+}
+
 TEST_F(AppTest, HelpSucceeds) {
   Result r = RunArgs({"--help"});
   EXPECT_EQ(r.code, kExitOk);
