@@ -90,6 +90,24 @@ TEST_F(AppTest, GlobalOptionsMayFollowTheSubcommand) {
             kExitOk);
 }
 
+// Ranges read as a user writes them, not as the C++ type's limits.
+TEST_F(AppTest, RangeErrorsStateTheRange) {
+  Result r = RunArgs({"sim", "--timeout-ms", "0", "status"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--timeout-ms: '0' is not a whole number of 1 "
+                               "or more"));
+  EXPECT_LT(r.err.size(), 120u) << r.err;
+  r = RunArgs({"extender", "--request-timeout", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--request-timeout: '0' is not a whole number "
+                               "from 1 to 3600"));
+  r = RunArgs({"dra", "--node-name", "n", "--kube-api-qps", "0.5"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("--kube-api-qps: '0.5' is not a number from 1 to 10000"));
+}
+
 TEST_F(AppTest, HelpSucceeds) {
   Result r = RunArgs({"--help"});
   EXPECT_EQ(r.code, kExitOk);
