@@ -70,8 +70,8 @@ const std::vector<std::string>& CommandNames() {
 // built when its name is one of the arguments (a global option's value that
 // happens to equal a name only builds one more), and all of them when help
 // may be asked for, so that help and usage errors read as before.
-// Subcommands not built are not known to the parser: a run naming none gets
-// the same "a subcommand is required" error.
+// Subcommands not built are not known to the parser: a word naming none is
+// reported by UnknownCommand, which knows every name.
 class Wanted {
  public:
   Wanted(int argc, const char* const* argv) {
@@ -138,10 +138,11 @@ CLI::App* Innermost(CLI::App* app) {
 }
 
 // When the parser stopped because a command that needs a subcommand got
-// none: "unknown command ..." naming the first word it did not know (a
-// mistyped subcommand) and the nearest name, or, without such a word, the
-// commands it takes. Empty otherwise.
-std::string UnknownCommand(CLI::App& app) {
+// none (`e` is CLI11's RequiredError): "unknown command ..." naming the
+// first word it did not know (a mistyped subcommand) and the nearest name,
+// or, without such a word, the commands it takes. Empty otherwise.
+std::string UnknownCommand(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_name() != "RequiredError") return "";
   CLI::App* cmd = Innermost(&app);
   if (cmd->get_require_subcommand_min() == 0) return "";
   std::string typed;
@@ -185,7 +186,7 @@ int HandleParseError(CLI::App& app, const CLI::ParseError& e, std::ostream& out,
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
     return app.exit(e, out, err);
   }
-  std::string message = UnknownCommand(app);
+  std::string message = UnknownCommand(app, e);
   if (message.empty()) message = e.what();
   return Fail(err, kExitUsage, message + " (run 'gpulet --help' for usage)");
 }

@@ -76,6 +76,10 @@ TEST_F(AppTest, AFarOffCommandListsTheCommands) {
   r = RunArgs({"runtime"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("'gpulet runtime' needs a command (configure)"));
+  // A bad value is reported as such, command or not.
+  r = RunArgs({"sim", "--timeout-ms", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--timeout-ms: '0'"));
 }
 
 // Global options after the subcommand, as docs/plugin.md and cli.md say.
