@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
 #include "src/cli/labels_command.h"
+#include "src/cli/nearest_name.h"
 #include "src/cli/plugin_command.h"
 #include "src/cli/runtime_configure_command.h"
 #include "src/cli/sim_command.h"
@@ -52,14 +54,24 @@ struct Commands {
   CLI::App* version = nullptr;
 };
 
+// Every subcommand's name, built or not (see Wanted): the candidates of a
+// mistyped one.
+const std::vector<std::string>& CommandNames() {
+  static const std::vector<std::string>* const kNames =
+      new std::vector<std::string>{"devices", "topo",    "sim",      "cdi",
+                                   "plugin",  "runtime", "extender", "dra",
+                                   "labels",  "vfio",    "version"};
+  return *kNames;
+}
+
 // Which subcommands to build. Building every subcommand's options (CLI11
 // objects, validators, environment names) took about half a millisecond of
 // each start; a run needs only the subcommand it names. So a subcommand is
 // built when its name is one of the arguments (a global option's value that
 // happens to equal a name only builds one more), and all of them when help
 // may be asked for, so that help and usage errors read as before.
-// Subcommands not built are not known to the parser: a run naming none gets
-// the same "a subcommand is required" error.
+// Subcommands not built are not known to the parser: a word naming none is
+// reported by UnknownCommand, which knows every name.
 class Wanted {
  public:
   Wanted(int argc, const char* const* argv) {
@@ -84,6 +96,12 @@ class Wanted {
 
 void Register(CLI::App& app, Commands& c, const Wanted& wanted) {
   AddGlobalOptions(app, c.global);
+  app.set_version_flag("--version", "gpulet " GPULET_VERSION,
+                       "Print the gpulet version and exit");
+  // Global options may follow any subcommand (`gpulet devices --nvml-lib
+  // X`): subcommands added from here on inherit this, and an option a
+  // subcommand does not know is looked up in its parent.
+  app.fallthrough();
   if (wanted("devices")) c.devices = AddDevicesCommand(app, c.devices_options);
   if (wanted("topo")) c.topo = AddTopoCommand(app, c.topo_options);
   if (wanted("sim")) c.sim = AddSimCommand(app, c.sim_options);
@@ -110,15 +128,67 @@ int Fail(std::ostream& err, int code, const std::string& message) {
   return code;
 }
 
-// Help and --help-all print to `out` and succeed; anything else the parser
-// rejects is a usage error.
+// The innermost subcommand named on the command line (`app` itself if none).
+CLI::App* Innermost(CLI::App* app) {
+  for (;;) {
+    std::vector<CLI::App*> parsed = app->get_subcommands();
+    if (parsed.empty()) return app;
+    app = parsed.front();
+  }
+}
+
+// When the parser stopped because a command that needs a subcommand got
+// none (`e` is CLI11's RequiredError): "unknown command ..." naming the
+// first word it did not know (a mistyped subcommand) and the nearest name,
+// or, without such a word, the commands it takes. Empty otherwise.
+std::string UnknownCommand(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_name() != "RequiredError") return "";
+  CLI::App* cmd = Innermost(&app);
+  if (cmd->get_require_subcommand_min() == 0) return "";
+  std::string typed;
+  for (const std::string& arg : app.remaining(true)) {
+    if (!arg.empty() && arg[0] != '-') {
+      typed = arg;
+      break;
+    }
+  }
+  std::vector<std::string> names;
+  if (cmd == &app) {
+    names = CommandNames();
+  } else {
+    for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+    }
+  }
+  std::string path;
+  for (CLI::App* a = cmd; a != &app; a = a->get_parent()) {
+    path = " " + a->get_name() + path;
+  }
+  path = "gpulet" + path;
+  std::string list;
+  for (const std::string& name : names) {
+    list += (list.empty() ? "" : ", ") + name;
+  }
+  if (typed.empty()) {
+    return "'" + path + "' needs a command (" + list + ")";
+  }
+  std::string message = "unknown command \"" + typed + "\" for '" + path + "'";
+  if (std::optional<std::string> near = NearestName(typed, names)) {
+    return message + "; did you mean '" + *near + "'?";
+  }
+  return message + " (commands: " + list + ")";
+}
+
+// Help, --help-all and --version print to `out` and succeed; anything else
+// the parser rejects is a usage error.
 int HandleParseError(CLI::App& app, const CLI::ParseError& e, std::ostream& out,
                      std::ostream& err) {
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
     return app.exit(e, out, err);
   }
-  return Fail(err, kExitUsage,
-              std::string(e.what()) + " (run 'gpulet --help' for usage)");
+  std::string message = UnknownCommand(app, e);
+  if (message.empty()) message = e.what();
+  return Fail(err, kExitUsage, message + " (run 'gpulet --help' for usage)");
 }
 
 absl::Status Dispatch(Commands& c, std::ostream& out) {

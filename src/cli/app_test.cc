@@ -45,6 +45,73 @@ TEST_F(AppTest, Version) {
   EXPECT_EQ(r.err, "");
 }
 
+TEST_F(AppTest, VersionFlagPrintsTheVersionAndSucceeds) {
+  Result r = RunArgs({"--version"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, RunArgs({"version"}).out);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(AppTest, AMistypedCommandIsNamedWithTheNearestOne) {
+  Result r = RunArgs({"devics"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, StartsWith("gpulet: unknown command \"devics\" for "
+                                "'gpulet'; did you mean 'devices'?"));
+  r = RunArgs({"--log-format", "json", "lables", "--oneshot"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("\"lables\""));
+  EXPECT_THAT(r.err, HasSubstr("did you mean 'labels'?"));
+  r = RunArgs({"sim", "--socket", "/tmp/x.sock", "xdi"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("unknown command \"xdi\" for 'gpulet sim'; "
+                               "did you mean 'xid'?"));
+}
+
+TEST_F(AppTest, AFarOffCommandListsTheCommands) {
+  Result r = RunArgs({"daemon"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("unknown command \"daemon\" for 'gpulet' "
+                               "(commands: devices, topo, "));
+  EXPECT_EQ(r.out, "");
+  r = RunArgs({"runtime"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("'gpulet runtime' needs a command (configure)"));
+  // A bad value is reported as such, command or not.
+  r = RunArgs({"sim", "--timeout-ms", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--timeout-ms: '0'"));
+}
+
+// Global options after the subcommand, as docs/plugin.md and cli.md say.
+TEST_F(AppTest, GlobalOptionsMayFollowTheSubcommand) {
+  Result r = RunArgs({"devices", "--nvml-lib", "/nonexistent/lib.so.1"});
+  EXPECT_EQ(r.code, kExitRuntimeError) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/lib.so.1"));
+  r = RunArgs({"cdi", "generate", "--nvml-lib", "/nonexistent/lib.so.1"});
+  EXPECT_EQ(r.code, kExitRuntimeError) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/lib.so.1"));
+  EXPECT_EQ(RunArgs({"version", "-v", "2", "--log-format", "json"}).code,
+            kExitOk);
+}
+
+// Ranges read as a user writes them, not as the C++ type's limits.
+TEST_F(AppTest, RangeErrorsStateTheRange) {
+  Result r = RunArgs({"sim", "--timeout-ms", "0", "status"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--timeout-ms: '0' is not a whole number of 1 "
+                               "or more"));
+  EXPECT_LT(r.err.size(), 120u) << r.err;
+  r = RunArgs({"extender", "--request-timeout", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--request-timeout: '0' is not a whole number "
+                               "from 1 to 3600"));
+  r = RunArgs({"dra", "--node-name", "n", "--kube-api-qps", "0.5"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("--kube-api-qps: '0.5' is not a number from 1 to 10000"));
+}
+
 TEST_F(AppTest, HelpSucceeds) {
   Result r = RunArgs({"--help"});
   EXPECT_EQ(r.code, kExitOk);

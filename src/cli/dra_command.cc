@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/cli/app.h"
+#include "src/cli/validators.h"
 
 namespace gpulet::cli {
 
@@ -70,11 +71,11 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
       ->envname("METRICS_CLIENT_CA_FILE");
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
-      ->check(CLI::Range(1.0, 10000.0))
+      ->check(NumberIn(1, 10000))
       ->capture_default_str();
   cmd->add_option("--kube-api-burst", options.kube_burst,
                   "API server request burst")
-      ->check(CLI::Range(1, 10000))
+      ->check(WholeNumberIn(1, 10000))
       ->capture_default_str();
   return cmd;
 }

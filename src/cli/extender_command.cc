@@ -4,6 +4,7 @@
 
 #include "absl/time/time.h"
 #include "src/cli/app.h"
+#include "src/cli/validators.h"
 
 namespace gpulet::cli {
 
@@ -56,33 +57,33 @@ CLI::App* AddExtenderCommand(CLI::App& app, ExtenderCommandOptions& options) {
   cmd->add_option("--request-timeout", options.request_timeout_seconds,
                   "seconds a client has for one request, from its first byte "
                   "to the end of the answer")
-      ->check(CLI::Range(1, 3600))
+      ->check(WholeNumberIn(1, 3600))
       ->capture_default_str();
   cmd->add_option("--max-body-bytes", run.max_body_bytes,
                   "largest request body accepted (larger: 413)")
-      ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
+      ->check(WholeNumberIn(1024, int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--max-connections", run.max_connections,
                   "connections served at once (idle ones give way to new "
                   "ones; past that, more wait in the backlog)")
-      ->check(CLI::Range(1, 4096))
+      ->check(WholeNumberIn(1, 4096))
       ->capture_default_str();
   cmd->add_option("--max-connections-per-peer", run.max_connections_per_peer,
                   "connections served at once from one IP address")
-      ->check(CLI::Range(1, 4096))
+      ->check(WholeNumberIn(1, 4096))
       ->capture_default_str();
   cmd->add_option("--idle-timeout", options.idle_timeout_seconds,
                   "seconds a connection may stay idle (TLS handshake, or "
                   "between requests) before it is closed")
-      ->check(CLI::Range(1, 3600))
+      ->check(WholeNumberIn(1, 3600))
       ->capture_default_str();
   cmd->add_option("--kube-api-qps", run.kube_qps,
                   "API server requests per second")
-      ->check(CLI::Range(1.0, 10000.0))
+      ->check(NumberIn(1, 10000))
       ->capture_default_str();
   cmd->add_option("--kube-api-burst", run.kube_burst,
                   "API server request burst")
-      ->check(CLI::Range(1, 10000))
+      ->check(WholeNumberIn(1, 10000))
       ->capture_default_str();
   return cmd;
 }

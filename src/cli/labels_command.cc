@@ -55,11 +55,12 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
       "Compute gpu-feature-discovery's node labels; write them as "
       "node-feature-discovery's feature file and/or patch them onto the Node");
   cmd->fallthrough();
-  cmd->add_option("-o,--output-file,--output", options.output_file,
-                  "Feature file to write atomically (\"-\" or \"\": standard "
-                  "output)")
-      ->envname("GFD_OUTPUT_FILE")
-      ->capture_default_str();
+  options.env.Add(
+      cmd->add_option("-o,--output-file,--output", options.output_file,
+                      "Feature file to write atomically (\"-\" or \"\": "
+                      "standard output)")
+          ->capture_default_str(),
+      "GFD_OUTPUT_FILE");
   cmd->add_option("--patch-node", options.patch_node,
                   "Also merge-patch the labels onto this Node through the API "
                   "server (its own node: see docs/labels.md)")
@@ -69,25 +70,31 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
   cmd->add_option("--kubeconfig", options.kubeconfig,
                   "kubeconfig file for --patch-node (default: the files of "
                   "$KUBECONFIG merged, else the pod's service account)");
-  cmd->add_option("--machine-type-file", options.machine_type_file,
-                  "File holding the machine's product name")
-      ->envname("GFD_MACHINE_TYPE_FILE")
-      ->capture_default_str();
-  cmd->add_option("--sleep-interval", options.sleep_interval,
-                  "Time between labelling rounds (e.g. 60s, 1m30s)")
-      ->envname("GFD_SLEEP_INTERVAL")
-      ->capture_default_str();
-  cmd->add_flag("--oneshot", options.oneshot, "Label once and exit")
-      ->envname("GFD_ONESHOT");
-  cmd->add_flag("--no-timestamp", options.no_timestamp,
-                "Leave out nvidia.com/gfd.timestamp")
-      ->envname("GFD_NO_TIMESTAMP");
-  options.mig_strategy_option =
+  options.env.Add(
+      cmd->add_option("--machine-type-file", options.machine_type_file,
+                      "File holding the machine's product name")
+          ->capture_default_str(),
+      "GFD_MACHINE_TYPE_FILE");
+  options.sleep_interval_option = options.env.Add(
+      cmd->add_option("--sleep-interval", options.sleep_interval,
+                      "Time between labelling rounds (e.g. 60s, 1m30s)")
+          ->capture_default_str(),
+      "GFD_SLEEP_INTERVAL");
+  options.env.Add(
+      cmd->add_flag("--oneshot", options.oneshot, "Label once and exit"),
+      "GFD_ONESHOT");
+  options.env.Add(cmd->add_flag("--no-timestamp", options.no_timestamp,
+                                "Leave out nvidia.com/gfd.timestamp"),
+                  "GFD_NO_TIMESTAMP");
+  // Checked here too (the config resolves it again), so that a bad
+  // GFD_MIG_STRATEGY is reported as the variable's.
+  options.mig_strategy_option = options.env.Add(
       cmd->add_option("--mig-strategy", options.mig_strategy,
                       "MIG strategy: none, single or mixed [env: "
                       "GFD_MIG_STRATEGY, MIG_STRATEGY] [default: the config "
                       "file's, else none]")
-          ->envname("GFD_MIG_STRATEGY");
+          ->check(CLI::IsMember({"none", "single", "mixed"})),
+      "GFD_MIG_STRATEGY");
   options.config_file_option =
       cmd->add_option("--config-file", options.config_file,
                       "NVIDIA's `version: v1` config file (MIG strategy, "
@@ -95,13 +102,18 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
   return cmd;
 }
 
-int RunLabels(const GlobalOptions& global, const LabelsOptions& options,
+int RunLabels(const GlobalOptions& global, LabelsOptions& options,
               std::ostream& out, std::ostream& err) {
+  if (absl::Status s = options.env.Apply(config::ProcessEnvironment());
+      !s.ok()) {
+    return Fail(err, kExitUsage, s.message());
+  }
   absl::Duration interval;
   if (!absl::ParseDuration(options.sleep_interval, &interval) ||
       interval <= absl::ZeroDuration()) {
     return Fail(err, kExitUsage,
-                absl::StrCat("--sleep-interval: \"", options.sleep_interval,
+                absl::StrCat(options.env.Source(options.sleep_interval_option),
+                             ": \"", options.sleep_interval,
                              "\" is not a positive duration (e.g. 60s, "
                              "1m30s)"));
   }

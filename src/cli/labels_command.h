@@ -18,6 +18,7 @@
 #include <string>
 
 #include "CLI/App.hpp"
+#include "src/cli/env_fallbacks.h"
 #include "src/cli/global_options.h"
 
 namespace gpulet::cli {
@@ -34,14 +35,18 @@ struct LabelsOptions {
   std::string config_file;
   CLI::Option* mig_strategy_option = nullptr;
   CLI::Option* config_file_option = nullptr;
+  CLI::Option* sleep_interval_option = nullptr;
+  // The GFD_* variables: read after parsing, so that errors name them.
+  EnvFallbacks env;
 };
 
 CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options);
 
 // Labels once (--oneshot) or every --sleep-interval until killed. Returns
 // the exit code: 1 when discovery, the file or the patch fails, 2 for an
-// unusable flag, variable or config file (the message on `err`).
-int RunLabels(const GlobalOptions& global, const LabelsOptions& options,
+// unusable flag, variable or config file (the message on `err`, naming the
+// variable when the value came from one).
+int RunLabels(const GlobalOptions& global, LabelsOptions& options,
               std::ostream& out, std::ostream& err);
 
 }  // namespace gpulet::cli

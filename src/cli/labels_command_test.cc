@@ -442,6 +442,8 @@ TEST_F(LabelsCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
   std::string out, err;
   EXPECT_EQ(Run({"-o", root_ + "/missing/gfd"}, &out, &err), kExitRuntimeError);
   EXPECT_THAT(err, HasSubstr(root_ + "/missing/gfd"));
+  EXPECT_THAT(err, HasSubstr("directory " + root_ + "/missing does not exist"));
+  EXPECT_EQ(err.find(".tmp"), std::string::npos) << err;
   EXPECT_EQ(Run({"--mig-strategy", "half"}, &out, &err), kExitUsage);
   EXPECT_THAT(err, HasSubstr("--mig-strategy"));
   EXPECT_EQ(Run({"--sleep-interval", "soon"}, &out, &err), kExitUsage);
@@ -455,6 +457,47 @@ TEST_F(LabelsCommandTest, BadInputIsAClearErrorAndANonZeroExit) {
   EXPECT_EQ(Run({"--config-file", root_ + "/nope.yaml"}, &out, &err),
             kExitUsage);
   EXPECT_THAT(err, HasSubstr(root_ + "/nope.yaml"));
+}
+
+// GFD's variables are reported as variables, not as the flags they stand
+// in for; a flag given on the command line hides its variable.
+TEST_F(LabelsCommandTest, ABadVariableIsNamedAsAVariable) {
+  Machine("pcie-t4");
+  std::string out, err;
+  ::setenv("GFD_SLEEP_INTERVAL", "soon", 1);
+  EXPECT_EQ(Run({}, &out, &err), kExitUsage);
+  EXPECT_EQ(err,
+            "gpulet: environment variable GFD_SLEEP_INTERVAL: \"soon\" is not "
+            "a positive duration (e.g. 60s, 1m30s)\n");
+  EXPECT_EQ(Run({"-o", "-", "--sleep-interval", "1m"}, &out, &err), kExitOk)
+      << err;
+  ::unsetenv("GFD_SLEEP_INTERVAL");
+
+  ::setenv("GFD_MIG_STRATEGY", "half", 1);
+  EXPECT_EQ(Run({}, &out, &err), kExitUsage);
+  EXPECT_THAT(err,
+              HasSubstr("gpulet: environment variable GFD_MIG_STRATEGY: "));
+  EXPECT_EQ(err.find("--mig-strategy"), std::string::npos) << err;
+  ::unsetenv("GFD_MIG_STRATEGY");
+
+  // Without --oneshot on the command line (Run passes it); the bad
+  // --sleep-interval ends the run should the variable be ignored.
+  ::setenv("GFD_ONESHOT", "maybe", 1);
+  const char* argv[] = {"gpulet", "--nvml-lib",       kSimLib, "labels", "-o",
+                        "-",      "--sleep-interval", "soon"};
+  std::ostringstream no_out;
+  std::ostringstream direct_err;
+  EXPECT_EQ(cli::Run(8, argv, no_out, direct_err), kExitUsage);
+  EXPECT_EQ(direct_err.str(),
+            "gpulet: environment variable GFD_ONESHOT: \"maybe\" is not "
+            "true or false\n");
+  ::unsetenv("GFD_ONESHOT");
+
+  // A good variable still works.
+  ::setenv("GFD_OUTPUT_FILE", "-", 1);
+  EXPECT_EQ(Run({}, &out, &err), kExitOk) << err;
+  EXPECT_THAT(out, HasSubstr("nvidia.com/gpu.product=Tesla-T4\n"));
+  ::unsetenv("GFD_OUTPUT_FILE");
 }
 
 }  // namespace

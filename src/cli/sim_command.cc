@@ -16,6 +16,7 @@
 #include "sim/profiles.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/unique_fd.h"
+#include "src/cli/validators.h"
 
 namespace gpulet::cli {
 namespace {
@@ -34,7 +35,7 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& options) {
       ->envname("GPULET_SIM_SOCKET");
   sim->add_option("--timeout-ms", options.timeout_ms,
                   "How long to wait for the reply")
-      ->check(CLI::PositiveNumber)
+      ->check(WholeNumberAtLeast(1))
       ->capture_default_str();
   sim->require_subcommand(1);
 
@@ -61,9 +62,9 @@ CLI::App* AddSimCommand(CLI::App& app, SimOptions& options) {
       "wait-error", "Make the next nvmlEventSetWait calls fail");
   wait_error->add_option("--code", options.code, "nvmlReturn_t value")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumberAtLeast(1));
   wait_error->add_option("--count", options.count, "How many calls fail")
-      ->check(CLI::PositiveNumber);
+      ->check(WholeNumberAtLeast(1));
 
   sim->add_subcommand("status", "Print the simulator's state as JSON");
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/base/common/status_macros.h"
 #include "src/base/config/parser.h"
+#include "src/cli/validators.h"
 #include "src/gpu/device/pci_address.h"
 #include "src/gpu/vfio/binder.h"
 #include "src/gpu/vfio/gpu_selector.h"
@@ -44,7 +45,7 @@ void AddVerbOptions(CLI::App& verb, VfioOptions& options) {
       ->capture_default_str();
   verb.add_option("--timeout-ms", options.timeout_ms,
                   "How long to wait for the kernel to show each change")
-      ->check(CLI::PositiveNumber)
+      ->check(WholeNumberAtLeast(1))
       ->capture_default_str();
 }
 

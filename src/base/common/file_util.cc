@@ -123,7 +123,17 @@ absl::Status WriteFileAtomic(const std::string& path,
                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("create ", tmp));
+  // The temporary file's name means nothing to the caller: name the file
+  // asked for, and the directory when that is what is missing.
+  if (fd < 0 && errno == ENOENT) {
+    return absl::NotFoundError(absl::StrCat("write ", path, ": directory ",
+                                            DirOf(path), " does not exist"));
+  }
+  if (fd < 0) {
+    return ErrnoToStatus(
+        errno,
+        absl::StrCat("write ", path, ": create a file in ", DirOf(path)));
+  }
   absl::Status status = WriteAll(fd, contents, tmp);
   if (status.ok() && ::fchmod(fd, static_cast<mode_t>(options.mode)) != 0) {
     status = ErrnoToStatus(errno, absl::StrCat("chmod ", tmp));

@@ -143,5 +143,15 @@ TEST_F(WriteAtomicTest, AFailureLeavesNoTemporaryFileAndNoDescriptor) {
   EXPECT_EQ(OpenFds(), fds);
 }
 
+// A missing directory is named, with the file asked for; the temporary
+// file's made-up name is not.
+TEST_F(WriteAtomicTest, AMissingDirectoryIsNamed) {
+  const std::string path = dir_ + "/missing/f";
+  absl::Status status = WriteFileAtomic(path, "x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "write " + path + ": directory " + dir_ +
+                                  "/missing does not exist");
+}
+
 }  // namespace
 }  // namespace gpulet::common
