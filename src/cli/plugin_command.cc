@@ -45,6 +45,28 @@ std::string HelpFor(const config::FlagSpec& spec) {
   return help;
 }
 
+void AddNodeConfigOptions(CLI::App& cmd, daemon::NodeConfigOptions& o) {
+  cmd.add_option("--config-dir", o.dir,
+                 "Directory of named config files (a ConfigMap's keys): the "
+                 "one the Node's --config-label names is used, and followed "
+                 "when the label changes; instead of --config-file")
+      ->envname("CONFIG_FILE_SRCDIR");
+  cmd.add_option("--config-label", o.label,
+                 "The Node label that names the config file in --config-dir")
+      ->envname("NODE_LABEL")
+      ->capture_default_str();
+  cmd.add_option("--default-config", o.default_name,
+                 "The config in --config-dir for a Node without the label")
+      ->envname("DEFAULT_CONFIG");
+  cmd.add_option("--fallback-strategies", o.fallbacks,
+                 "Without the label and --default-config, in order: named "
+                 "(the config named default), single (the only config), "
+                 "empty (no config file)")
+      ->envname("FALLBACK_STRATEGIES")
+      ->delimiter(',')
+      ->default_str(absl::StrJoin(o.fallbacks, ","));
+}
+
 }  // namespace
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
@@ -90,6 +112,7 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
                   "kubeconfig file for the API server, for "
                   "--labels-patch-node and memory shares (default: the files "
                   "of $KUBECONFIG merged, else the pod's service account)");
+  AddNodeConfigOptions(*cmd, options.node_config);
   return cmd;
 }
 
@@ -156,6 +179,18 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   d->labels.kubeconfig = options.kubeconfig;
   if (!options.kubeconfig.empty()) d->kubeconfig = options.kubeconfig;
   d->labels.sysfs_root = global.sysfs_root;
+  d->node_config = options.node_config;
+  d->node_config.node_name = d->node_name;
+  if (absl::Status s = daemon::ValidateNodeConfigOptions(d->node_config);
+      !s.ok()) {
+    return s;
+  }
+  if (d->node_config.enabled() &&
+      config::ConfigFilePath(GivenFlags(options, global, env), env)) {
+    return absl::InvalidArgumentError(
+        "--config-dir and --config-file (CONFIG_FILE): give one; with "
+        "--config-dir the Node's label picks the file");
+  }
   return d;
 }
 
@@ -178,9 +213,12 @@ int RunPlugin(const GlobalOptions& global, const PluginCommandOptions& options,
     GPULET_LOG(WARNING) << "config key " << key
                         << " is accepted for compatibility and ignored";
   }
-  daemon_options->reload_config = [given, env]() {
-    return config::LoadAndResolve(given, env);
-  };
+  daemon_options->reload_config =
+      [given, env](const std::optional<std::string>& file) {
+        config::FlagValues flags = given;
+        if (file.has_value()) flags[config::kConfigFileFlag] = {*file};
+        return config::LoadAndResolve(flags, env);
+      };
   daemon::Daemon daemon(*std::move(daemon_options));
   return daemon.Run();
 }

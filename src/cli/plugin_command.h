@@ -44,6 +44,11 @@ struct PluginCommandOptions {
   std::string labels_output_file;
   std::string labels_patch_node;
   std::string kubeconfig;
+  // Per-node configuration (docs/configuration.md), NVIDIA config-manager's
+  // options: --config-dir (CONFIG_FILE_SRCDIR), --config-label
+  // (NODE_LABEL), --default-config (DEFAULT_CONFIG), --fallback-strategies
+  // (FALLBACK_STRATEGIES).
+  daemon::NodeConfigOptions node_config;
 };
 
 CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options);

@@ -67,6 +67,12 @@ const std::vector<Spec>& Specs() {
        "Configuration reloads (SIGHUP), by result: ok (served) or error "
        "(rejected, nothing changed).",
        {"result"}},
+      {&GpuletMetrics::node_config,
+       MetricType::kGauge,
+       "gpulet_node_config",
+       "With per-node configurations (--config-dir): 1 for the named "
+       "configuration in force (\"\" for none).",
+       {"config"}},
       {&GpuletMetrics::passthrough_viable,
        MetricType::kGauge,
        "gpulet_passthrough_viable",

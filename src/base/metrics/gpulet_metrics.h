@@ -51,6 +51,9 @@ struct GpuletMetrics {
   // gpulet_config_reloads_total{result}: SIGHUP reloads, "ok" when the new
   // configuration is served, "error" when it was rejected (nothing changed).
   Family* config_reloads = nullptr;
+  // gpulet_node_config{config}: with per-node configurations, one sample,
+  // 1, naming the configuration in force.
+  Family* node_config = nullptr;
   // gpulet_passthrough_viable{pci}: per GPU selected for passthrough, 1 when
   // every function of its IOMMU group is bound to vfio-pci (or a bridge)
   // and its group node exists, else 0 (the reason is logged).

@@ -81,6 +81,7 @@ int Daemon::Impl::Run() {
     return 1;
   }
   if (!CreateLabelPublisher()) return 1;
+  if (!StartNodeConfig()) return 1;
   while (true) {
     SessionEnd end = RunSession(**signals);
     if (end.end == End::kExit) return end.exit_code;
@@ -230,13 +231,18 @@ SessionEnd Daemon::Impl::Loop(SignalChannel& signals) {
     if (int signo = TakeSignal(); signo != 0) {
       if (signo == SIGHUP) {
         GPULET_LOG(INFO) << "received SIGHUP; reloading the configuration";
-        Reload();
+        if (node_config_ != nullptr) {
+          FollowNodeConfig(/*force=*/true);
+        } else {
+          Reload();
+        }
         continue;
       }
       GPULET_LOG(INFO) << "received " << SignalName(signo) << "; shutting down";
       return SessionEnd{End::kExit, 0};
     }
     if (fds[1].revents & POLLIN) HandleWake();
+    if (node_config_changed_.exchange(false)) FollowNodeConfig(false);
     absl::Time now = common::RealClock::Get().Now();
     for (PluginRunner* runner : served_.Runners()) runner->RetryIfDue(now);
   }

@@ -18,6 +18,9 @@
 //   - with labels enabled, every start and reload that serves publishes the
 //     node's labels (label_publisher.h); a failure to publish is logged and
 //     serving goes on;
+//   - with per-node configurations (node_config), a change of the Node's
+//     label is a reload with the file it names; the Node's annotations and
+//     gpulet_node_config say which one is in force (node_config_watch.h);
 //   - SIGTERM / SIGINT stop cleanly (health monitor, socket watcher,
 //     servers with their streams and sockets, NVML) and Run() returns 0.
 //
@@ -28,6 +31,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -37,6 +41,7 @@
 #include "src/gpu/health/xid_policy.h"
 #include "src/gpu/nvml/library_search.h"
 #include "src/plugin/daemon/label_publisher.h"
+#include "src/plugin/daemon/node_config_choice.h"
 
 namespace gpulet::daemon {
 
@@ -44,10 +49,20 @@ struct DaemonOptions {
   // The resolved configuration (flags > environment > file) the first
   // session runs with. On SIGHUP `reload_config`, when set, is asked for a
   // fresh one (the file re-read); if it fails the error is logged and the
-  // previous configuration kept. The NVML, kubelet-socket and
+  // previous configuration kept. Its argument names the file to read in
+  // place of the flags' --config-file ("": none), with per-node
+  // configurations; nullopt: the flags' file. The NVML, kubelet-socket and
   // failOnInitError fields below are the ones used, not config.flags'.
   config::Config config;
-  std::function<absl::StatusOr<config::Config>()> reload_config;
+  std::function<absl::StatusOr<config::Config>(
+      const std::optional<std::string>& file)>
+      reload_config;
+  // Per-node configuration (node_config_choice.h), on when `dir` is set:
+  // the configuration is the file the Node's label names, read before the
+  // first session (`config` above is then only the flags and environment)
+  // and read again, as a reload, whenever the label changes. Needs
+  // `reload_config` and API access (`kubeconfig` or the service account).
+  NodeConfigOptions node_config;
   nvml::LoadOptions nvml;
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
   bool fail_on_init_error = true;

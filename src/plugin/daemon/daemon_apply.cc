@@ -2,6 +2,7 @@
 // discovered node to served resources, at start, at every reload and at a
 // passthrough re-plan (see daemon_impl.h).
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,7 @@ allocation::PreferredOptions PreferredOptionsOf(const config::Config& config) {
 
 absl::StatusOr<Daemon::Impl::Loaded> Daemon::Impl::ReadConfig() {
   if (!options_.reload_config) return Loaded{config_, health_};
-  absl::StatusOr<config::Config> fresh = options_.reload_config();
+  absl::StatusOr<config::Config> fresh = options_.reload_config(ConfigFile());
   if (!fresh.ok()) {
     GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
                          "one: "
@@ -55,11 +56,16 @@ absl::StatusOr<Daemon::Impl::Loaded> Daemon::Impl::ReadConfig() {
   return Loaded{*std::move(fresh), *std::move(health)};
 }
 
-void Daemon::Impl::Reload() {
+std::optional<std::string> Daemon::Impl::ConfigFile() const {
+  if (!options_.node_config.enabled()) return std::nullopt;
+  return node_config_choice_.file;
+}
+
+bool Daemon::Impl::Reload() {
   absl::StatusOr<Loaded> fresh = ReadConfig();
   if (!fresh.ok()) {
     metrics_.gpulet()->config_reloads->Add({metrics::kResultError});
-    return;
+    return false;
   }
   absl::StatusOr<device::Node> node = DiscoverNode(&node_);
   if (!node.ok()) {
@@ -67,19 +73,20 @@ void Daemon::Impl::Reload() {
                          "one: failed to discover GPUs: "
                       << node.status().message();
     metrics_.gpulet()->config_reloads->Add({metrics::kResultError});
-    return;
+    return false;
   }
   if (absl::Status s = Apply(fresh->config, fresh->health, *node); !s.ok()) {
     GPULET_LOG(ERROR) << "configuration not reloaded, keeping the previous "
                          "one: the GPUs do not fit it: "
                       << s.message();
     metrics_.gpulet()->config_reloads->Add({metrics::kResultError});
-    return;
+    return false;
   }
   config_ = std::move(fresh->config);
   health_ = std::move(fresh->health);
   metrics_.gpulet()->config_reloads->Add({metrics::kResultOk});
   GPULET_LOG(INFO) << "configuration reloaded";
+  return true;
 }
 
 // Everything that can fail, before anything changes: the resources, their

@@ -23,7 +23,9 @@
 // each of which says how it is guarded.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,7 @@
 #include "src/plugin/daemon/memory_shares.h"
 #include "src/plugin/daemon/monitor_keeper.h"
 #include "src/plugin/daemon/mps_daemons.h"
+#include "src/plugin/daemon/node_config_watch.h"
 #include "src/plugin/daemon/passthrough_gpus.h"
 #include "src/plugin/daemon/plugin_runner.h"
 #include "src/plugin/daemon/prepared_resource.h"
@@ -94,6 +97,9 @@ class Daemon::Impl {
     health::MonitorOptions health;
   };
   absl::StatusOr<Loaded> ReadConfig();
+  // The file ReadConfig reads in place of the flags' (per-node
+  // configuration); nullopt: the flags'.
+  std::optional<std::string> ConfigFile() const;
   absl::StatusOr<std::vector<PreparedResource>> Prepare(
       const config::Config& config, const device::Node& node);
   // Serves `node` as `config` says: the first time, or over the resources
@@ -104,13 +110,28 @@ class Daemon::Impl {
                      const device::Node& node);
   // SIGHUP while serving: re-read the configuration, re-discover, Apply.
   // A rejected file, a failed discovery or a node that does not fit the new
-  // configuration change nothing.
-  void Reload();
+  // configuration change nothing (false).
+  bool Reload();
   // Apply again over the same configuration and node, keeping what was
   // selected for passthrough, when the passthrough watcher asked for it.
   void ReplanPassthrough();
   // The node's labels out to the feature file and the Node, when enabled.
   void PublishLabels(const config::Config& config, const device::Node& node);
+
+  // ---- daemon_node_config.cc: per-node configuration ----
+  // With node_config on: the Node watched, the configuration its label
+  // names chosen and read into config_ (before the first session); false,
+  // logged, when there is none to run with.
+  bool StartNodeConfig();
+  // The configuration the label names now, from the configurations there
+  // now; an error (logged, reported on the Node) when there is none.
+  absl::StatusOr<NodeConfigChoice> ChooseConfig();
+  // After the label changed (or SIGHUP): a reload with the configuration it
+  // names, when that is another one than the one in force.
+  void FollowNodeConfig(bool force);
+  // Reports the choice in force, with `error` when another one was asked
+  // for and could not be applied: the Node's annotations and the metric.
+  void ReportNodeConfig(const std::string& error);
 
   const DaemonOptions options_;
   // Set by Run(); the loop thread's only.
@@ -131,6 +152,13 @@ class Daemon::Impl {
   // The node as last discovered (a reload's `previous`).
   device::Node node_;
   LoopWake wake_;
+  // Per-node configuration: null when off; the choice in force; set by the
+  // watch's thread when the label changed. Destroyed (its threads joined)
+  // before the wake it calls; the API client it uses is above.
+  std::atomic<bool> node_config_changed_{false};
+  NodeConfigChoice node_config_choice_;
+  std::optional<std::string> node_config_metric_;  // the sample's label
+  std::unique_ptr<NodeConfigWatch> node_config_;
   // Before the served resources, which publish the memory units to it.
   MemoryShares memory_;
   ServedResources served_;
