@@ -243,6 +243,15 @@ TEST_F(NodePolicyApiServerTest, NodeAgentWritesOnlyItsOwnNodesGpuletKeys) {
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("not node-restriction.kubernetes.io/gpu"))
       << s;
+  // The administrator's labels under nvidia.com/: the one that picks the
+  // agent's own configuration, and the one that places the DaemonSet.
+  for (const char* label :
+       {"nvidia.com/device-plugin.config", "nvidia.com/gpu.present"}) {
+    s = Patch(agent, "gpu-a", Label(label, "x"));
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("may not change the administrator's labels"))
+        << label << ": " << s;
+  }
   s = Patch(agent, "gpu-a", Annotation("example.com/note", "x"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("not example.com/note")) << s;
   s = Patch(agent, "gpu-a",
@@ -354,6 +363,10 @@ TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
                 kAgentDenied);
   absl::Status s = Patch(agent, "gpu-d", Label("example.com/team", "b"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("not example.com/team")) << s;
+  s = Patch(agent, "gpu-d", Label("nvidia.com/device-plugin.config", "x"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("may not change the administrator's labels"))
+      << s;
   s = Patch(agent, "gpu-d", Annotation("gpulet.dev/gpu-memory", "{}"));
   EXPECT_TRUE(s.ok()) << s;
 
