@@ -74,22 +74,24 @@ void MpsDaemons::Ensure(const config::Config& config,
   const bool memory_mps =
       config.sharing.memory.has_value() && config.sharing.memory->mps;
   SharingMpsPlan plan = PlanSharingMps(config, prepared, node);
+  std::map<std::string, mps::DaemonSettings> daemons = plan.daemons;
   for (const std::string& uuid : plan.replicas) {
     if (!plan.daemons.contains(uuid)) {
       GPULET_LOG(ERROR) << "sharing.mps: " << uuid
                         << " is a MIG device, which MPS replicas do not "
                            "support; its replicas stay Unhealthy";
+    } else {
+      GPULET_LOG(INFO) << "sharing.mps: " << uuid << "'s MPS control daemon: "
+                       << absl::StrJoin(plan.daemons.at(uuid).commands, "; ");
     }
   }
-  std::map<std::string, mps::DaemonSettings> daemons = plan.daemons;
-  if (memory_mps) {
-    for (const PreparedResource& p : prepared) {
-      if (p.spec.resource_name != config.sharing.memory->resource_name) {
-        continue;
-      }
-      for (const std::string& uuid : UnitGpus(p.spec.devices)) {
-        daemons[uuid] = mps::DaemonSettings{};
-      }
+  for (const PreparedResource& p : prepared) {
+    if (!memory_mps ||
+        p.spec.resource_name != config.sharing.memory->resource_name) {
+      continue;
+    }
+    for (const std::string& uuid : UnitGpus(p.spec.devices)) {
+      daemons[uuid] = mps::DaemonSettings{};
     }
   }
   if (!memory_mps && plan.replicas.empty()) {
@@ -99,6 +101,13 @@ void MpsDaemons::Ensure(const config::Config& config,
     return;
   }
   served_.SetMpsReplicas(plan.replicas);
+  if (EnsureSupervisor(config, memory_mps)) {
+    supervisor_->SetDaemons(std::move(daemons));
+  }
+}
+
+bool MpsDaemons::EnsureSupervisor(const config::Config& config,
+                                  bool memory_mps) {
   const std::string root = resources::MakeHostView(config).driver_root;
   absl::StatusOr<std::string> binary = cdi::FindDriverBinary(root, kMpsControl);
   absl::StatusOr<std::string> smi = cdi::FindDriverBinary(root, kNvidiaSmi);
@@ -107,38 +116,33 @@ void MpsDaemons::Ensure(const config::Config& config,
   const std::string key =
       absl::StrCat(binary.ok() ? *binary : "", "|", smi.ok() ? *smi : "", "|",
                    config.flags.mps_root, "|", memory_mps);
-  if (supervisor_ == nullptr || key != key_) {
-    supervisor_.reset();
-    served_.ResetMps(memory_mps);
-    key_ = key;
-    if (!binary.ok()) {
-      GPULET_LOG(ERROR) << "MPS: " << binary.status().message()
-                        << "; the devices shared with MPS stay Unhealthy";
-      return;
-    }
-    mps::SupervisorOptions o;
-    o.binary = *binary;
-    o.nvidia_smi = smi.ok() ? *smi : "";
-    o.mps_root = config.flags.mps_root;
-    o.registry = &registry_;
-    o.on_change = [this](const std::string& uuid, bool up,
-                         const std::string& reason) {
-      served_.OnMps(uuid, up, reason);
-    };
-    absl::StatusOr<std::unique_ptr<mps::Supervisor>> s =
-        mps::Supervisor::Create(std::move(o));
-    if (!s.ok()) {
-      GPULET_LOG(ERROR) << "MPS: " << s.status().message()
-                        << "; the devices shared with MPS stay Unhealthy";
-      return;
-    }
-    supervisor_ = *std::move(s);
+  if (supervisor_ != nullptr && key == key_) return true;
+  supervisor_.reset();
+  served_.ResetMps(memory_mps);
+  key_ = key;
+  if (!binary.ok()) {
+    GPULET_LOG(ERROR) << "MPS: " << binary.status().message()
+                      << "; the devices shared with MPS stay Unhealthy";
+    return false;
   }
-  for (const auto& [uuid, settings] : plan.daemons) {
-    GPULET_LOG(INFO) << "sharing.mps: " << uuid << "'s MPS control daemon: "
-                     << absl::StrJoin(settings.commands, "; ");
+  mps::SupervisorOptions o;
+  o.binary = *binary;
+  o.nvidia_smi = smi.ok() ? *smi : "";
+  o.mps_root = config.flags.mps_root;
+  o.registry = &registry_;
+  o.on_change = [this](const std::string& uuid, bool up,
+                       const std::string& reason) {
+    served_.OnMps(uuid, up, reason);
+  };
+  absl::StatusOr<std::unique_ptr<mps::Supervisor>> s =
+      mps::Supervisor::Create(std::move(o));
+  if (!s.ok()) {
+    GPULET_LOG(ERROR) << "MPS: " << s.status().message()
+                      << "; the devices shared with MPS stay Unhealthy";
+    return false;
   }
-  supervisor_->SetDaemons(std::move(daemons));
+  supervisor_ = *std::move(s);
+  return true;
 }
 
 }  // namespace gpulet::daemon

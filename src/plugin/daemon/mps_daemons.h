@@ -62,6 +62,11 @@ class MpsDaemons {
   void Stop();
 
  private:
+  // The supervisor for `config`'s control program, nvidia-smi and MPS
+  // root, kept when they are those of the running one; false (logged)
+  // when there is none.
+  bool EnsureSupervisor(const config::Config& config, bool memory_mps);
+
   metrics::Registry& registry_;
   ServedResources& served_;
   std::unique_ptr<mps::Supervisor> supervisor_;
