@@ -28,4 +28,19 @@ absl::Status SetTimeslice(const std::string& nvidia_smi,
   return common::Annotate(s, absl::StrCat("set the time-slice of ", uuid));
 }
 
+std::vector<std::string> ComputeModeCommand(const std::string& nvidia_smi,
+                                            const std::string& uuid,
+                                            const std::string& mode) {
+  return {nvidia_smi, "-i", uuid, "-c", mode};
+}
+
+absl::Status SetComputeMode(const std::string& nvidia_smi,
+                            const std::string& uuid, const std::string& mode,
+                            absl::Duration timeout) {
+  absl::Status s = RunTool(ComputeModeCommand(nvidia_smi, uuid, mode), timeout);
+  if (s.ok()) return s;
+  return common::Annotate(
+      s, absl::StrCat("set the compute mode of ", uuid, " to ", mode));
+}
+
 }  // namespace gpulet::mps

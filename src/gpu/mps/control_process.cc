@@ -283,6 +283,41 @@ bool ControlProcess::Exited(std::string* how) {
   return true;
 }
 
+absl::Status ControlProcess::Send(const std::vector<std::string>& commands,
+                                  absl::Duration timeout) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return common::ErrnoToStatus(errno, "socketpair for " + spec_.binary);
+  }
+  common::UniqueFd read_end(fds[0]);
+  common::UniqueFd write_end(fds[1]);
+  absl::StatusOr<Child> client =
+      Spawn({spec_.binary}, DaemonEnvironment(ProcessEnvironment(), spec_),
+            read_end.get());
+  if (!client.ok()) return client.status();
+  read_end.Reset();
+  // A few short lines: far below a socket's buffer, so the send never
+  // blocks on a control program that does not read, and MSG_NOSIGNAL
+  // keeps one that exited from raising SIGPIPE here.
+  const std::string input = absl::StrCat(absl::StrJoin(commands, "\n"), "\n");
+  const bool written =
+      ::send(write_end.get(), input.data(), input.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(input.size());
+  ::shutdown(write_end.get(), SHUT_WR);
+  write_end.Reset();
+  const bool ended = WaitExit(client->pidfd.get(), timeout);
+  if (!ended) ::kill(client->pid, SIGKILL);
+  const std::string how = Reap(client->pid);
+  if (written && ended && how == "exit status 0") return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      "send \"", absl::StrJoin(commands, "; "),
+      "\" to the MPS control daemon of ", spec_.uuid, ": ", spec_.binary, " ",
+      !written ? "did not take its input"
+      : ended
+          ? how
+          : absl::StrCat("was killed after ", absl::FormatDuration(timeout))));
+}
+
 absl::StatusOr<std::string> ControlProcess::Stop(absl::Duration grace) {
   std::string how;
   if (Exited(&how)) return how;

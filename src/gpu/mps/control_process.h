@@ -63,6 +63,13 @@ class ControlProcess {
   // Reaps the daemon when it has exited: true, with how it ended ("exit
   // status 1", "killed by signal 9") in `how`. False while it runs.
   bool Exited(std::string* how);
+  // Sends `commands`, one a line, through the control program (`printf
+  // '%s\n' ... | nvidia-cuda-mps-control` with the daemon's environment)
+  // and waits up to `timeout` for it to end. OK when it exited with status
+  // 0; otherwise an error naming the daemon's GPU and how the program ended.
+  // REQUIRES: Ready().
+  absl::Status Send(const std::vector<std::string>& commands,
+                    absl::Duration timeout);
   // Sends `quit` through the control program (SIGTERM instead before the
   // daemon is Ready), waits up to `grace` for the daemon to exit, then
   // kills it (and the control program). Returns how it ended; an error

@@ -25,6 +25,12 @@ absl::Status CheckMpsKey(std::string_view key) {
                    "\" is not 1-128 letters, digits, '-' and '_'"));
 }
 
+std::string MpsReplicaKey(std::string_view replica_id) {
+  const size_t at = replica_id.rfind("::");
+  if (at == std::string_view::npos) return "";
+  return std::string(replica_id.substr(0, at));
+}
+
 std::string MpsHostDir(std::string_view mps_root, std::string_view key) {
   return std::string(Trimmed(mps_root)) + "/" + std::string(key);
 }
@@ -53,6 +59,28 @@ int MpsActiveThreadPercentage(int64_t units, int64_t gpu_units) {
   if (gpu_units <= 0 || units >= gpu_units) return 100;
   if (units <= 0) return 1;
   return static_cast<int>((100 * units + gpu_units - 1) / gpu_units);
+}
+
+int64_t MpsReplicaPinnedMemMib(uint64_t memory_bytes, int replicas) {
+  const uint64_t n = replicas < 1 ? 1 : static_cast<uint64_t>(replicas);
+  return static_cast<int64_t>(memory_bytes / n / 1024 / 1024);
+}
+
+int MpsReplicaThreadPercentage(int replicas) {
+  return 100 / (replicas < 1 ? 1 : replicas);
+}
+
+std::vector<std::string> MpsReplicaLimitCommands(uint64_t memory_bytes,
+                                                 int replicas) {
+  std::vector<std::string> commands;
+  const int64_t mib = MpsReplicaPinnedMemMib(memory_bytes, replicas);
+  if (mib > 0) {
+    commands.push_back(
+        absl::StrCat("set_default_device_pinned_mem_limit 0 ", mib, "M"));
+  }
+  commands.push_back(absl::StrCat("set_default_active_thread_percentage ",
+                                  MpsReplicaThreadPercentage(replicas)));
+  return commands;
 }
 
 }  // namespace gpulet::sharing

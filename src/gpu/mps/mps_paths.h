@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -33,6 +34,10 @@ inline constexpr char kMpsControlSocket[] = "control";
 // '-' and '_', so it stays one path component below the MPS root whatever
 // a caller passes. InvalidArgument naming the key otherwise.
 absl::Status CheckMpsKey(std::string_view key);
+// The key of the daemon that serves a sharing.mps replica: the UUID its
+// kubelet ID "<uuid>::<n>" shares; empty for an ID without a replica
+// suffix.
+std::string MpsReplicaKey(std::string_view replica_id);
 // <mps_root>/<key>: everything of one daemon; removing it removes them all.
 std::string MpsHostDir(std::string_view mps_root, std::string_view key);
 // <mps_root>/<key>/pipe and <mps_root>/<key>/log on the host.
@@ -48,5 +53,18 @@ std::string MpsPinnedMemLimit(int64_t mib);
 // A container's share of the GPU's threads in percent: `units` of
 // `gpu_units`, rounded up, 1 to 100.
 int MpsActiveThreadPercentage(int64_t units, int64_t gpu_units);
+
+// sharing.mps: the limits a GPU's control daemon sets for every client, as
+// NVIDIA's mps-control-daemon computes them (integer division each step):
+// pinned device memory in MiB = memory_bytes / replicas / 1024 / 1024 (0
+// when the memory is unknown: no limit), active thread percentage =
+// 100 / replicas. `replicas` < 1 counts as 1.
+int64_t MpsReplicaPinnedMemMib(uint64_t memory_bytes, int replicas);
+int MpsReplicaThreadPercentage(int replicas);
+// The control commands that set them on a daemon serving one GPU (which
+// it sees as device 0): "set_default_device_pinned_mem_limit 0 <mib>M"
+// (left out for 0 MiB), then "set_default_active_thread_percentage <p>".
+std::vector<std::string> MpsReplicaLimitCommands(uint64_t memory_bytes,
+                                                 int replicas);
 
 }  // namespace gpulet::sharing

@@ -16,6 +16,9 @@ TEST(MpsPaths, HostAndContainerDirectories) {
             "/run/nvidia/mps/claim-1");
   EXPECT_EQ(MpsHostPipeDir("/", "GPU-a"), "/GPU-a/pipe");
   EXPECT_EQ(MpsContainerPipeDir("GPU-a"), "/mps/GPU-a/pipe");
+  EXPECT_EQ(MpsReplicaKey("GPU-a::3"), "GPU-a");
+  EXPECT_EQ(MpsReplicaKey("MIG-b::0"), "MIG-b");
+  EXPECT_EQ(MpsReplicaKey("GPU-a"), "");
 }
 
 TEST(MpsPaths, EveryDaemonHasItsOwnShm) {
@@ -44,6 +47,28 @@ TEST(MpsPaths, ThreadShareRoundsUp) {
   EXPECT_EQ(MpsActiveThreadPercentage(1, 640), 1);
   EXPECT_EQ(MpsActiveThreadPercentage(0, 7), 1);
   EXPECT_EQ(MpsActiveThreadPercentage(3, 0), 100);
+}
+
+// NVIDIA's mps-control-daemon: memory / replicas / 1024 / 1024 and
+// 100 / replicas, each an integer division.
+TEST(MpsPaths, ReplicaLimitsRoundAsNvidiaDoes) {
+  const uint64_t t4 = 15360ULL * 1024 * 1024;  // 15360 MiB
+  EXPECT_EQ(MpsReplicaPinnedMemMib(t4, 2), 7680);
+  EXPECT_EQ(MpsReplicaPinnedMemMib(t4, 7), 2194);  // 2194.28...
+  EXPECT_EQ(MpsReplicaPinnedMemMib(80ULL * 1024 * 1024 * 1024 + 1, 3), 27306);
+  EXPECT_EQ(MpsReplicaPinnedMemMib(0, 2), 0);
+  EXPECT_EQ(MpsReplicaThreadPercentage(2), 50);
+  EXPECT_EQ(MpsReplicaThreadPercentage(3), 33);
+  EXPECT_EQ(MpsReplicaThreadPercentage(4), 25);
+  EXPECT_EQ(MpsReplicaThreadPercentage(48), 2);
+  EXPECT_EQ(MpsReplicaThreadPercentage(0), 100);
+  EXPECT_EQ(
+      MpsReplicaLimitCommands(t4, 4),
+      (std::vector<std::string>{"set_default_device_pinned_mem_limit 0 3840M",
+                                "set_default_active_thread_percentage 25"}));
+  EXPECT_EQ(
+      MpsReplicaLimitCommands(0, 4),
+      (std::vector<std::string>{"set_default_active_thread_percentage 25"}));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "src/base/common/errors.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/poll_timeout.h"
+#include "src/gpu/mps/compute_policy.h"
 #include "src/gpu/mps/mps_paths.h"
 
 namespace gpulet::mps {
@@ -40,7 +41,7 @@ absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(
   if (s->options_.registry != nullptr) {
     absl::StatusOr<metrics::Family*> up = s->options_.registry->AddGauge(
         "gpulet_mps_daemon_up",
-        "Whether the MPS control daemon of a GPU sharing memory is up (1) "
+        "Whether the MPS control daemon of a GPU shared with MPS is up (1) "
         "or down (0).",
         {"gpu"});
     if (!up.ok()) return up.status();
@@ -71,13 +72,19 @@ Supervisor::~Supervisor() {
   thread_.join();
 }
 
-void Supervisor::SetGpus(const std::vector<std::string>& uuids) {
+void Supervisor::SetDaemons(std::map<std::string, DaemonSettings> daemons) {
   {
     absl::MutexLock lock(&mu_);
-    wanted_ = std::set<std::string>(uuids.begin(), uuids.end());
+    wanted_ = std::move(daemons);
   }
   const uint64_t one = 1;
   (void)::write(wake_.get(), &one, sizeof(one));
+}
+
+void Supervisor::SetGpus(const std::vector<std::string>& uuids) {
+  std::map<std::string, DaemonSettings> daemons;
+  for (const std::string& uuid : uuids) daemons[uuid] = DaemonSettings{};
+  SetDaemons(std::move(daemons));
 }
 
 bool Supervisor::Up(const std::string& uuid) const {
@@ -118,41 +125,67 @@ void Supervisor::Loop(std::stop_token stop) {
     }
   }
   for (auto& [uuid, gpu] : gpus_) {
-    if (gpu.process == nullptr) continue;
-    absl::StatusOr<std::string> how = gpu.process->Stop(options_.stop_grace);
-    GPULET_LOG(INFO) << "MPS control daemon of " << uuid << " stopped: "
-                     << (how.ok() ? *how : std::string(how.status().message()));
+    StopProcess(uuid, gpu, "");
+    RestoreComputeMode(uuid, gpu);
   }
 }
 
+void Supervisor::StopProcess(const std::string& uuid, Gpu& gpu,
+                             const std::string& why) {
+  if (gpu.process == nullptr) return;
+  absl::StatusOr<std::string> how = gpu.process->Stop(options_.stop_grace);
+  gpu.process.reset();
+  GPULET_LOG(INFO) << "MPS control daemon of " << uuid << " stopped"
+                   << (why.empty() ? "" : absl::StrCat(" (", why, ")")) << ": "
+                   << (how.ok() ? *how : std::string(how.status().message()));
+}
+
+void Supervisor::RestoreComputeMode(const std::string& uuid, Gpu& gpu) {
+  if (!gpu.exclusive) return;
+  gpu.exclusive = false;
+  absl::Status s =
+      SetComputeMode(options_.nvidia_smi, uuid, kComputeModeDefault);
+  if (!s.ok()) GPULET_LOG(WARNING) << s.message();
+}
+
 void Supervisor::Sync() {
-  std::set<std::string> wanted;
+  std::map<std::string, DaemonSettings> wanted;
   {
     absl::MutexLock lock(&mu_);
     wanted = wanted_;
   }
+  const absl::Time now = common::RealClock::Get().Now();
   for (auto it = gpus_.begin(); it != gpus_.end();) {
-    if (wanted.contains(it->first)) {
+    Gpu& gpu = it->second;
+    auto want = wanted.find(it->first);
+    if (want != wanted.end() && want->second == gpu.settings) {
       ++it;
       continue;
     }
-    Gpu& gpu = it->second;
-    if (gpu.process != nullptr) {
-      absl::StatusOr<std::string> how = gpu.process->Stop(options_.stop_grace);
-      GPULET_LOG(INFO) << "MPS control daemon of " << it->first
-                       << " stopped (the GPU no longer shares memory): "
-                       << (how.ok() ? *how
-                                    : std::string(how.status().message()));
+    if (want != wanted.end()) {
+      // New limits reach only servers a daemon starts after it is told
+      // them, so the daemon starts over with them.
+      StopProcess(it->first, gpu, "its settings changed");
+      if (!want->second.exclusive_process) RestoreComputeMode(it->first, gpu);
+      gpu.settings = want->second;
+      gpu.backoff.Reset();
+      gpu.next_start = now;
+      gpu.started_once = false;
+      SetUp(it->first, gpu, false, "its settings changed; starting it again");
+      ++it;
+      continue;
     }
+    StopProcess(it->first, gpu, "the GPU is no longer shared with MPS");
+    RestoreComputeMode(it->first, gpu);
     if (gpu.watch >= 0) ::inotify_rm_watch(inotify_.get(), gpu.watch);
-    SetUp(it->first, gpu, false, "the GPU no longer shares memory");
+    SetUp(it->first, gpu, false, "the GPU is no longer shared with MPS");
     if (up_metric_ != nullptr) up_metric_->Remove({it->first});
     it = gpus_.erase(it);
   }
-  const absl::Time now = common::RealClock::Get().Now();
-  for (const std::string& uuid : wanted) {
+  for (const auto& [uuid, settings] : wanted) {
     auto [it, added] = gpus_.try_emplace(uuid);
     if (!added) continue;
+    it->second.settings = settings;
     it->second.backoff = common::Backoff(
         {.initial = options_.initial_backoff, .max = options_.max_backoff});
     it->second.next_start = now;
@@ -169,6 +202,10 @@ void Supervisor::StartDue(absl::Time now) {
 void Supervisor::Start(const std::string& uuid, Gpu& gpu, absl::Time now) {
   if (absl::Status key = sharing::CheckMpsKey(uuid); !key.ok()) {
     Down(uuid, gpu, std::string(key.message()), now);
+    return;
+  }
+  if (absl::Status mode = EnsureComputeMode(uuid, gpu); !mode.ok()) {
+    Down(uuid, gpu, std::string(mode.message()), now);
     return;
   }
   DaemonSpec spec{options_.binary, uuid,
@@ -205,12 +242,38 @@ void Supervisor::Start(const std::string& uuid, Gpu& gpu, absl::Time now) {
                    << ")";
 }
 
+absl::Status Supervisor::EnsureComputeMode(const std::string& uuid, Gpu& gpu) {
+  if (!gpu.settings.exclusive_process || gpu.exclusive) {
+    return absl::OkStatus();
+  }
+  if (options_.nvidia_smi.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot set the compute mode of ", uuid,
+        " to EXCLUSIVE_PROCESS: no nvidia-smi in the driver root"));
+  }
+  absl::Status s =
+      SetComputeMode(options_.nvidia_smi, uuid, kComputeModeExclusiveProcess);
+  if (s.ok()) gpu.exclusive = true;
+  return s;
+}
+
 void Supervisor::CheckReady(absl::Time now) {
   for (auto& [uuid, gpu] : gpus_) {
     if (gpu.process == nullptr || gpu.up) continue;
     if (gpu.process->Ready()) {
+      if (!gpu.settings.commands.empty()) {
+        absl::Status sent =
+            gpu.process->Send(gpu.settings.commands, options_.ready_timeout);
+        if (!sent.ok()) {
+          Down(uuid, gpu, std::string(sent.message()), now);
+          continue;
+        }
+      }
       gpu.backoff.Reset();
-      SetUp(uuid, gpu, true, "its control socket is ready");
+      SetUp(uuid, gpu, true,
+            gpu.settings.commands.empty()
+                ? "its control socket is ready"
+                : "its control socket is ready and its limits are set");
     } else if (now >= gpu.ready_by) {
       Down(uuid, gpu,
            absl::StrCat("no control socket after ",

@@ -72,6 +72,7 @@ class SupervisorTest : public ::testing::Test {
     o.initial_backoff = absl::Milliseconds(10);
     o.max_backoff = absl::Milliseconds(100);
     o.stop_grace = kTimeout;
+    o.nvidia_smi = nvidia_smi_;
     o.registry = &registry_;
     o.on_change = [this](const std::string& uuid, bool up,
                          const std::string& reason) {
@@ -111,7 +112,7 @@ class SupervisorTest : public ::testing::Test {
     return pid;
   }
 
-  std::string dir_, binary_, root_;
+  std::string dir_, binary_, root_, nvidia_smi_;
   metrics::Registry registry_;
   absl::Mutex mu_;
   std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
@@ -251,6 +252,82 @@ TEST(DaemonEnvironment, ReplacesTheCudaVariables) {
       ElementsAre("PATH=/bin", "HOME=/root", "CUDA_VISIBLE_DEVICES=GPU-a",
                   "CUDA_MPS_PIPE_DIRECTORY=/m/GPU-a/pipe",
                   "CUDA_MPS_LOG_DIRECTORY=/m/GPU-a/log"));
+}
+
+// sharing.mps: the limits are sent once the daemon listens, before the
+// GPU is up; the compute mode is EXCLUSIVE_PROCESS while the GPU has a
+// daemon; new limits restart the daemon; dropping the GPU restores DEFAULT.
+TEST_F(SupervisorTest, SettingsSentComputeModeSetRestartedOnChange) {
+  nvidia_smi_ = dir_ + "/nvidia-smi";
+  std::ofstream(nvidia_smi_) << sim::NvidiaSmiScript("550.54.15");
+  ASSERT_EQ(::chmod(nvidia_smi_.c_str(), 0755), 0);
+  const std::string smi_log = dir_ + "/nvidia-smi.log";
+  Start();
+  const DaemonSettings two{{"set_default_device_pinned_mem_limit 0 7680M",
+                            "set_default_active_thread_percentage 50"},
+                           true};
+  supervisor_->SetDaemons({{"GPU-a", two}});
+  ASSERT_TRUE(WaitEvents("GPU-a up", 1));
+  EXPECT_EQ(ReadAll(smi_log), "-i GPU-a -c EXCLUSIVE_PROCESS\n");
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(
+        Log("GPU-a"),
+        "command set_default_device_pinned_mem_limit 0 7680M\n"
+        "command set_default_active_thread_percentage 50\n");
+  })) << Log("GPU-a");
+  const pid_t first = LastPid("GPU-a");
+
+  const DaemonSettings four{{"set_default_device_pinned_mem_limit 0 3840M",
+                             "set_default_active_thread_percentage 25"},
+                            true};
+  supervisor_->SetDaemons({{"GPU-a", four}});
+  ASSERT_TRUE(WaitEvents("GPU-a down", 1));
+  ASSERT_TRUE(WaitEvents("GPU-a up", 2));
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(Log("GPU-a"), "command quit\n");
+  })) << Log("GPU-a");
+  ASSERT_TRUE(Eventually([&] {
+    const std::string log = Log("GPU-a");
+    const size_t quit = log.find("command quit\n");
+    const size_t limit =
+        log.find("command set_default_device_pinned_mem_limit 0 3840M\n");
+    return limit != std::string::npos && limit > quit &&
+           absl::StrContains(log.substr(limit),
+                             "command set_default_active_thread_percentage "
+                             "25\n");
+  })) << Log("GPU-a");
+  EXPECT_NE(LastPid("GPU-a"), first);
+  EXPECT_TRUE(Gone(first));
+  // Still exclusive: the mode is not flipped between the two daemons.
+  EXPECT_EQ(ReadAll(smi_log), "-i GPU-a -c EXCLUSIVE_PROCESS\n");
+  EXPECT_EQ(registry_.Render().find(
+                "gpulet_mps_daemon_restarts_total{gpu=\"GPU-a\"} 1"),
+            std::string::npos);
+
+  supervisor_->SetDaemons({});
+  ASSERT_TRUE(WaitEvents("GPU-a down", 2));
+  EXPECT_EQ(ReadAll(smi_log),
+            "-i GPU-a -c EXCLUSIVE_PROCESS\n-i GPU-a -c DEFAULT\n");
+}
+
+// A GPU whose compute mode cannot be set gets no daemon: the supervisor
+// tries again, and starts the daemon once nvidia-smi succeeds.
+TEST_F(SupervisorTest, NoDaemonUntilTheComputeModeIsSet) {
+  nvidia_smi_ = dir_ + "/nvidia-smi";
+  std::ofstream(nvidia_smi_) << sim::NvidiaSmiScript("550.54.15");
+  ASSERT_EQ(::chmod(nvidia_smi_.c_str(), 0755), 0);
+  const std::string refuse = dir_ + "/nvidia-smi.refuse";
+  std::ofstream(refuse) << "";
+  Start();
+  supervisor_->SetDaemons({{"GPU-a", DaemonSettings{{}, true}}});
+  ASSERT_TRUE(Eventually([&] {
+    const std::string log = ReadAll(dir_ + "/nvidia-smi.log");
+    return std::count(log.begin(), log.end(), '\n') >= 2;
+  }));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/GPU-a/log/control.log"));
+  EXPECT_FALSE(supervisor_->Up("GPU-a"));
+  std::filesystem::remove(refuse);
+  ASSERT_TRUE(WaitEvents("GPU-a up", 1));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "src/gpu/mps/mps_paths.h"
 #include "src/model/allocation/allocate_cdi.h"
 
 namespace gpulet::allocation {
@@ -118,15 +119,24 @@ void AddMount(const std::string& container_path, const std::string& host_path,
   mount->set_host_path(host_path);
 }
 
-// NVIDIA's per-resource pipe directory and the daemon's shared /dev/shm.
-void AddMps(const AllocateOptions& o,
+// NVIDIA's per-resource pipe directory and /dev/shm as the container sees
+// them, with the pipe and shm directories of the daemon gpulet runs for the
+// replica's GPU as their sources (mps_paths.h: the daemon uses the same
+// functions). MPS requests are one replica (fail_requests_greater_than_one);
+// a device of the resource that is not a replica has no daemon, and no MPS.
+void AddMps(const AllocateOptions& o, const Request& request,
             v1beta1::ContainerAllocateResponse& response) {
+  std::string key;
+  for (const Device* device : request.devices) {
+    if (device->replica >= 0) key = sharing::MpsReplicaKey(device->id);
+    if (!key.empty()) break;
+  }
+  if (key.empty()) return;
   const std::string pipe_dir =
       JoinPath(kMpsContainerRoot, JoinPath(o.resource_name, "pipe"));
-  (*response.mutable_envs())["CUDA_MPS_PIPE_DIRECTORY"] = pipe_dir;
-  AddMount(pipe_dir, JoinPath(o.mps_root, JoinPath(o.resource_name, "pipe")),
-           response);
-  AddMount("/dev/shm", JoinPath(o.mps_root, "shm"), response);
+  (*response.mutable_envs())[sharing::kMpsPipeDirectoryEnv] = pipe_dir;
+  AddMount(pipe_dir, sharing::MpsHostPipeDir(o.mps_root, key), response);
+  AddMount("/dev/shm", sharing::MpsHostShmDir(o.mps_root, key), response);
 }
 
 void AddEnvvar(const AllocateOptions& o, const Request& request,
@@ -245,7 +255,7 @@ absl::StatusOr<v1beta1::ContainerAllocateResponse> BuildAllocateResponse(
       return s;
     }
   }
-  if (!options.mps_root.empty()) AddMps(options, response);
+  if (!options.mps_root.empty()) AddMps(options, *request, response);
   if (std::all_of(options.strategies.begin(), options.strategies.end(),
                   IsCdi) &&
       !options.strategies.empty()) {

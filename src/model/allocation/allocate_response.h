@@ -9,7 +9,11 @@
 //     channel, then the additional devices (gdrcopy/gds/mofed "=all") --
 //     go into one annotation (cdi-annotations) and/or cdi_devices (cdi-cri).
 //  2. MPS (mps_root set): CUDA_MPS_PIPE_DIRECTORY and the pipe and /dev/shm
-//     mounts.
+//     mounts, at NVIDIA's container paths (/mps/<resource>/pipe, /dev/shm);
+//     their host sources are the directories of the control daemon gpulet
+//     runs for the requested replica's GPU (mps_paths.h), where NVIDIA
+//     mounts one daemon per resource (<mps_root>/<resource>/pipe and
+//     <mps_root>/shm).
 //  3. If every strategy is a CDI one, stop here: no NVIDIA_VISIBLE_DEVICES,
 //     no device specs, no NVIDIA_GDS/MOFED/GDRCOPY envs.
 //  4. envvar: NVIDIA_VISIBLE_DEVICES=<distinct visible IDs, comma-joined>

@@ -293,8 +293,8 @@ INSTANTIATE_TEST_SUITE_P(
             {"GPU-r::1"},
             R"(envs { key: "NVIDIA_VISIBLE_DEVICES" value: "/var/run/nvidia-container-devices" }
                 envs { key: "CUDA_MPS_PIPE_DIRECTORY" value: "/mps/nvidia.com/gpu.shared/pipe" }
-                mounts { container_path: "/mps/nvidia.com/gpu.shared/pipe" host_path: "/run/nvidia/mps/nvidia.com/gpu.shared/pipe" }
-                mounts { container_path: "/dev/shm" host_path: "/run/nvidia/mps/shm" }
+                mounts { container_path: "/mps/nvidia.com/gpu.shared/pipe" host_path: "/run/nvidia/mps/GPU-r/pipe" }
+                mounts { container_path: "/dev/shm" host_path: "/run/nvidia/mps/GPU-r/shm" }
                 mounts { container_path: "/var/run/nvidia-container-devices/GPU-r" host_path: "/dev/null" })"},
         Case{
             "mps_with_cdi_only",
@@ -304,9 +304,15 @@ INSTANTIATE_TEST_SUITE_P(
             },
             {"GPU-r::0"},
             R"(envs { key: "CUDA_MPS_PIPE_DIRECTORY" value: "/mps/nvidia.com/gpu/pipe" }
-                mounts { container_path: "/mps/nvidia.com/gpu/pipe" host_path: "/run/nvidia/mps/nvidia.com/gpu/pipe" }
-                mounts { container_path: "/dev/shm" host_path: "/run/nvidia/mps/shm" }
-                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-r" })"}),
+                mounts { container_path: "/mps/nvidia.com/gpu/pipe" host_path: "/run/nvidia/mps/GPU-r/pipe" }
+                mounts { container_path: "/dev/shm" host_path: "/run/nvidia/mps/GPU-r/shm" }
+                cdi_devices { name: "k8s.device-plugin.nvidia.com/gpu=GPU-r" })"},
+        // A GPU of the resource sharing.mps does not replicate has no
+        // daemon: no MPS in its answer.
+        Case{"mps_device_not_replicated",
+             [](auto& o) { o.mps_root = "/run/nvidia/mps"; },
+             {"GPU-a"},
+             R"(envs { key: "NVIDIA_VISIBLE_DEVICES" value: "GPU-a" })"}),
     [](const auto& test_info) { return test_info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(

@@ -138,7 +138,7 @@ absl::Status Daemon::Impl::Apply(const config::Config& config,
   for (PreparedResource& p : passthrough.prepared) {
     prepared->push_back(std::move(p));
   }
-  mps_.Ensure(config, *prepared);
+  mps_.Ensure(config, *prepared, node);
   std::vector<std::string> sockets;
   for (const PreparedResource& p : *prepared) {
     sockets.push_back(p.spec.socket_name);

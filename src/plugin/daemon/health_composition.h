@@ -11,7 +11,9 @@
 //     that GPU instance (and compute instance, when it names one), their
 //     replicas included;
 //   - MPS, for the memory-unit resource while MPS is on: a unit whose GPU's
-//     control daemon is not up (not in `mps_up`);
+//     control daemon is not up (not in `mps_up`); and for GPU resources, a
+//     sharing.mps replica ("<uuid>::<n>") of a GPU in `mps_replicas` whose
+//     daemon is not up;
 //   - passthrough health, for passthrough resources: a device (PCI address
 //     or mdev UUID) whose group is not viable.
 // A source never makes a device Healthy that its base health marks
@@ -46,9 +48,16 @@ struct HealthSources {
   // the GPUs (UUIDs) whose daemon is up.
   bool mps_enabled = false;
   const std::set<std::string>& mps_up;
+  // The GPUs (UUIDs) whose sharing.mps replicas follow their daemon.
+  const std::set<std::string>& mps_replicas;
   // By PCI address or mdev UUID.
   const std::map<std::string, resources::PassthroughHealth>& passthrough;
 };
+
+// The GPU (UUID) whose MPS control daemon a device depends on, when its
+// role has one: a memory unit's GPU, or the device a replica
+// ("<uuid>::<n>") shares; empty otherwise.
+std::string MpsDaemonGpu(const pluginapi::Device& device, ResourceRole role);
 
 // `devices` with each one's health composed from its base health and the
 // sources that apply to `role`.

@@ -51,6 +51,7 @@ struct Case {
   std::vector<Fault> faults;  // into the book
   bool mps_enabled = false;
   std::set<std::string> mps_up;
+  std::set<std::string> mps_replicas;
   std::map<std::string, resources::PassthroughHealth> passthrough;
   std::set<std::string> want_unhealthy;
 };
@@ -141,6 +142,24 @@ std::vector<Case> SharingAndPassthroughCases() {
       {.name = "MpsDoesNotApplyToGpus",
        .devices = {Dev("GPU-a", 0), Dev("GPU-b", 1)},
        .mps_enabled = true},
+      {.name = "SharingMpsReplicasOfAGpuWhoseDaemonIsDown",
+       .devices = GpusWithReplicas(),
+       .mps_up = {"GPU-b"},
+       .mps_replicas = {"GPU-a", "GPU-b"},
+       .want_unhealthy = {"GPU-a::0", "GPU-a::1"}},
+      {.name = "SharingMpsDaemonsUpXidStillCounts",
+       .devices = GpusWithReplicas(),
+       .faults = {{"GPU-b", 1}},
+       .mps_up = {"GPU-a", "GPU-b"},
+       .mps_replicas = {"GPU-a", "GPU-b"},
+       .want_unhealthy = {"GPU-b::0", "GPU-b::1"}},
+      {.name = "ReplicasOfAGpuWithoutADaemonDoNotFollowOne",
+       .devices = GpusWithReplicas(),
+       .mps_replicas = {"GPU-a"},
+       .want_unhealthy = {"GPU-a::0", "GPU-a::1"}},
+      {.name = "MemorySharesMpsDoesNotTouchReplicas",
+       .devices = GpusWithReplicas(),
+       .mps_enabled = true},
       {.name = "PassthroughGroupNotViable",
        .role = ResourceRole::kPassthrough,
        .devices = {Passthrough("0000:3b:00.0"), Passthrough("0000:86:00.0")},
@@ -175,6 +194,7 @@ TEST_P(ComposeDeviceHealthTest, MarksExactlyTheExpectedDevicesUnhealthy) {
                               .book = book,
                               .mps_enabled = c.mps_enabled,
                               .mps_up = c.mps_up,
+                              .mps_replicas = c.mps_replicas,
                               .passthrough = c.passthrough};
   const std::vector<pluginapi::Device> out =
       ComposeDeviceHealth(c.devices, c.role, sources);

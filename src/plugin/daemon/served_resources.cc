@@ -88,6 +88,7 @@ HealthSources ServedResources::Sources(
                        .book = book_,
                        .mps_enabled = mps_enabled_,
                        .mps_up = mps_up_,
+                       .mps_replicas = mps_replicas_,
                        .passthrough = passthrough};
 }
 
@@ -176,6 +177,7 @@ void ServedResources::Clear() {
     book_.Clear();
     mps_enabled_ = false;
     mps_up_.clear();
+    mps_replicas_.clear();
   }
   stopped.clear();
 }
@@ -224,7 +226,14 @@ void ServedResources::OnGpuHealth(const health::HealthEvent& event) {
                s.role == ResourceRole::kMemoryUnits) {
       // The book's health, then MPS's: a recovered GPU's memory units stay
       // down while its MPS daemon is.
-      changed += ApplyMpsHealth(*known);
+      changed += Recompose(s, [&](const pluginapi::Device& d) {
+        return MpsDaemonGpu(d, s.role) == *known;
+      });
+    } else if (!mps_replicas_.empty() && s.role == ResourceRole::kGpus) {
+      // Likewise a recovered GPU's sharing.mps replicas.
+      changed += Recompose(s, [&](const pluginapi::Device& d) {
+        return d.gpu_index == event.gpu_index;
+      });
     } else {
       changed += devices.SetGpuHealth(event.gpu_index, event.healthy);
     }
@@ -242,6 +251,13 @@ void ServedResources::ResetMps(bool enabled) {
   mps_up_.clear();
 }
 
+void ServedResources::SetMpsReplicas(std::set<std::string> gpus) {
+  absl::MutexLock lock(&mu_);
+  if (gpus == mps_replicas_) return;
+  mps_replicas_ = std::move(gpus);
+  if (ApplyMpsHealth() > 0) PublishDeviceHealth();
+}
+
 void ServedResources::OnMps(const std::string& uuid, bool up,
                             const std::string& reason) {
   absl::MutexLock lock(&mu_);
@@ -257,37 +273,44 @@ void ServedResources::OnMps(const std::string& uuid, bool up,
   }
   if (up) {
     GPULET_LOG(INFO) << "GPU " << uuid << ": MPS control daemon up; " << changed
-                     << " memory unit(s) marked healthy";
+                     << " device(s) marked healthy";
   } else {
     GPULET_LOG(WARNING) << "GPU " << uuid << ": MPS control daemon down ("
                         << reason << "); " << changed
-                        << " memory unit(s) marked unhealthy";
+                        << " device(s) marked unhealthy";
   }
 }
 
 int ServedResources::ApplyMpsHealth(const std::string& only_gpu) {
-  if (!mps_enabled_) return 0;
   int changed = 0;
   for (const Served& s : served_) {
-    if (s.role != ResourceRole::kMemoryUnits) continue;
-    std::vector<pluginapi::Device> devices;
-    std::string uuid;
-    int64_t k = 0;
-    const pluginapi::DeviceSnapshotPtr snapshot =
-        s.runner->devices().Snapshot();
-    for (const pluginapi::Device& d : snapshot->devices) {
-      if (!sharing::ParseMemoryUnitId(d.id, &uuid, &k)) continue;
-      if (!only_gpu.empty() && uuid != only_gpu) continue;
-      devices.push_back(d);
-      devices.back().healthy = true;  // recomposed from the sources alone
-    }
-    devices = ComposeDeviceHealth(std::move(devices), s.role,
-                                  Sources(NoPassthrough()));
-    for (const pluginapi::Device& d : devices) {
-      const pluginapi::Device* now = snapshot->Find(d.id);
-      if (now != nullptr && now->healthy != d.healthy) {
-        changed += s.runner->devices().SetHealth(d.id, d.healthy) ? 1 : 0;
-      }
+    if (s.role == ResourceRole::kMemoryUnits && !mps_enabled_) continue;
+    changed += Recompose(s, [&](const pluginapi::Device& d) {
+      const std::string gpu = MpsDaemonGpu(d, s.role);
+      return !gpu.empty() && (only_gpu.empty() || gpu == only_gpu);
+    });
+  }
+  return changed;
+}
+
+int ServedResources::Recompose(
+    const Served& s,
+    const std::function<bool(const pluginapi::Device&)>& which) {
+  std::vector<pluginapi::Device> devices;
+  const pluginapi::DeviceSnapshotPtr snapshot = s.runner->devices().Snapshot();
+  for (const pluginapi::Device& d : snapshot->devices) {
+    if (!which(d)) continue;
+    devices.push_back(d);
+    devices.back().healthy = true;  // recomposed from the sources alone
+  }
+  if (devices.empty()) return 0;
+  devices =
+      ComposeDeviceHealth(std::move(devices), s.role, Sources(NoPassthrough()));
+  int changed = 0;
+  for (const pluginapi::Device& d : devices) {
+    const pluginapi::Device* now = snapshot->Find(d.id);
+    if (now != nullptr && now->healthy != d.healthy) {
+      changed += s.runner->devices().SetHealth(d.id, d.healthy) ? 1 : 0;
     }
   }
   return changed;

@@ -3,7 +3,8 @@
 // sources that belong to no single feature: the HealthBook (monitor faults
 // and discovery failures), the node's GPU UUIDs, and which GPUs' MPS
 // control daemons are up. Health reaches the lists from the health monitor
-// (OnGpuHealth), the MPS supervisor (OnMps) and the passthrough GPUs
+// (OnGpuHealth), the MPS supervisor (OnMps, for memory units and
+// sharing.mps replicas) and the passthrough GPUs
 // (SetPassthroughHealth); whole lists are composed by ComposeDeviceHealth
 // (health_composition.h). Every change to the memory-unit list goes to the
 // memory shares' listener; every device's health to gpulet_device_healthy.
@@ -78,7 +79,12 @@ class ServedResources {
   void OnGpuHealth(const health::HealthEvent& event) ABSL_LOCKS_EXCLUDED(mu_);
   // MPS for memory shares turned on or off; no daemon is up yet.
   void ResetMps(bool enabled) ABSL_LOCKS_EXCLUDED(mu_);
-  // The supervisor's report (its thread): the GPU's memory units follow.
+  // The GPUs (UUIDs) whose sharing.mps replicas follow their MPS control
+  // daemon (MpsDaemons, on the loop thread before Serve); the replicas of
+  // GPUs no longer listed follow the book alone again.
+  void SetMpsReplicas(std::set<std::string> gpus) ABSL_LOCKS_EXCLUDED(mu_);
+  // The supervisor's report (its thread): the GPU's memory units and
+  // sharing.mps replicas follow.
   void OnMps(const std::string& uuid, bool up, const std::string& reason)
       ABSL_LOCKS_EXCLUDED(mu_);
   // A passthrough device's health changed (any thread): its device in the
@@ -103,9 +109,15 @@ class ServedResources {
   // Whether `event` names a MIG instance some advertised device is of.
   bool MigScoped(const health::HealthEvent& event) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Brings the served memory units of `only_gpu` (all GPUs when empty) to
-  // the book's health and MPS's; returns how many changed.
+  // Brings the served devices that depend on an MPS daemon (memory units
+  // while MPS for memory shares is on, replicas) of `only_gpu` (all GPUs
+  // when empty) to the book's health and MPS's; returns how many changed.
   int ApplyMpsHealth(const std::string& only_gpu = "")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The devices of `s` that `which` selects, their health composed again
+  // from the sources alone; returns how many changed.
+  int Recompose(const Served& s,
+                const std::function<bool(const pluginapi::Device&)>& which)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // gpu_index < 0: every device; else only that GPU's devices.
   void PublishDeviceHealth(int gpu_index = -1)
@@ -124,6 +136,8 @@ class ServedResources {
   // up (the supervisor's reports).
   bool mps_enabled_ ABSL_GUARDED_BY(mu_) = false;
   std::set<std::string> mps_up_ ABSL_GUARDED_BY(mu_);
+  // sharing.mps: the GPUs whose replicas follow their daemon.
+  std::set<std::string> mps_replicas_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulet::daemon

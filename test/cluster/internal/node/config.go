@@ -42,6 +42,11 @@ func (p Paths) RuntimeLog() string    { return filepath.Join(p.State, "logs", "g
 // outside the container that loaded it: a node path no container has.
 func (p Paths) ExploitMarker() string { return filepath.Join(p.State, "exploit-ldpreload.marker") }
 
+// MpsRoot is gpulet's flags.mpsRoot where a scenario shares GPUs with MPS:
+// mounted into gpulet's container at the same path, as docs/sharing.md
+// asks, so the kubelet mounts the daemons' directories into containers.
+func (p Paths) MpsRoot() string { return filepath.Join(p.State, "mps") }
+
 // Fixed paths the node's software uses: private to the fixture's mount
 // namespace (a tmpfs or a bind mount of a state directory is put there).
 const (

@@ -34,7 +34,9 @@ import (
 //     socket (so the fixture can inject faults into the NVML gpulet loads);
 //   - KUBERNETES_SERVICE_HOST/PORT: the node has no kube-proxy, so the
 //     in-cluster address of the API server is given as its own;
-//   - the config file's text, where a scenario configures gpulet.
+//   - the config file's text, where a scenario configures gpulet;
+//   - a hostPath volume for the MPS root (Paths.MpsRoot), at the host's
+//     path, for scenarios that share GPUs with MPS.
 
 // Configs a scenario can put into the ConfigMap's config.yaml.
 const (
@@ -156,6 +158,10 @@ func (n *Node) gpuletObjects() ([]runtime.Object, error) {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "nvml-sim",
 			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: SimSocketDir, Type: &dirOrCreate}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "nvml-sim", MountPath: SimSocketDir})
+		mps := n.Cfg.Paths.MpsRoot()
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "mps-root",
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: mps, Type: &dirOrCreate}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "mps-root", MountPath: mps})
 	}
 	if !found {
 		return nil, fmt.Errorf("no DaemonSet in deploy/daemonset.yaml")

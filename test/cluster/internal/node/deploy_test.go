@@ -80,8 +80,19 @@ func TestDaemonSetSubstitutionsAreOnlyImageDriverRootAndSimulator(t *testing.T) 
 	if len(c.Env) != len(want.Spec.Template.Spec.Containers[0].Env)+4 {
 		t.Errorf("env: %d entries, want the original's %d + 4", len(c.Env), len(want.Spec.Template.Spec.Containers[0].Env))
 	}
-	if len(got.Spec.Template.Spec.Volumes) != len(want.Spec.Template.Spec.Volumes)+1 {
-		t.Errorf("volumes: want the original's + 1")
+	if len(got.Spec.Template.Spec.Volumes) != len(want.Spec.Template.Spec.Volumes)+2 {
+		t.Errorf("volumes: want the original's + 2 (simulator socket, MPS root)")
+	}
+	// The MPS root at the host's path, as docs/sharing.md asks.
+	mps := false
+	for _, v := range got.Spec.Template.Spec.Volumes {
+		mps = mps || (v.Name == "mps-root" && v.HostPath != nil && v.HostPath.Path == "/tmp/s/mps")
+	}
+	for _, m := range c.VolumeMounts {
+		mps = mps && (m.Name != "mps-root" || m.MountPath == "/tmp/s/mps")
+	}
+	if !mps {
+		t.Errorf("no mps-root hostPath volume mounted at /tmp/s/mps")
 	}
 	// Everything else as shipped.
 	g, w := got.DeepCopy(), want.DeepCopy()

@@ -187,6 +187,9 @@ func writeOCIArchive(path, name string, l layer, entrypoint, env []string) error
 
 const busybox = "/bin/busybox"
 
+// simToolbox is busybox in gpulet's image, for the simulated driver's scripts.
+const simToolbox = "/usr/lib/gpulet-sim/busybox"
+
 // busyboxLayer is busybox-static with a link for every applet.
 func busyboxLayer() (layer, error) {
 	out, err := exec.Command(busybox, "--list-full").Output()
@@ -274,6 +277,16 @@ func gpuletLayer(srcDir, gpulet, runtime, simLib string) (layer, error) {
 	}
 	l.file("/usr/bin/gpulet", gpulet, 0755)
 	l.file("/usr/bin/gpulet-runtime", runtime, 0755)
+	// The simulated driver's nvidia-smi and nvidia-cuda-mps-control are
+	// shell scripts that gpulet runs in its container: deploy/Containerfile's
+	// base (bookworm-slim) has the shell and the tools they use, this image
+	// gets busybox's.
+	l.file(simToolbox, busybox, 0755)
+	for _, tool := range []string{"sh", "mkdir", "mkfifo", "rm", "dirname"} {
+		if _, ok := l["/usr/bin/"+tool]; !ok {
+			l.symlink("/usr/bin/"+tool, simToolbox)
+		}
+	}
 	for _, d := range []string{"/tmp", "/proc", "/sys", "/dev", "/etc/ld.so.conf.d", "/var/run"} {
 		l.dir(d)
 	}
