@@ -377,6 +377,7 @@ std::map<std::string, PrepareResult> ClaimPreparer::PrepareClaims(
       continue;
     }
     result.devices = claim->devices;
+    result.claim = *object->second;
     prepared_[ref.uid] = *std::move(claim);
     added.push_back(ref.uid);
   }
@@ -387,7 +388,7 @@ std::map<std::string, PrepareResult> ClaimPreparer::PrepareClaims(
       (void)RemoveFile(prepared_[uid].cdi_spec_path);
       ReleaseSharing(prepared_[uid]);
       prepared_.erase(uid);
-      out[uid] = PrepareResult{{}, saved};
+      out[uid] = PrepareResult{{}, saved, nullptr};
     }
     return out;
   }

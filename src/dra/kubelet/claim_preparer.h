@@ -103,6 +103,9 @@ struct PreparerOptions {
 struct PrepareResult {
   std::vector<PreparedDevice> devices;
   absl::Status status;
+  // The ResourceClaim as read from the API server when this call prepared
+  // it; null when answered from the checkpoint or failed.
+  nlohmann::json claim = nullptr;
 };
 
 class ClaimPreparer {

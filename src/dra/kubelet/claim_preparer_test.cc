@@ -153,6 +153,14 @@ TEST_F(ClaimPreparerTest, TheObserverSeesEveryCallsClaimsAndAnswers) {
   EXPECT_EQ(observer.prepared[0].second.at("uid-a").devices,
             got["uid-a"].devices);
   EXPECT_FALSE(observer.prepared[0].second.at("uid-missing").status.ok());
+  // The claim as read comes with a claim this call prepared only.
+  EXPECT_EQ(observer.prepared[0].second.at("uid-a").claim["metadata"]["uid"],
+            "uid-a");
+  EXPECT_TRUE(observer.prepared[0].second.at("uid-missing").claim.is_null());
+  p->Prepare({Ref("a")});
+  ASSERT_EQ(observer.prepared.size(), 2u);
+  EXPECT_TRUE(observer.prepared[1].second.at("uid-a").status.ok());
+  EXPECT_TRUE(observer.prepared[1].second.at("uid-a").claim.is_null());
   p->Unprepare({Ref("a")});
   ASSERT_EQ(observer.unprepared.size(), 1u);
   EXPECT_EQ(observer.unprepared[0].first, std::vector<ClaimRef>{Ref("a")});

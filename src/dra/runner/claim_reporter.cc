@@ -28,8 +28,10 @@ void ClaimReporter::Prepared(
     if (metrics_ != nullptr) {
       metrics_->prepares->Add({ResultLabel(result.status)});
     }
-    if (status_ != nullptr && result.status.ok()) {
-      status_->Set(ref, result.devices);
+    // Only claims this call prepared: a claim answered from the checkpoint
+    // is not read again for its status (the kubelet asks again often).
+    if (status_ != nullptr && result.status.ok() && !result.claim.is_null()) {
+      status_->Set(ref, result.devices, result.claim);
     }
   }
 }

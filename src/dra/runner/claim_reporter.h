@@ -2,9 +2,10 @@
 // NodeUnprepareResources call (dra::ClaimObserver): counts each claim's
 // answer and times the call (gpulet_dra_prepares_total,
 // gpulet_dra_prepare_duration_seconds, and their unprepare pairs), and
-// hands each prepared claim's devices to the ClaimStatusWriter (an
-// unprepared claim's: none), which writes them to the API server later, on
-// its own thread.
+// hands the devices of each claim the call prepared (with the claim as the
+// preparer read it; a claim answered from the checkpoint is left alone) to
+// the ClaimStatusWriter, and an unprepared claim's (none), which writes
+// them to the API server later, on its own thread.
 //
 // Ownership: the metrics and the writer are borrowed (either may be null)
 // and outlive the reporter. Thread safety: called from the DRA server's

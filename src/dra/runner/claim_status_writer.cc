@@ -48,12 +48,14 @@ ClaimStatusWriter::~ClaimStatusWriter() {
 }
 
 void ClaimStatusWriter::Set(const dra::ClaimRef& ref,
-                            const std::vector<dra::PreparedDevice>& devices) {
+                            const std::vector<dra::PreparedDevice>& devices,
+                            const nlohmann::json& read) {
   nlohmann::json entries = dra::DeviceStatusEntries(driver_, node_, devices);
   absl::MutexLock lock(&mu_);
   Job& job = jobs_[ref.uid];
   job.ref = ref;
   job.entries = std::move(entries);
+  job.read = read;
   job.not_before = absl::InfinitePast();
   job.backoff.Reset();
   job.version = ++next_version_;
@@ -95,7 +97,9 @@ ClaimStatusWriter::Outcome ClaimStatusWriter::Write(const Job& job,
                                                     std::stop_token stop) {
   absl::StatusOr<std::string> path = ClaimPath(job.ref);
   if (!path.ok()) return Outcome::kRefused;
-  absl::StatusOr<nlohmann::json> claim = client_.Get(*path, stop);
+  absl::StatusOr<nlohmann::json> claim =
+      job.read.is_object() ? absl::StatusOr<nlohmann::json>(job.read)
+                           : client_.Get(*path, stop);
   if (absl::IsNotFound(claim.status())) return Outcome::kGone;
   if (!claim.ok()) {
     GPULET_LOG(WARNING) << "dra: read claim " << dra::ClaimName(job.ref)
@@ -132,6 +136,8 @@ void ClaimStatusWriter::Finish(const Job& job, Outcome outcome) {
     jobs_.erase(it);
     return;
   }
+  // What was read may be stale now (a conflict): read it again.
+  it->second.read = nullptr;
   it->second.not_before =
       common::RealClock::Get().Now() + it->second.backoff.Next();
 }

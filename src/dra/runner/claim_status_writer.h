@@ -3,8 +3,10 @@
 // own, so that the kubelet's calls never wait for the API server: Set()
 // only records what a claim's entries should be and returns.
 //
-// The thread writes each claim's latest wanted entries: GET the claim, and
-// when its entries of this driver and pool differ, a merge patch of
+// The thread writes each claim's latest wanted entries: the claim as the
+// preparer read it (given to Set) or, without one and on every retry, a
+// GET of the claim; when its entries of this driver and pool differ, a
+// merge patch of
 // status.devices on the status subresource with the claim's uid and
 // resourceVersion as preconditions (the other drivers' entries kept). A
 // claim that is gone (404, or another uid under its name) is forgotten; a
@@ -50,9 +52,12 @@ class ClaimStatusWriter {
   ClaimStatusWriter(const ClaimStatusWriter&) = delete;
   ClaimStatusWriter& operator=(const ClaimStatusWriter&) = delete;
 
-  // `ref`'s entries should list `devices` (empty: none of ours).
+  // `ref`'s entries should list `devices` (empty: none of ours). `read`:
+  // the claim as just read from the API server, used instead of a GET for
+  // the first write (null: none).
   void Set(const dra::ClaimRef& ref,
-           const std::vector<dra::PreparedDevice>& devices);
+           const std::vector<dra::PreparedDevice>& devices,
+           const nlohmann::json& read = nullptr);
   // Claims whose entries are not written yet.
   size_t Pending() const;
 
@@ -60,6 +65,7 @@ class ClaimStatusWriter {
   struct Job {
     dra::ClaimRef ref;
     nlohmann::json entries;
+    nlohmann::json read;  // the claim to write to first; null: GET it
     absl::Time not_before = absl::InfinitePast();
     common::Backoff backoff{{.initial = absl::Milliseconds(100),
                              .max = absl::Seconds(30),

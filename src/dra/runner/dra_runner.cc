@@ -205,12 +205,17 @@ void Reload(const DraRunOptions& options,
             const metrics::GpuletMetrics& health_metrics, DraSettings& current,
             DraHealth& health, DraSlices& slices) {
   absl::StatusOr<DraSettings> next = LoadSettings(options, &health_metrics);
-  absl::Status applied = next.ok() ? health.Apply(next->health) : next.status();
-  if (!applied.ok()) {
-    GPULET_LOG(ERROR) << "dra: reload: " << applied.message()
+  if (!next.ok()) {
+    GPULET_LOG(ERROR) << "dra: reload: " << next.status().message()
                       << "; keeping the running configuration";
     health_metrics.config_reloads->Add({metrics::kResultError});
     return;
+  }
+  if (absl::Status applied = health.Apply(next->health); !applied.ok()) {
+    // The previous monitor is stopped too: no health checks until the
+    // next reload or restart.
+    GPULET_LOG(ERROR) << "dra: reload: the health monitor did not start: "
+                      << applied.message();
   }
   slices.SetUnhealthyDevices(next->dra);
   if (!SameMetricsServer(current, *next)) {
