@@ -69,6 +69,25 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
                   "PEM CAs of the client certificates /metrics requires "
                   "(mutual TLS; needs --metrics-tls-cert-file)")
       ->envname("METRICS_CLIENT_CA_FILE");
+  cmd->add_option("--config-file,--config", options.config_file,
+                  "the version: v1 config file (the device plugin's); its "
+                  "health:, metrics: and dra: sections apply, read again on "
+                  "SIGHUP")
+      ->envname("CONFIG_FILE");
+  cmd->add_option("--unhealthy-devices", options.unhealthy_devices,
+                  "unhealthy devices are left out of the ResourceSlices "
+                  "(drop) or published with a device taint (taint); "
+                  "default: dra.unhealthyDevices, else drop")
+      ->check(CLI::IsMember({"drop", "taint"}));
+  cmd->add_option("--unhealthy-taint-effect", options.unhealthy_taint_effect,
+                  "effect of the taint of a device made unhealthy by an Xid "
+                  "or an ECC error (taint mode); default: "
+                  "dra.taints.unhealthy, else NoSchedule")
+      ->check(CLI::IsMember({"None", "NoSchedule", "NoExecute"}));
+  cmd->add_option("--lost-taint-effect", options.lost_taint_effect,
+                  "effect of the taint of a device whose GPU is lost "
+                  "(taint mode); default: dra.taints.lost, else NoExecute")
+      ->check(CLI::IsMember({"None", "NoSchedule", "NoExecute"}));
   cmd->add_option("--kube-api-qps", options.kube_qps,
                   "API server requests per second")
       ->check(NumberIn(1, 10000))

@@ -77,6 +77,9 @@ class ChildProcess {
   bool Running() const {
     return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0;
   }
+  void Signal(int signo) const {
+    if (pid_ > 0) ::kill(pid_, signo);
+  }
 
  private:
   pid_t pid_ = -1;

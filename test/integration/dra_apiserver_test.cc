@@ -23,8 +23,10 @@
 #include "src/base/common/clock.h"
 #include "src/base/config/yaml_json.h"
 #include "src/dra/kubelet/claim_allocation.h"
+#include "src/dra/runner/claim_status_writer.h"
 #include "src/dra/slices/publisher.h"
 #include "src/dra/testing/sim_devices.h"
+#include "src/dra/testing/test_claims.h"
 #include "src/net/kube/client.h"
 #include "test/integration/apiserver_host.h"
 
@@ -171,88 +173,218 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
 // `gpulet dra` as a process on the simulated dgx-h100: its slices reach the
 // API server owned by the Node, and a fatal Xid the simulator injects takes
 // the GPU out of the pool at a new generation.
-TEST_F(DraApiServerTest, GpuletDraPublishesAndAnXidTakesTheGpuOut) {
-  const std::string node = "dra-node";
-  absl::StatusOr<Json> made = client_->Create(
-      "/api/v1/nodes",
-      {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}});
-  ASSERT_TRUE(made.ok()) << made.status();
-  const std::string node_uid = (*made)["metadata"]["uid"];
-  char tmpl[] = "/tmp/dra-pub-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  for (const char* sub : {"/reg", "/plug", "/cdi"}) {
-    std::filesystem::create_directories(dir + sub);
+// `gpulet dra` on the simulated dgx-h100 as node `node` (created here),
+// against the test's API server; its files in a temporary directory.
+struct DraProcess {
+  std::string dir;
+  std::string node_uid;
+  std::unique_ptr<gpulet::testing::ChildProcess> gpulet;
+
+  ~DraProcess() {
+    gpulet.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
   }
-  const config::ApiServerConfig admin = host_->AdminConfig();
-  ASSERT_TRUE(common::WriteFileAtomic(dir + "/ca.crt", admin.ca_pem,
-                                      {.mode = 0600, .durable = false})
-                  .ok());
-  ASSERT_TRUE(
-      common::WriteFileAtomic(
-          dir + "/kubeconfig",
-          absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                       "clusters:\n- name: c\n  cluster:\n    server: ",
-                       admin.server, "\n    certificate-authority: ca.crt\n",
-                       "users:\n- name: u\n  user:\n    token: ", admin.token,
-                       "\ncontexts:\n- name: t\n  context: {cluster: c, "
-                       "user: u}\n"),
-          {.mode = 0600, .durable = false})
-          .ok());
-  const std::string sim_socket = dir + "/sim.sock";
-  auto gpulet = std::make_unique<gpulet::testing::ChildProcess>(
-      std::vector<std::string>{
-          "/usr/bin/env", "GPULET_SIM_MACHINE=dgx-h100",
-          "GPULET_SIM_SOCKET=" + sim_socket, GPULET_BINARY, "--nvml-lib",
-          std::string(GPULET_SIM_LIB_DIR) + "/libnvidia-ml.so.1", "dra",
-          "--node-name", node, "--kubeconfig", dir + "/kubeconfig",
-          "--registry-dir", dir + "/reg", "--plugin-dir", dir + "/plug",
-          "--state-dir", dir + "/plug", "--cdi-dir", dir + "/cdi"},
-      dir + "/gpulet.log");
-  auto log = [&dir] {
+  std::string log() const {
     absl::StatusOr<std::string> text = common::ReadFile(dir + "/gpulet.log");
     return text.ok() ? *text : std::string();
-  };
+  }
+  // Injects a fault through the simulator ("xid --gpu 1 --xid 79").
+  void Sim(const std::string& args) const {
+    // (The paths hold no characters the shell would interpret.)
+    ASSERT_EQ(std::system(absl::StrCat(GPULET_BINARY, " sim --socket ", dir,
+                                       "/sim.sock ", args)
+                              .c_str()),
+              0)
+        << args;
+  }
+};
+
+std::set<std::string> DeviceNamesOf(const Json& slice) {
+  std::set<std::string> out;
+  for (const Json& d : slice["spec"]["devices"]) out.insert(d["name"]);
+  return out;
+}
+
+// "key=value:effect" per taint of device `name` ("" when untainted),
+// "absent" when the slice does not hold the device.
+std::string TaintsOf(const Json& slice, const std::string& name) {
+  for (const Json& d : slice["spec"]["devices"]) {
+    if (d["name"] != name) continue;
+    std::string out;
+    for (const Json& t : d.value("taints", Json::array())) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", t["key"].get<std::string>(),
+                      t.contains("value") ? "=" + t["value"].get<std::string>()
+                                          : std::string(),
+                      ":", t["effect"].get<std::string>());
+    }
+    return out;
+  }
+  return "absent";
+}
+
+class GpuletDraTest : public DraApiServerTest {
+ protected:
+  // Starts gpulet dra with `args` added, `config` as its --config-file when
+  // not empty.
+  void Start(DraProcess& p, const std::string& node,
+             std::vector<std::string> args, const std::string& config = "") {
+    absl::StatusOr<Json> made =
+        client_->Create("/api/v1/nodes", {{"apiVersion", "v1"},
+                                          {"kind", "Node"},
+                                          {"metadata", {{"name", node}}}});
+    ASSERT_TRUE(made.ok()) << made.status();
+    p.node_uid = (*made)["metadata"]["uid"];
+    char tmpl[] = "/tmp/dra-pub-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    p.dir = tmpl;
+    for (const char* sub : {"/reg", "/plug", "/cdi"}) {
+      std::filesystem::create_directories(p.dir + sub);
+    }
+    const config::ApiServerConfig admin = host_->AdminConfig();
+    const common::WriteOptions file{.mode = 0600, .durable = false};
+    ASSERT_TRUE(
+        common::WriteFileAtomic(p.dir + "/ca.crt", admin.ca_pem, file).ok());
+    ASSERT_TRUE(
+        common::WriteFileAtomic(
+            p.dir + "/kubeconfig",
+            absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                         "clusters:\n- name: c\n  cluster:\n    server: ",
+                         admin.server, "\n    certificate-authority: ca.crt\n",
+                         "users:\n- name: u\n  user:\n    token: ", admin.token,
+                         "\ncontexts:\n- name: t\n  context: {cluster: c, "
+                         "user: u}\n"),
+            file)
+            .ok());
+    if (!config.empty()) {
+      ASSERT_TRUE(
+          common::WriteFileAtomic(p.dir + "/config.yaml", config, file).ok());
+      args.push_back("--config-file=" + p.dir + "/config.yaml");
+    }
+    std::vector<std::string> argv = {
+        "/usr/bin/env",
+        "GPULET_SIM_MACHINE=dgx-h100",
+        "GPULET_SIM_SOCKET=" + p.dir + "/sim.sock",
+        GPULET_BINARY,
+        "--nvml-lib",
+        std::string(GPULET_SIM_LIB_DIR) + "/libnvidia-ml.so.1",
+        "dra",
+        "--node-name",
+        node,
+        "--kubeconfig",
+        p.dir + "/kubeconfig",
+        "--registry-dir",
+        p.dir + "/reg",
+        "--plugin-dir",
+        p.dir + "/plug",
+        "--state-dir",
+        p.dir + "/plug",
+        "--cdi-dir",
+        p.dir + "/cdi"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    p.gpulet = std::make_unique<gpulet::testing::ChildProcess>(
+        argv, p.dir + "/gpulet.log");
+  }
+
   // Polls the node's slices until `done` holds for the one slice; a guard
   // against a hang, not a timing assertion.
-  auto await = [&](auto done) -> Json {
+  template <typename Done>
+  Json Await(const DraProcess& p, const std::string& node, Done done) {
     for (int i = 0; i < 1200; ++i) {
-      if (!gpulet->Running()) break;
+      if (!p.gpulet->Running()) break;
       std::vector<Json> slices = SlicesOf(node);
       if (slices.size() == 1 && done(slices[0])) return slices[0];
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ADD_FAILURE() << "gpulet dra log:\n" << log();
+    ADD_FAILURE() << "gpulet dra log:\n" << p.log();
     return Json();
-  };
-  auto names = [](const Json& slice) {
-    std::set<std::string> out;
-    for (const Json& d : slice["spec"]["devices"]) out.insert(d["name"]);
-    return out;
-  };
-  const Json first =
-      await([&](const Json& slice) { return names(slice).size() == 8; });
+  }
+};
+
+TEST_F(GpuletDraTest, PublishesAndAnXidTakesTheGpuOut) {
+  const std::string node = "dra-node";
+  DraProcess p;
+  Start(p, node, {});
+  const Json first = Await(p, node, [](const Json& slice) {
+    return DeviceNamesOf(slice).size() == 8;
+  });
   ASSERT_FALSE(first.is_null());
-  EXPECT_EQ(first["metadata"]["ownerReferences"][0]["uid"], node_uid);
-  EXPECT_TRUE(names(first).contains("gpu-1"));
+  EXPECT_EQ(first["metadata"]["ownerReferences"][0]["uid"], p.node_uid);
+  EXPECT_TRUE(DeviceNamesOf(first).contains("gpu-1"));
   const int64_t g0 = first["spec"]["pool"]["generation"];
 
-  // (The paths hold no characters the shell would interpret.)
-  ASSERT_EQ(std::system(absl::StrCat(GPULET_BINARY, " sim --socket ",
-                                     sim_socket, " xid --gpu 1 --xid 79")
-                            .c_str()),
-            0);
-  const Json after =
-      await([&](const Json& slice) { return !names(slice).contains("gpu-1"); });
+  p.Sim("xid --gpu 1 --xid 79");
+  const Json after = Await(p, node, [](const Json& slice) {
+    return !DeviceNamesOf(slice).contains("gpu-1");
+  });
   ASSERT_FALSE(after.is_null());
   EXPECT_GT(after["spec"]["pool"]["generation"].get<int64_t>(), g0);
-  EXPECT_EQ(names(after).size(), 7u);
+  EXPECT_EQ(DeviceNamesOf(after).size(), 7u);
 
   // A stop leaves the slices for the scheduler (docs/dra.md).
-  gpulet.reset();
+  p.gpulet.reset();
   EXPECT_EQ(SlicesOf(node).size(), 1u);
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
+}
+
+// Taint mode from the config file: a lost GPU is tainted NoExecute while
+// lost and untainted once back (after the file's quiet period); an Xid that
+// needs a reset taints its GPU with the Xid; a reload back to drop mode
+// (SIGHUP) takes that GPU out; every other device stays untainted.
+TEST_F(GpuletDraTest, TaintModeTaintsALostGpuAndUntaintsItWhenBack) {
+  const std::string node = "taint-node";
+  DraProcess p;
+  const std::string config =
+      "version: v1\n"
+      "health: {quietPeriod: 1s}\n"
+      "dra:\n"
+      "  unhealthyDevices: taint\n"
+      "  taints: {unhealthy: NoSchedule}\n";
+  Start(p, node, {"--lost-taint-effect=NoExecute"}, config);
+  const Json first = Await(p, node, [](const Json& slice) {
+    return DeviceNamesOf(slice).size() == 8;
+  });
+  ASSERT_FALSE(first.is_null());
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(TaintsOf(first, absl::StrCat("gpu-", i)), "") << i;
+  }
+
+  p.Sim("lose --gpu 1");
+  const Json lost = Await(p, node, [](const Json& slice) {
+    return TaintsOf(slice, "gpu-1") != "";
+  });
+  ASSERT_FALSE(lost.is_null());
+  EXPECT_EQ(TaintsOf(lost, "gpu-1"), "gpu.nvidia.com/unreachable:NoExecute");
+  EXPECT_EQ(DeviceNamesOf(lost).size(), 8u);
+  EXPECT_FALSE(lost["spec"]["devices"][1]["taints"][0]["timeAdded"].is_null());
+
+  p.Sim("xid --gpu 2 --xid 48");
+  const Json xid = Await(p, node, [](const Json& slice) {
+    return TaintsOf(slice, "gpu-2") != "";
+  });
+  ASSERT_FALSE(xid.is_null());
+  EXPECT_EQ(TaintsOf(xid, "gpu-2"), "gpu.nvidia.com/xid=48:NoSchedule");
+
+  p.Sim("restore --gpu 1");
+  const Json back = Await(p, node, [](const Json& slice) {
+    return TaintsOf(slice, "gpu-1") == "";
+  });
+  ASSERT_FALSE(back.is_null());
+  EXPECT_EQ(TaintsOf(back, "gpu-2"), "gpu.nvidia.com/xid=48:NoSchedule");
+  for (int i : {0, 3, 4, 5, 6, 7}) {
+    EXPECT_EQ(TaintsOf(back, absl::StrCat("gpu-", i)), "") << i;
+  }
+
+  ASSERT_TRUE(common::WriteFileAtomic(p.dir + "/config.yaml",
+                                      "dra: {unhealthyDevices: drop}\n",
+                                      {.mode = 0600, .durable = false})
+                  .ok());
+  p.gpulet->Signal(SIGHUP);
+  const Json dropped = Await(p, node, [](const Json& slice) {
+    return TaintsOf(slice, "gpu-2") == "absent";
+  });
+  ASSERT_FALSE(dropped.is_null());
+  EXPECT_EQ(DeviceNamesOf(dropped).size(), 7u);
+  EXPECT_EQ(TaintsOf(dropped, "gpu-1"), "");
 }
 
 // Memory shares (DRAConsumableCapacity, beta and on in 1.36): the server
@@ -318,6 +450,106 @@ TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
   EXPECT_FALSE(client_->Replace(claims + "/gpu-memory-4gi/status", claim).ok());
 }
 
+// status.devices (KEP-4817) as gpulet dra writes it: the server takes the
+// entries (they match the allocation results), keeps another driver's
+// entry, takes ours away again on unprepare, and a deleted claim is
+// forgotten.
+TEST_F(DraApiServerTest, ClaimStatusDevicesAreWrittenAndRemoved) {
+  const std::string claims =
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+  absl::StatusOr<Json> made = client_->Create(claims, Json::parse(R"json({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"name": "status-claim"},
+    "spec": {"devices": {"requests": [
+      {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+      {"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com"}}]}}})json"));
+  ASSERT_TRUE(made.ok()) << made.status();
+  Json claim = *made;
+  auto result = [](const std::string& request, const std::string& driver,
+                   const std::string& device) {
+    return Json{{"request", request},
+                {"driver", driver},
+                {"pool", "status-node"},
+                {"device", device}};
+  };
+  claim["status"] = {
+      {"allocation",
+       {{"devices",
+         {{"results",
+           Json::array({result("gpu", "gpu.nvidia.com", "gpu-0"),
+                        result("mig", "gpu.nvidia.com", "gpu-1-mig-19-6-1"),
+                        result("gpu", "net.example.com", "nic-0")})}}},
+        {"nodeSelector",
+         {{"nodeSelectorTerms",
+           Json::array({{{"matchFields",
+                          Json::array({{{"key", "metadata.name"},
+                                        {"operator", "In"},
+                                        {"values", {"status-node"}}}})}}})}}}}},
+      {"devices", Json::array({{{"driver", "net.example.com"},
+                                {"pool", "status-node"},
+                                {"device", "nic-0"},
+                                {"data", {{"mac", "02:00:00:00:00:01"}}}}})}};
+  absl::StatusOr<Json> allocated =
+      client_->Replace(claims + "/status-claim/status", claim);
+  ASSERT_TRUE(allocated.ok()) << allocated.status();
+  const dra::ClaimRef ref{.namespace_name = "default",
+                          .name = "status-claim",
+                          .uid = (*made)["metadata"]["uid"]};
+
+  device::Node node = dra::testing_claims::TestNode();
+  node.gpus[1].mig_devices[0].profile = "1g.10gb";
+  dra::PreparedDevice gpu;
+  gpu.pool = "status-node";
+  gpu.device = "gpu-0";
+  gpu.uuid = "GPU-0000";
+  dra::PreparedDevice mig = gpu;
+  mig.device = "gpu-1-mig-19-6-1";
+  mig.uuid = "MIG-aaaa";
+  daemon::ClaimStatusWriter writer(*client_, "gpu.nvidia.com", "status-node",
+                                   node, nullptr);
+  // Polls the claim until `done` holds; a guard against a hang.
+  auto await = [&](auto done) -> Json {
+    for (int i = 0; i < 1200; ++i) {
+      absl::StatusOr<Json> got = client_->Get(claims + "/status-claim");
+      if (got.ok() && done(*got) && writer.Pending() == 0) return *got;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "status.devices never as wanted";
+    return Json();
+  };
+  writer.Set(ref, {gpu, mig});
+  Json written = await([](const Json& c) {
+    return c["status"].value("devices", Json::array()).size() == 3;
+  });
+  ASSERT_FALSE(written.is_null());
+  std::map<std::string, Json> by_device;
+  for (const Json& d : written["status"]["devices"]) {
+    by_device[d["device"].get<std::string>()] = d;
+  }
+  EXPECT_EQ(by_device["nic-0"]["data"]["mac"], "02:00:00:00:00:01");
+  EXPECT_EQ(by_device["gpu-0"]["data"], Json({{"uuid", "GPU-0000"}}));
+  EXPECT_EQ(by_device["gpu-1-mig-19-6-1"]["data"],
+            Json::parse(R"({"uuid": "MIG-aaaa", "parentUUID": "GPU-1111",
+                            "profile": "1g.10gb",
+                            "placement": {"start": 6, "size": 1}})"));
+
+  // Unprepared: our entries go, the other driver's stays.
+  writer.Set(ref, {});
+  Json removed = await([](const Json& c) {
+    return c["status"].value("devices", Json::array()).size() == 1;
+  });
+  ASSERT_FALSE(removed.is_null());
+  EXPECT_EQ(removed["status"]["devices"][0]["device"], "nic-0");
+
+  // A claim deleted before its write is forgotten.
+  ASSERT_TRUE(client_->Delete(claims + "/status-claim").ok());
+  writer.Set(ref, {gpu});
+  for (int i = 0; i < 1200 && writer.Pending() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(writer.Pending(), 0u);
+}
+
 // deploy/dra/*.yaml, every document created as written.
 TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
   const std::map<std::string, std::string> paths = {
@@ -357,6 +589,7 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
   EXPECT_TRUE(created.contains("gpu.nvidia.com"));
   EXPECT_TRUE(created.contains("mig.nvidia.com"));
   EXPECT_TRUE(created.contains("gpulet-own-resourceslices"));
+  EXPECT_TRUE(created.contains("gpulet-own-claim-device-status"));
   EXPECT_TRUE(created.contains("DaemonSet/gpulet-dra"));
 }
 

@@ -70,6 +70,28 @@ const EnumNames<XidAction>& XidActionNames() {
   return names;
 }
 
+const EnumNames<TaintEffect>& TaintEffectNames() {
+  static const EnumNames<TaintEffect> names = {
+      {"None", TaintEffect::kNone},
+      {"NoSchedule", TaintEffect::kNoSchedule},
+      {"NoExecute", TaintEffect::kNoExecute}};
+  return names;
+}
+
+std::string ToString(TaintEffect value) {
+  return NameOf(TaintEffectNames(), value);
+}
+
+const EnumNames<UnhealthyDevices>& UnhealthyDevicesNames() {
+  static const EnumNames<UnhealthyDevices> names = {
+      {"drop", UnhealthyDevices::kDrop}, {"taint", UnhealthyDevices::kTaint}};
+  return names;
+}
+
+std::string ToString(UnhealthyDevices value) {
+  return NameOf(UnhealthyDevicesNames(), value);
+}
+
 std::string ToString(MigStrategy value) {
   return NameOf(MigStrategyNames(), value);
 }

@@ -266,6 +266,35 @@ struct Metrics {
   bool operator==(const Metrics&) const = default;
 };
 
+// The effect of a device taint (resource.k8s.io/v1 DeviceTaint.effect,
+// KEP-5055): "None" (informational), "NoSchedule" (no new allocation of the
+// device to a claim that does not tolerate it) or "NoExecute" (also evicts
+// the pods of such claims that already use it).
+enum class TaintEffect { kNone, kNoSchedule, kNoExecute };
+const EnumNames<TaintEffect>& TaintEffectNames();
+std::string ToString(TaintEffect value);
+
+// dra.unhealthyDevices: what `gpulet dra` does with a device the health
+// monitor marked unhealthy.
+enum class UnhealthyDevices {
+  kDrop,   // "drop": left out of the ResourceSlices
+  kTaint,  // "taint": published with a device taint
+};
+const EnumNames<UnhealthyDevices>& UnhealthyDevicesNames();
+std::string ToString(UnhealthyDevices value);
+
+// dra.*: gpulet's own section, read by `gpulet dra` only (docs/dra.md).
+struct Dra {
+  UnhealthyDevices unhealthy_devices = UnhealthyDevices::kDrop;
+  // dra.taints.unhealthy: the effect on a device made unhealthy by an Xid,
+  // an ECC error or a failed query; dra.taints.lost: on a device whose GPU
+  // is lost (fallen off the bus).
+  TaintEffect unhealthy_effect = TaintEffect::kNoSchedule;
+  TaintEffect lost_effect = TaintEffect::kNoExecute;
+
+  bool operator==(const Dra&) const = default;
+};
+
 // passthrough.devices[]: which GPUs are given whole to virtual machines
 // and Kata containers through VFIO instead of to containers through NVML.
 struct PassthroughSelector {
@@ -322,6 +351,7 @@ struct Config {
   Health health;
   Metrics metrics;
   std::optional<Passthrough> passthrough;
+  Dra dra;
 };
 
 // The name `resource` is advertised under: its rename, else

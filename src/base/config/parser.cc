@@ -113,7 +113,7 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
     return ctx.reader.Error(
         Field{root, "(top level)"},
         absl::StrCat("expected a map with version, flags, resources, "
-                     "sharing, imex, health, metrics, passthrough; got ",
+                     "sharing, imex, health, metrics, passthrough, dra; got ",
                      yaml::Describe(root)));
   }
   return ReadMap(
@@ -126,7 +126,8 @@ absl::Status ParseRoot(ParseContext& ctx, const YAML::Node& root) {
        {"health", [&](const Field& f) { return ParseHealth(ctx, f); }},
        {"metrics", [&](const Field& f) { return ParseMetrics(ctx, f); }},
        {"passthrough",
-        [&](const Field& f) { return ParsePassthrough(ctx, f); }}});
+        [&](const Field& f) { return ParsePassthrough(ctx, f); }},
+       {"dra", [&](const Field& f) { return ParseDra(ctx, f); }}});
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// ParseConfig's health.* and metrics.* sections: gpulet's own, absent from
-// NVIDIA's schema. Cross-field rules (an Xid in two rules) are in validate.cc.
+// ParseConfig's health.*, metrics.* and dra.* sections: gpulet's own,
+// absent from NVIDIA's schema. Cross-field rules (an Xid in two rules) are in
+// validate.cc.
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,21 @@ absl::Status ParseMetrics(ParseContext& ctx, const Field& field) {
        {"tlsCertFile", SetString(ctx, &ctx.config->metrics.tls_cert_file)},
        {"tlsKeyFile", SetString(ctx, &ctx.config->metrics.tls_key_file)},
        {"clientCAFile", SetString(ctx, &ctx.config->metrics.client_ca_file)}});
+}
+
+absl::Status ParseDra(ParseContext& ctx, const Field& field) {
+  Dra& dra = ctx.config->dra;
+  return ReadMap(
+      ctx, field,
+      {{"unhealthyDevices",
+        SetEnum(ctx, &dra.unhealthy_devices, UnhealthyDevicesNames())},
+       {"taints", [&](const Field& f) {
+          return ReadMap(
+              ctx, f,
+              {{"unhealthy",
+                SetEnum(ctx, &dra.unhealthy_effect, TaintEffectNames())},
+               {"lost", SetEnum(ctx, &dra.lost_effect, TaintEffectNames())}});
+        }}});
 }
 
 }  // namespace gpulet::config::internal

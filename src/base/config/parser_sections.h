@@ -60,6 +60,8 @@ absl::Status ParseImex(ParseContext& ctx, const Field& field);
 // health.* and metrics.* (gpulet's own sections), in parser_health.cc.
 absl::Status ParseHealth(ParseContext& ctx, const Field& field);
 absl::Status ParseMetrics(ParseContext& ctx, const Field& field);
+// dra.* (gpulet's own section, read by `gpulet dra`), in parser_health.cc.
+absl::Status ParseDra(ParseContext& ctx, const Field& field);
 // passthrough.*, in parser_passthrough.cc.
 absl::Status ParsePassthrough(ParseContext& ctx, const Field& field);
 

@@ -215,6 +215,34 @@ TEST(ParserTest, HealthAndMetricsSections) {
   EXPECT_EQ(none->metrics.address, "");
 }
 
+TEST(ParserTest, DraSection) {
+  absl::StatusOr<Config> c = ParseConfig(
+      "dra:\n"
+      "  unhealthyDevices: taint\n"
+      "  taints: {unhealthy: None, lost: NoSchedule}\n",
+      "d.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->dra, (Dra{.unhealthy_devices = UnhealthyDevices::kTaint,
+                         .unhealthy_effect = TaintEffect::kNone,
+                         .lost_effect = TaintEffect::kNoSchedule}));
+  EXPECT_EQ(c->origins.at("dra.taints.lost").ToString(), "d.yaml:3:35");
+  absl::StatusOr<Config> none = ParseConfig("version: v1\n", "d.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->dra, Dra{});
+  EXPECT_EQ(none->dra.unhealthy_devices, UnhealthyDevices::kDrop);
+  EXPECT_EQ(none->dra.lost_effect, TaintEffect::kNoExecute);
+  // Effects are spelled as the API spells them.
+  absl::StatusOr<Config> bad =
+      ParseConfig("dra:\n  taints:\n    lost: noexecute\n", "d.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("dra.taints.lost"));
+  bad = ParseConfig("dra: {unhealthyDevices: hide}\n", "d.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("dra.unhealthyDevices"));
+}
+
 TEST(ParserTest, MemorySharesSection) {
   absl::StatusOr<Config> c = ParseConfig(
       "sharing:\n"

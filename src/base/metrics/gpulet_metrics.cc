@@ -1,5 +1,6 @@
 #include "src/base/metrics/gpulet_metrics.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace gpulet::metrics {
@@ -83,11 +84,14 @@ const std::vector<Spec>& Specs() {
   return *kSpecs;
 }
 
-}  // namespace
-
-absl::StatusOr<GpuletMetrics> GpuletMetrics::Register(Registry& registry) {
+absl::StatusOr<GpuletMetrics> RegisterSpecs(
+    Registry& registry, const std::vector<Family * GpuletMetrics::*>& only) {
   GpuletMetrics out;
   for (const Spec& spec : Specs()) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), spec.member) == only.end()) {
+      continue;
+    }
     absl::StatusOr<Family*> family =
         spec.type == MetricType::kCounter
             ? registry.AddCounter(spec.name, spec.help, spec.labels)
@@ -96,6 +100,20 @@ absl::StatusOr<GpuletMetrics> GpuletMetrics::Register(Registry& registry) {
     out.*spec.member = *family;
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<GpuletMetrics> GpuletMetrics::Register(Registry& registry) {
+  return RegisterSpecs(registry, {});
+}
+
+absl::StatusOr<GpuletMetrics> GpuletMetrics::RegisterHealth(
+    Registry& registry) {
+  return RegisterSpecs(
+      registry,
+      {&GpuletMetrics::gpu_healthy, &GpuletMetrics::xid_events,
+       &GpuletMetrics::health_transitions, &GpuletMetrics::config_reloads});
 }
 
 }  // namespace gpulet::metrics

@@ -61,6 +61,10 @@ struct GpuletMetrics {
 
   // Registers every family (idempotent on the same registry).
   static absl::StatusOr<GpuletMetrics> Register(Registry& registry);
+  // Registers only the health monitor's families (gpu_healthy, xid_events,
+  // health_transitions) and config_reloads, for a process that has no
+  // device-plugin servers (`gpulet dra`); the other members stay null.
+  static absl::StatusOr<GpuletMetrics> RegisterHealth(Registry& registry);
 };
 
 // 1 or 0, for the health gauges.

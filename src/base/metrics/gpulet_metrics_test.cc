@@ -26,6 +26,23 @@ TEST(GpuletMetricsTest, RegistersEveryFamilyOnce) {
   EXPECT_EQ(again->xid_events, m->xid_events);
 }
 
+TEST(GpuletMetricsTest, HealthOnlyLeavesThePluginsFamiliesOut) {
+  Registry registry;
+  absl::StatusOr<GpuletMetrics> m = GpuletMetrics::RegisterHealth(registry);
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (Family* f : {m->gpu_healthy, m->xid_events, m->health_transitions,
+                    m->config_reloads}) {
+    EXPECT_NE(f, nullptr);
+  }
+  for (Family* f : {m->device_healthy, m->allocations, m->allocated_devices,
+                    m->registrations, m->kubelet_restarts, m->plugin_restarts,
+                    m->passthrough_viable}) {
+    EXPECT_EQ(f, nullptr);
+  }
+  EXPECT_EQ(registry.Find("gpulet_allocations_total"), nullptr);
+  EXPECT_NE(registry.Find("gpulet_xid_events_total"), nullptr);
+}
+
 TEST(GpuletMetricsTest, ExampleScrape) {
   Registry registry;
   GpuletMetrics m = *GpuletMetrics::Register(registry);

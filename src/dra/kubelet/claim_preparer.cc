@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/file_util.h"
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
@@ -317,6 +318,28 @@ std::map<std::string, absl::StatusOr<nlohmann::json>> ClaimPreparer::ReadNew(
 
 std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
     const std::vector<ClaimRef>& claims, std::stop_token stop) {
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time start = clock.Now();
+  std::map<std::string, PrepareResult> out = PrepareClaims(claims, stop);
+  if (options_.observer != nullptr) {
+    options_.observer->Prepared(claims, out, clock.Now() - start);
+  }
+  return out;
+}
+
+std::map<std::string, absl::Status> ClaimPreparer::Unprepare(
+    const std::vector<ClaimRef>& claims) {
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time start = clock.Now();
+  std::map<std::string, absl::Status> out = UnprepareClaims(claims);
+  if (options_.observer != nullptr) {
+    options_.observer->Unprepared(claims, out, clock.Now() - start);
+  }
+  return out;
+}
+
+std::map<std::string, PrepareResult> ClaimPreparer::PrepareClaims(
+    const std::vector<ClaimRef>& claims, std::stop_token stop) {
   std::map<std::string, absl::StatusOr<nlohmann::json>> read =
       ReadNew(claims, stop);
   absl::MutexLock lock(&mu_);
@@ -354,6 +377,7 @@ std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
       continue;
     }
     result.devices = claim->devices;
+    result.claim = *object->second;
     prepared_[ref.uid] = *std::move(claim);
     added.push_back(ref.uid);
   }
@@ -364,7 +388,7 @@ std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
       (void)RemoveFile(prepared_[uid].cdi_spec_path);
       ReleaseSharing(prepared_[uid]);
       prepared_.erase(uid);
-      out[uid] = PrepareResult{{}, saved};
+      out[uid] = PrepareResult{{}, saved, nullptr};
     }
     return out;
   }
@@ -372,7 +396,7 @@ std::map<std::string, PrepareResult> ClaimPreparer::Prepare(
   return out;
 }
 
-std::map<std::string, absl::Status> ClaimPreparer::Unprepare(
+std::map<std::string, absl::Status> ClaimPreparer::UnprepareClaims(
     const std::vector<ClaimRef>& claims) {
   absl::MutexLock lock(&mu_);
   std::map<std::string, absl::Status> out;

@@ -50,6 +50,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "src/dra/kubelet/checkpoint.h"
 #include "src/dra/kubelet/claim_allocation.h"
@@ -65,6 +66,23 @@ namespace gpulet::dra {
 using ClaimGetter = std::function<absl::StatusOr<nlohmann::json>(
     const ClaimRef&, std::stop_token stop)>;
 
+struct PrepareResult;
+
+// Told of every Prepare and Unprepare once it is done (the metrics, the
+// claims' status.devices): the claims asked for, each one's answer by UID,
+// and how long the call took. Called on the caller's thread, with the
+// preparer's lock released; must not block for long.
+class ClaimObserver {
+ public:
+  virtual ~ClaimObserver() = default;
+  virtual void Prepared(const std::vector<ClaimRef>& claims,
+                        const std::map<std::string, PrepareResult>& results,
+                        absl::Duration took) = 0;
+  virtual void Unprepared(const std::vector<ClaimRef>& claims,
+                          const std::map<std::string, absl::Status>& results,
+                          absl::Duration took) = 0;
+};
+
 struct PreparerOptions {
   std::string driver;           // kDriverName
   std::string pool;             // the node name
@@ -74,6 +92,8 @@ struct PreparerOptions {
   // owned, must outlive the preparer. Null: a claim whose configuration
   // asks for TimeSlicing or MPS fails, naming what is missing.
   SharingApplier* sharing = nullptr;
+  // Told of each Prepare and Unprepare; not owned, may be null.
+  ClaimObserver* observer = nullptr;
   // Test seam: called after the checkpoint of a Prepare was written and
   // before the answer is returned (a crash there must not double-prepare).
   std::function<void()> after_checkpoint = {};
@@ -83,6 +103,9 @@ struct PreparerOptions {
 struct PrepareResult {
   std::vector<PreparedDevice> devices;
   absl::Status status;
+  // The ResourceClaim as read from the API server when this call prepared
+  // it; null when answered from the checkpoint or failed.
+  nlohmann::json claim = nullptr;
 };
 
 class ClaimPreparer {
@@ -115,6 +138,10 @@ class ClaimPreparer {
   ClaimPreparer(PreparerOptions options, ClaimGetter get_claim,
                 PreparedClaims prepared,
                 std::map<std::string, SharingEdits> reapplied);
+  std::map<std::string, PrepareResult> PrepareClaims(
+      const std::vector<ClaimRef>& claims, std::stop_token stop);
+  std::map<std::string, absl::Status> UnprepareClaims(
+      const std::vector<ClaimRef>& claims);
   absl::StatusOr<PreparedClaim> PrepareNew(const ClaimRef& ref,
                                            const nlohmann::json& object)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

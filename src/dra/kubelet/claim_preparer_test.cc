@@ -117,6 +117,56 @@ TEST_F(ClaimPreparerTest, PrepareTwiceAnswersTheSameWithoutAskingAgain) {
   EXPECT_EQ(api_.gets["ns/a"], 1);
 }
 
+// Records what the preparer reports.
+struct RecordingObserver : ClaimObserver {
+  void Prepared(const std::vector<ClaimRef>& claims,
+                const std::map<std::string, PrepareResult>& results,
+                absl::Duration took) override {
+    prepared.push_back({claims, results});
+    EXPECT_GE(took, absl::ZeroDuration());
+  }
+  void Unprepared(const std::vector<ClaimRef>& claims,
+                  const std::map<std::string, absl::Status>& results,
+                  absl::Duration) override {
+    unprepared.push_back({claims, results});
+  }
+  std::vector<
+      std::pair<std::vector<ClaimRef>, std::map<std::string, PrepareResult>>>
+      prepared;
+  std::vector<
+      std::pair<std::vector<ClaimRef>, std::map<std::string, absl::Status>>>
+      unprepared;
+};
+
+TEST_F(ClaimPreparerTest, TheObserverSeesEveryCallsClaimsAndAnswers) {
+  api_.Add(Ref("a"), {"gpu-0"});
+  RecordingObserver observer;
+  PreparerOptions options = Options();
+  options.observer = &observer;
+  auto p = Start(options);
+  auto got = p->Prepare({Ref("a"), Ref("missing")});
+  ASSERT_EQ(observer.prepared.size(), 1u);
+  EXPECT_EQ(observer.prepared[0].first,
+            (std::vector<ClaimRef>{Ref("a"), Ref("missing")}));
+  ASSERT_EQ(observer.prepared[0].second.size(), 2u);
+  EXPECT_TRUE(observer.prepared[0].second.at("uid-a").status.ok());
+  EXPECT_EQ(observer.prepared[0].second.at("uid-a").devices,
+            got["uid-a"].devices);
+  EXPECT_FALSE(observer.prepared[0].second.at("uid-missing").status.ok());
+  // The claim as read comes with a claim this call prepared only.
+  EXPECT_EQ(observer.prepared[0].second.at("uid-a").claim["metadata"]["uid"],
+            "uid-a");
+  EXPECT_TRUE(observer.prepared[0].second.at("uid-missing").claim.is_null());
+  p->Prepare({Ref("a")});
+  ASSERT_EQ(observer.prepared.size(), 2u);
+  EXPECT_TRUE(observer.prepared[1].second.at("uid-a").status.ok());
+  EXPECT_TRUE(observer.prepared[1].second.at("uid-a").claim.is_null());
+  p->Unprepare({Ref("a")});
+  ASSERT_EQ(observer.unprepared.size(), 1u);
+  EXPECT_EQ(observer.unprepared[0].first, std::vector<ClaimRef>{Ref("a")});
+  EXPECT_TRUE(observer.unprepared[0].second.at("uid-a").ok());
+}
+
 TEST_F(ClaimPreparerTest, EveryClaimIsAnsweredABadOneFailsAlone) {
   api_.Add(Ref("good"), {"gpu-0"});
   api_.Add(Ref("gone-gpu"), {"gpu-9"});

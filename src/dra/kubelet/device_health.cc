@@ -12,7 +12,7 @@ void DeviceHealthBoard::Set(const std::vector<DeviceHealth>& health) {
     for (const DeviceHealth& h : health) {
       auto it = devices_.find(h.device);
       if (it != devices_.end() && it->second.healthy == h.healthy &&
-          it->second.message == h.message) {
+          it->second.message == h.message && it->second.fault == h.fault) {
         continue;
       }
       devices_[h.device] = h;
@@ -34,6 +34,15 @@ std::set<std::string> DeviceHealthBoard::Unhealthy() const {
   std::set<std::string> out;
   for (const auto& [name, h] : devices_) {
     if (!h.healthy) out.insert(name);
+  }
+  return out;
+}
+
+std::map<std::string, DeviceFault> DeviceHealthBoard::Faults() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, DeviceFault> out;
+  for (const auto& [name, h] : devices_) {
+    if (!h.healthy) out[name] = h.fault;
   }
   return out;
 }

@@ -24,11 +24,21 @@
 
 namespace gpulet::dra {
 
+// What made a device unhealthy, as far as the ResourceSlices' taints tell
+// it (slice_builder.h); empty for a healthy device.
+struct DeviceFault {
+  uint64_t xid = 0;   // the Xid that did, 0 for none (ECC, a failed query)
+  bool lost = false;  // its GPU is lost (fallen off the bus)
+
+  bool operator==(const DeviceFault&) const = default;
+};
+
 struct DeviceHealth {
   std::string device;  // DRA device name, "gpu-0"
   bool healthy = true;
   std::string message;       // why, when unhealthy
   int64_t updated_unix = 0;  // seconds
+  DeviceFault fault = {};
 
   bool operator==(const DeviceHealth&) const = default;
 };
@@ -37,14 +47,16 @@ class DeviceHealthBoard {
  public:
   using Listener = std::function<void(const std::vector<DeviceHealth>&)>;
 
-  // Records the entries that differ from what the board holds (by healthy
-  // and message) and, if any did, bumps the version, wakes waiters and
+  // Records the entries that differ from what the board holds (by healthy,
+  // message and fault) and, if any did, bumps the version, wakes waiters and
   // calls the listeners with those entries.
   void Set(const std::vector<DeviceHealth>& health);
 
   // Every device the board knows, by name.
   std::map<std::string, DeviceHealth> Snapshot() const;
   std::set<std::string> Unhealthy() const;
+  // The unhealthy devices with what made them so.
+  std::map<std::string, DeviceFault> Faults() const;
   uint64_t version() const;
 
   // Called after each change with the changed entries. Returns an id for

@@ -14,7 +14,8 @@ DeviceHealth Health(const std::string& device, bool healthy,
   return {.device = device,
           .healthy = healthy,
           .message = message,
-          .updated_unix = 0};
+          .updated_unix = 0,
+          .fault = {}};
 }
 
 TEST(DeviceHealthBoardTest, ListenersSeeOnlyChanges) {
@@ -36,6 +37,23 @@ TEST(DeviceHealthBoardTest, ListenersSeeOnlyChanges) {
   board.Set({Health("gpu-1", true)});
   EXPECT_EQ(seen.size(), 2u);
   EXPECT_TRUE(board.Unhealthy().empty());
+}
+
+TEST(DeviceHealthBoardTest, AFaultChangeIsAChange) {
+  DeviceHealthBoard board;
+  DeviceHealth xid = Health("gpu-1", false, "GPU 1 unhealthy");
+  xid.fault = {.xid = 48, .lost = false};
+  board.Set({Health("gpu-0", false, "lost"), xid});
+  EXPECT_EQ(board.version(), 1u);
+  DeviceHealth lost = xid;
+  lost.fault = {.xid = 79, .lost = true};
+  board.Set({lost});
+  EXPECT_EQ(board.version(), 2u);
+  EXPECT_EQ(board.Faults(),
+            (std::map<std::string, DeviceFault>{
+                {"gpu-0", {}}, {"gpu-1", {.xid = 79, .lost = true}}}));
+  board.Set({Health("gpu-0", true)});
+  EXPECT_EQ(board.Faults().size(), 1u);
 }
 
 TEST(DeviceHealthBoardTest, WaitForChangeWakesOnSetAndClose) {

@@ -160,8 +160,11 @@ TEST_F(DraServerTest, V1beta1AnswersTheSame) {
 }
 
 TEST_F(DraServerTest, HealthStreamsEverythingThenChanges) {
-  board_.Set(
-      {{.device = "gpu-0", .healthy = true, .message = "", .updated_unix = 1}});
+  board_.Set({{.device = "gpu-0",
+               .healthy = true,
+               .message = "",
+               .updated_unix = 1,
+               .fault = {}}});
   auto stub =
       ::v1alpha1::DRAResourceHealth::NewStub(Dial(server_->dra_socket()));
   grpc::ClientContext ctx;
@@ -175,7 +178,8 @@ TEST_F(DraServerTest, HealthStreamsEverythingThenChanges) {
   board_.Set({{.device = "gpu-0",
                .healthy = false,
                .message = "Xid 79",
-               .updated_unix = 2}});
+               .updated_unix = 2,
+               .fault = {}}});
   ASSERT_TRUE(reader->Read(&msg));
   ASSERT_EQ(msg.devices_size(), 1);
   EXPECT_EQ(msg.devices(0).health(), ::v1alpha1::UNHEALTHY);
@@ -191,8 +195,11 @@ TEST_F(DraServerTest, HealthStreamsEverythingThenChanges) {
 TEST_F(DraServerTest, AClaimReadThatHangsHoldsUpNothingAndEndsInTime) {
   api_.hung.insert("ns/held");
   api_.Add(Ref("other"), {"gpu-0"});
-  board_.Set(
-      {{.device = "gpu-0", .healthy = true, .message = "", .updated_unix = 1}});
+  board_.Set({{.device = "gpu-0",
+               .healthy = true,
+               .message = "",
+               .updated_unix = 1,
+               .fault = {}}});
   auto channel = Dial(server_->dra_socket());
   auto stub = v1::DRAPlugin::NewStub(channel);
   grpc::Status held;
@@ -218,7 +225,8 @@ TEST_F(DraServerTest, AClaimReadThatHangsHoldsUpNothingAndEndsInTime) {
   board_.Set({{.device = "gpu-0",
                .healthy = false,
                .message = "Xid 79",
-               .updated_unix = 2}});
+               .updated_unix = 2,
+               .fault = {}}});
   ASSERT_TRUE(reader->Read(&msg));
   EXPECT_EQ(msg.devices(0).health(), ::v1alpha1::UNHEALTHY);
 

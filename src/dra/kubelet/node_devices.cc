@@ -31,13 +31,14 @@ std::vector<std::string> NodeDeviceNames(const device::Node& node) {
 std::vector<DeviceHealth> HealthOfEvent(const device::Node& node, int gpu_index,
                                         std::optional<unsigned> gpu_instance_id,
                                         bool healthy, const std::string& reason,
-                                        int64_t now_unix) {
+                                        int64_t now_unix, DeviceFault fault) {
   std::vector<DeviceHealth> out;
   auto add = [&](std::string name) {
     out.push_back({.device = std::move(name),
                    .healthy = healthy,
                    .message = healthy ? "" : reason,
-                   .updated_unix = now_unix});
+                   .updated_unix = now_unix,
+                   .fault = healthy ? DeviceFault{} : fault});
   };
   for (const device::Gpu& gpu : node.gpus) {
     if (static_cast<int>(gpu.index) != gpu_index) continue;

@@ -27,9 +27,11 @@ std::vector<std::string> NodeDeviceNames(const device::Node& node);
 // What one health decision means for the pool's devices: a whole-GPU event
 // (no gpu_instance_id) covers the GPU and each of its MIG devices; a MIG
 // event the MIG devices of that GPU instance only. Unknown GPUs give none.
+// An unhealthy device carries `fault`; a healthy one none.
 std::vector<DeviceHealth> HealthOfEvent(const device::Node& node, int gpu_index,
                                         std::optional<unsigned> gpu_instance_id,
                                         bool healthy, const std::string& reason,
-                                        int64_t now_unix);
+                                        int64_t now_unix,
+                                        DeviceFault fault = {});
 
 }  // namespace gpulet::dra

@@ -44,5 +44,18 @@ TEST(NodeDevicesTest, EventsCoverTheirDevices) {
   EXPECT_TRUE(HealthOfEvent(node, 9, std::nullopt, false, "", 0).empty());
 }
 
+TEST(NodeDevicesTest, UnhealthyDevicesCarryTheFault) {
+  const device::Node node = testing_claims::TestNode();
+  auto lost = HealthOfEvent(node, 0, std::nullopt, false, "Xid 79", 0,
+                            {.xid = 79, .lost = true});
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].fault, (DeviceFault{.xid = 79, .lost = true}));
+  // A recovery clears it, whatever the caller passed.
+  auto back = HealthOfEvent(node, 0, std::nullopt, true, "", 0,
+                            {.xid = 79, .lost = true});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].fault, DeviceFault{});
+}
+
 }  // namespace
 }  // namespace gpulet::dra

@@ -1,5 +1,7 @@
 #include "src/dra/runner/dra_runner.h"
 
+#include <signal.h>
+
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -15,19 +17,22 @@
 #include "src/base/config/config.h"
 #include "src/base/config/names.h"
 #include "src/base/config/resolve.h"
+#include "src/base/metrics/dra_metrics.h"
 #include "src/base/metrics/registry.h"
 #include "src/dra/kubelet/claim_preparer.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/dra/kubelet/dra_server.h"
 #include "src/dra/kubelet/node_devices.h"
+#include "src/dra/runner/claim_reporter.h"
+#include "src/dra/runner/claim_status_writer.h"
+#include "src/dra/runner/dra_config.h"
+#include "src/dra/runner/dra_health.h"
 #include "src/dra/runner/dra_sharing.h"
 #include "src/dra/runner/dra_slices.h"
 #include "src/dra/slices/node_facts.h"
 #include "src/gpu/device/discovery.h"
 #include "src/gpu/device/nvml_error_kind.h"
 #include "src/gpu/device/topology.h"
-#include "src/gpu/health/health_config.h"
-#include "src/gpu/health/health_monitor.h"
 #include "src/gpu/nvml/dynamic_library.h"
 #include "src/model/cdi/driver.h"
 #include "src/model/cdi/spec_builder.h"
@@ -67,8 +72,6 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
-int64_t NowUnix() { return static_cast<int64_t>(std::time(nullptr)); }
-
 // The node's CDI spec, whose device edits the claims' specs copy; empty on
 // a node without GPUs (nothing can be prepared there).
 absl::StatusOr<cdi::Spec> NodeSpec(const device::Node& node,
@@ -79,30 +82,6 @@ absl::StatusOr<cdi::Spec> NodeSpec(const device::Node& node,
   driver_files.dev_root = options.dev_root;
   driver_files.proc_root = options.proc_root;
   return cdi::GenerateSpec(node, driver_files);
-}
-
-// Every device healthy, then the health monitor's decisions as they come.
-absl::StatusOr<std::unique_ptr<health::HealthMonitor>> StartHealth(
-    nvml::Library& lib, const device::Node& node,
-    dra::DeviceHealthBoard& board) {
-  std::vector<dra::DeviceHealth> initial;
-  for (const std::string& name : dra::NodeDeviceNames(node)) {
-    initial.push_back({.device = name,
-                       .healthy = true,
-                       .message = "",
-                       .updated_unix = NowUnix()});
-  }
-  board.Set(initial);
-  if (node.gpus.empty()) return nullptr;
-  GPULET_ASSIGN_OR_RETURN(health::MonitorOptions health_options,
-                          health::OptionsFromConfig(
-                              config::Health{}, config::ProcessEnvironment()));
-  return health::HealthMonitor::Start(
-      lib, node.gpus, health_options,
-      [&board, &node](const health::HealthEvent& e) {
-        board.Set(dra::HealthOfEvent(node, e.gpu_index, e.gpu_instance_id,
-                                     e.healthy, e.reason, NowUnix()));
-      });
 }
 
 // Claims as the API server has them.
@@ -174,19 +153,79 @@ DraSharingOptions SharingOptions(const DraRunOptions& options) {
   return out;
 }
 
-// The /metrics server of --metrics-address; null without one.
+// The /metrics server of the settings' address; null without one.
 absl::StatusOr<std::unique_ptr<http::Server>> ServeMetrics(
-    const DraRunOptions& options, const metrics::Registry& registry) {
-  if (options.metrics_address.empty()) {
+    const DraSettings& settings, const metrics::Registry& registry) {
+  if (settings.metrics_address.empty()) {
     return std::unique_ptr<http::Server>();
   }
-  absl::StatusOr<std::unique_ptr<http::Server>> started = http::Server::Start(
-      http::MetricsServerOptions(options.metrics_address, options.metrics_tls),
-      http::MetricsHandler(registry));
+  absl::StatusOr<std::unique_ptr<http::Server>> started =
+      http::Server::Start(http::MetricsServerOptions(settings.metrics_address,
+                                                     settings.metrics_tls),
+                          http::MetricsHandler(registry));
   if (!started.ok()) {
     return common::Annotate(started.status(), "--metrics-address");
   }
   return started;
+}
+
+DraConfigFlags ConfigFlagsOf(const DraRunOptions& options) {
+  return {.config_file = options.config_file,
+          .unhealthy_devices = options.unhealthy_devices,
+          .unhealthy_taint_effect = options.unhealthy_taint_effect,
+          .lost_taint_effect = options.lost_taint_effect,
+          .metrics_address = options.metrics_address,
+          .metrics_tls = options.metrics_tls};
+}
+
+// The config file read (again) and merged with the flags; the health
+// monitor counts into `health_metrics`.
+absl::StatusOr<DraSettings> LoadSettings(
+    const DraRunOptions& options,
+    const metrics::GpuletMetrics* health_metrics) {
+  GPULET_ASSIGN_OR_RETURN(config::Config file,
+                          LoadDraConfigFile(options.config_file));
+  GPULET_ASSIGN_OR_RETURN(DraSettings settings,
+                          ResolveDraSettings(ConfigFlagsOf(options), file,
+                                             config::ProcessEnvironment()));
+  settings.health.metrics = health_metrics;
+  return settings;
+}
+
+bool SameMetricsServer(const DraSettings& a, const DraSettings& b) {
+  return a.metrics_address == b.metrics_address &&
+         a.metrics_tls.cert_file == b.metrics_tls.cert_file &&
+         a.metrics_tls.key_file == b.metrics_tls.key_file &&
+         a.metrics_tls.client_ca_file == b.metrics_tls.client_ca_file;
+}
+
+// SIGHUP: the file read again; health and slices follow it. A file that
+// cannot be used changes nothing.
+void Reload(const DraRunOptions& options,
+            const metrics::GpuletMetrics& health_metrics, DraSettings& current,
+            DraHealth& health, DraSlices& slices) {
+  absl::StatusOr<DraSettings> next = LoadSettings(options, &health_metrics);
+  if (!next.ok()) {
+    GPULET_LOG(ERROR) << "dra: reload: " << next.status().message()
+                      << "; keeping the running configuration";
+    health_metrics.config_reloads->Add({metrics::kResultError});
+    return;
+  }
+  if (absl::Status applied = health.Apply(next->health); !applied.ok()) {
+    // The previous monitor is stopped too: no health checks until the
+    // next reload or restart.
+    GPULET_LOG(ERROR) << "dra: reload: the health monitor did not start: "
+                      << applied.message();
+  }
+  slices.SetUnhealthyDevices(next->dra);
+  if (!SameMetricsServer(current, *next)) {
+    GPULET_LOG(WARNING) << "dra: reload: a changed metrics address or TLS "
+                           "file path needs a restart";
+  }
+  current = *std::move(next);
+  health_metrics.config_reloads->Add({metrics::kResultOk});
+  GPULET_LOG(INFO) << "dra: configuration reloaded; unhealthy devices "
+                   << config::ToString(current.dra.unhealthy_devices);
 }
 
 }  // namespace
@@ -204,9 +243,14 @@ absl::Status RunDra(const DraRunOptions& options) {
           : options.plugin_dir;
   const std::string state_dir =
       options.state_dir.empty() ? plugin_dir : options.state_dir;
-  GPULET_RETURN_IF_ERROR(http::ValidateMetricsTls(options.metrics_tls));
   // Before the API client, which records its requests in it.
   metrics::Registry registry;
+  GPULET_ASSIGN_OR_RETURN(metrics::GpuletMetrics health_metrics,
+                          metrics::GpuletMetrics::RegisterHealth(registry));
+  GPULET_ASSIGN_OR_RETURN(metrics::DraMetrics dra_metrics,
+                          metrics::DraMetrics::Register(registry));
+  GPULET_ASSIGN_OR_RETURN(DraSettings settings,
+                          LoadSettings(options, &health_metrics));
   kube::ApiClientOptions api_options;
   api_options.metrics = &registry;
   api_options.kubeconfig = options.kubeconfig;
@@ -218,7 +262,7 @@ absl::Status RunDra(const DraRunOptions& options) {
   kube::Client& client = api->client();
   // Before anything else starts, so that a bad address stops nothing.
   GPULET_ASSIGN_OR_RETURN(std::unique_ptr<http::Server> metrics_server,
-                          ServeMetrics(options, registry));
+                          ServeMetrics(settings, registry));
 
   GPULET_ASSIGN_OR_RETURN(nvml::LibraryPtr lib,
                           nvml::OpenLibrary(options.nvml));
@@ -227,10 +271,14 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_ASSIGN_OR_RETURN(cdi::Spec node_spec, NodeSpec(node, options));
 
   // Destroyed after the preparer and the server: stops the claims' MPS
-  // daemons last.
+  // daemons last, and the claims' status writes after the last claim.
   DraSharing sharing(SharingOptions(options));
+  ClaimStatusWriter status_writer(client, driver, options.node_name, node,
+                                  &dra_metrics);
+  ClaimReporter reporter(&dra_metrics, &status_writer);
   dra::PreparerOptions preparer_options;
   preparer_options.sharing = &sharing;
+  preparer_options.observer = &reporter;
   preparer_options.driver = driver;
   preparer_options.pool = options.node_name;
   preparer_options.checkpoint_path =
@@ -242,8 +290,8 @@ absl::Status RunDra(const DraRunOptions& options) {
   preparer->SetNode(node, node_spec);
 
   dra::DeviceHealthBoard board;
-  GPULET_ASSIGN_OR_RETURN(std::unique_ptr<health::HealthMonitor> monitor,
-                          StartHealth(*lib, node, board));
+  DraHealth health(*lib, node, board);
+  GPULET_RETURN_IF_ERROR(health.Start(settings.health));
 
   dra::DraServerOptions server_options;
   server_options.driver = driver;
@@ -257,20 +305,27 @@ absl::Status RunDra(const DraRunOptions& options) {
   GPULET_LOG(INFO) << "dra: driver " << driver << ", node " << options.node_name
                    << ", " << node.gpus.size() << " GPUs, "
                    << preparer->Prepared().size()
-                   << " claims prepared before; API server " << api->server();
+                   << " claims prepared before; API server " << api->server()
+                   << "; unhealthy devices "
+                   << config::ToString(settings.dra.unhealthy_devices);
   // Slices are published after the kubelet can reach the driver; they
   // stay on the API server when gpulet stops (dra_slices.h).
+  draslice::ApplyUnhealthyDevices(settings.dra, slice_options);
   auto slices = std::make_unique<DraSlices>(
       client, board, SliceDevices(*lib, node, options.sysfs_root),
-      slice_options);
+      slice_options, &dra_metrics);
   if (options.on_serving) options.on_serving(board);
-  const int signo = signals->Wait();
+  int signo = signals->Wait();
+  while (signo == SIGHUP) {
+    Reload(options, health_metrics, settings, health, *slices);
+    signo = signals->Wait();
+  }
   GPULET_LOG(INFO) << "dra: "
                    << (signo < 0 ? "signal wait failed" : SignalName(signo))
                    << ", stopping";
   server.Stop();
   slices.reset();
-  if (monitor) monitor->Stop();
+  health.Stop();
   return signo < 0 ? absl::InternalError("waiting for signals failed")
                    : absl::OkStatus();
 }

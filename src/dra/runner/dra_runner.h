@@ -12,7 +12,9 @@
 // DeviceHealthBoard, which the DRA health service streams to the kubelet and
 // the ResourceSlice publisher reads), then serves the registration and DRA
 // sockets and keeps the node's ResourceSlices published (DraSlices,
-// dra_slices.h; left in place on a stop) until a signal arrives. A node
+// dra_slices.h; left in place on a stop) until SIGTERM or SIGINT. SIGHUP
+// reads the config file again and applies its health: and dra: sections
+// (a changed metrics: section is logged and needs a restart). A node
 // runs either this or the device plugin (`gpulet plugin`) for its GPUs,
 // never both.
 //
@@ -62,6 +64,15 @@ struct DraRunOptions {
   // --metrics-client-ca-file give it (http::MetricsTls).
   std::string metrics_address;
   http::MetricsTls metrics_tls;
+  // --config-file: the `version: v1` file whose health:, metrics: and dra:
+  // sections apply (dra_config.h); read again on SIGHUP. Empty: none.
+  std::string config_file;
+  // --unhealthy-devices ("drop", "taint"), --unhealthy-taint-effect and
+  // --lost-taint-effect ("None", "NoSchedule", "NoExecute"); empty: the
+  // file's dra: section, else drop, NoSchedule, NoExecute.
+  std::string unhealthy_devices;
+  std::string unhealthy_taint_effect;
+  std::string lost_taint_effect;
   double kube_qps = 20;
   int kube_burst = 40;
   // Called once serving, with the health board (the slice publisher's
@@ -69,7 +80,8 @@ struct DraRunOptions {
   std::function<void(dra::DeviceHealthBoard&)> on_serving{};
 };
 
-// Serves until SIGTERM or SIGINT. Errors name the flag or file at fault.
+// Serves until SIGTERM or SIGINT. Errors name the flag or file at fault
+// (InvalidArgument for a bad flag or config file).
 absl::Status RunDra(const DraRunOptions& options);
 
 }  // namespace gpulet::daemon

@@ -1,11 +1,13 @@
 #include "src/dra/runner/dra_slices.h"
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "src/base/common/backoff.h"
 #include "src/base/common/logging.h"
+#include "src/base/metrics/gpulet_metrics.h"
 #include "src/dra/slices/publisher.h"
 
 namespace gpulet::daemon {
@@ -14,16 +16,25 @@ namespace {
 constexpr common::BackoffPolicy kRetry{.initial = absl::Milliseconds(100),
                                        .max = absl::Seconds(10)};
 
+bool SameTaints(const draslice::SliceOptions& a,
+                const draslice::SliceOptions& b) {
+  return a.taint_unhealthy == b.taint_unhealthy &&
+         a.unhealthy_effect == b.unhealthy_effect &&
+         a.lost_effect == b.lost_effect;
+}
+
 }  // namespace
 
 DraSlices::DraSlices(kube::Client& client, dra::DeviceHealthBoard& board,
                      draslice::NodeDevices devices,
-                     draslice::SliceOptions options)
+                     draslice::SliceOptions options,
+                     const metrics::DraMetrics* metrics)
     : client_(client),
       board_(board),
       devices_(std::move(devices)),
-      options_(std::move(options)),
-      node_name_(options_.node_name) {
+      metrics_(metrics),
+      node_name_(options.node_name),
+      options_(std::move(options)) {
   subscription_ =
       board_.Subscribe([this](const std::vector<dra::DeviceHealth>&) {
         absl::MutexLock lock(&mu_);
@@ -45,6 +56,31 @@ DraSlices::~DraSlices() {
 int64_t DraSlices::published() const {
   absl::MutexLock lock(&mu_);
   return published_;
+}
+
+void DraSlices::SetUnhealthyDevices(const config::Dra& dra) {
+  absl::MutexLock lock(&mu_);
+  draslice::SliceOptions next = options_;
+  draslice::ApplyUnhealthyDevices(dra, next);
+  if (SameTaints(next, options_)) return;
+  options_ = std::move(next);
+  dirty_ = true;
+}
+
+void DraSlices::Count(const absl::Status& status,
+                      const draslice::SliceOptions& options) const {
+  if (metrics_ == nullptr) return;
+  metrics_->slice_publishes->Add(
+      {status.ok() ? metrics::kResultOk : metrics::kResultError});
+  if (!status.ok()) return;
+  const draslice::DeviceCounts counts =
+      draslice::CountDevices(devices_, options);
+  metrics_->devices->Set({metrics::kDeviceStateHealthy},
+                         static_cast<double>(counts.healthy));
+  metrics_->devices->Set({metrics::kDeviceStateTainted},
+                         static_cast<double>(counts.tainted));
+  metrics_->devices->Set({metrics::kDeviceStateWithheld},
+                         static_cast<double>(counts.withheld));
 }
 
 bool DraSlices::WaitForWork(absl::Duration timeout) {
@@ -85,15 +121,24 @@ void DraSlices::Run(std::stop_token stop) {
     }
     uid = NodeUid(stop);
   }
-  draslice::SliceOptions options = options_;
-  options.node_uid = *uid;
-  draslice::Publisher publisher(client_, options);
+  draslice::SliceOptions options;
+  std::unique_ptr<draslice::Publisher> publisher;
   backoff.Reset();
   absl::Duration wait = absl::InfiniteDuration();
   while (WaitForWork(wait)) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!publisher || !SameTaints(options, options_)) {
+        options = options_;
+        options.node_uid = *uid;
+        publisher = std::make_unique<draslice::Publisher>(client_, options);
+      }
+    }
     devices_.unhealthy = board_.Unhealthy();
-    const absl::Status status = publisher.Publish(devices_, stop);
+    devices_.faults = board_.Faults();
+    const absl::Status status = publisher->Publish(devices_, stop);
     if (stop.stop_requested()) return;
+    Count(status, options);
     if (!status.ok()) {
       GPULET_LOG(WARNING) << "dra: publish ResourceSlices of " << node_name_
                           << ": " << status.message();
@@ -104,13 +149,14 @@ void DraSlices::Run(std::stop_token stop) {
     backoff.Reset();
     wait = absl::InfiniteDuration();
     absl::MutexLock lock(&mu_);
-    if (published_ != publisher.generation()) {
+    if (published_ != publisher->generation()) {
       GPULET_LOG(INFO) << "dra: ResourceSlices of " << node_name_
-                       << " at generation " << publisher.generation() << ", "
-                       << devices_.unhealthy.size()
-                       << " devices left out as unhealthy";
+                       << " at generation " << publisher->generation() << ", "
+                       << devices_.unhealthy.size() << " devices "
+                       << (options.taint_unhealthy ? "tainted" : "left out")
+                       << " as unhealthy";
     }
-    published_ = publisher.generation();
+    published_ = publisher->generation();
   }
 }
 

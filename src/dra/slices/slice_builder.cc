@@ -18,6 +18,7 @@ struct Built {
   std::vector<Json> counter_sets;
   std::vector<Json> devices;
   bool advanced = false;  // a device with taints or counters
+  size_t withheld = 0;    // unhealthy devices left out
 };
 
 bool Unhealthy(const NodeDevices& in, const device::Gpu& gpu) {
@@ -74,12 +75,25 @@ Json Consumption(const device::Gpu& gpu, const device::MigDevice& mig) {
       {{{"counterSet", CounterSetName(gpu)}, {"counters", counters}}});
 }
 
+// The fault of device `name`, else of its GPU `gpu_name`; none known: {}.
+dra::DeviceFault FaultOf(const NodeDevices& in, const std::string& name,
+                         const std::string& gpu_name) {
+  if (auto it = in.faults.find(name); it != in.faults.end()) return it->second;
+  if (auto it = in.faults.find(gpu_name); it != in.faults.end()) {
+    return it->second;
+  }
+  return {};
+}
+
 // Adds `device`, or taints it, or leaves it out, by health.
-void Add(Built& built, Json device, bool unhealthy, bool taint) {
-  if (unhealthy && !taint) return;
-  if (unhealthy) {
-    device["taints"] =
-        Json::array({{{"key", kUnhealthyTaintKey}, {"effect", "NoSchedule"}}});
+void Add(Built& built, Json device, const std::optional<dra::DeviceFault>& bad,
+         const SliceOptions& options) {
+  if (bad.has_value() && !options.taint_unhealthy) {
+    ++built.withheld;
+    return;
+  }
+  if (bad.has_value()) {
+    device["taints"] = Json::array({UnhealthyTaint(*bad, options)});
     built.advanced = true;
   }
   built.devices.push_back(std::move(device));
@@ -91,13 +105,17 @@ Built BuildDevices(const NodeDevices& in, const SliceOptions& options) {
     const device::Gpu& gpu = in.node.gpus[i];
     const DeviceFacts facts = FactsOf(in, i);
     const bool gpu_unhealthy = Unhealthy(in, gpu);
+    const std::string gpu_name =
+        dra::GpuDeviceName(static_cast<int>(gpu.index));
     if (!gpu.mig_enabled) {
       Json device = GpuDeviceJson(gpu, facts);
       if (options.memory_share_step.has_value()) {
         ShareableByMemory(device, gpu.memory_total_bytes,
                           *options.memory_share_step);
       }
-      Add(built, std::move(device), gpu_unhealthy, options.taint_unhealthy);
+      std::optional<dra::DeviceFault> bad;
+      if (gpu_unhealthy) bad = FaultOf(in, gpu_name, gpu_name);
+      Add(built, std::move(device), bad, options);
       continue;
     }
     const bool counters = options.partitionable_mig && !gpu.mig_devices.empty();
@@ -105,14 +123,16 @@ Built BuildDevices(const NodeDevices& in, const SliceOptions& options) {
     for (const device::MigDevice& mig : gpu.mig_devices) {
       if (!mig.gi_placement.has_value()) continue;
       Json device = MigDeviceJson(gpu, mig, facts);
-      const bool unhealthy =
-          gpu_unhealthy ||
-          in.unhealthy.contains(device["name"].get<std::string>());
+      const std::string name = device["name"].get<std::string>();
+      std::optional<dra::DeviceFault> bad;
+      if (gpu_unhealthy || in.unhealthy.contains(name)) {
+        bad = FaultOf(in, name, gpu_name);
+      }
       if (counters) {
         device["consumesCounters"] = Consumption(gpu, mig);
         built.advanced = true;
       }
-      Add(built, std::move(device), unhealthy, options.taint_unhealthy);
+      Add(built, std::move(device), bad, options);
     }
   }
   return built;
@@ -144,6 +164,39 @@ std::vector<std::vector<T>> Chunks(const std::vector<T>& items, size_t size) {
 }
 
 }  // namespace
+
+DeviceCounts CountDevices(const NodeDevices& devices,
+                          const SliceOptions& options) {
+  const Built built = BuildDevices(devices, options);
+  DeviceCounts counts;
+  counts.withheld = built.withheld;
+  for (const Json& device : built.devices) {
+    ++(device.contains("taints") ? counts.tainted : counts.healthy);
+  }
+  return counts;
+}
+
+void ApplyUnhealthyDevices(const config::Dra& dra, SliceOptions& options) {
+  options.taint_unhealthy =
+      dra.unhealthy_devices == config::UnhealthyDevices::kTaint;
+  options.unhealthy_effect = dra.unhealthy_effect;
+  options.lost_effect = dra.lost_effect;
+}
+
+Json UnhealthyTaint(const dra::DeviceFault& fault,
+                    const SliceOptions& options) {
+  if (fault.lost) {
+    return {{"key", kLostTaintKey},
+            {"effect", config::ToString(options.lost_effect)}};
+  }
+  const std::string effect = config::ToString(options.unhealthy_effect);
+  if (fault.xid != 0) {
+    return {{"key", kXidTaintKey},
+            {"value", absl::StrCat(fault.xid)},
+            {"effect", effect}};
+  }
+  return {{"key", kUnhealthyTaintKey}, {"effect", effect}};
+}
 
 std::string SliceName(const std::string& node_name, const std::string& driver,
                       size_t k) {

@@ -10,7 +10,7 @@
 // partitionable devices (DRAPartitionableDevices) describe a MIG layout.
 // Unhealthy devices (named in NodeDevices::unhealthy, a MIG device whose
 // parent GPU is, a GPU whose discovery failed) are left out, or published
-// with a NoSchedule taint when taint_unhealthy (DRADeviceTaints). With
+// with one taint when taint_unhealthy (DRADeviceTaints, UnhealthyTaint). With
 // memory_share_step, whole GPUs take several claims, each consuming part of
 // their memory (DRAConsumableCapacity).
 //
@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +27,8 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "src/base/config/config.h"
+#include "src/dra/kubelet/device_health.h"
 #include "src/dra/kubelet/device_names.h"
 #include "src/gpu/device/gpu.h"
 
@@ -38,7 +41,12 @@ inline constexpr size_t kMaxAdvancedDevicesPerSlice = 64;
 inline constexpr size_t kMaxCounterSetsPerSlice = 8;
 inline constexpr size_t kMaxAttributesAndCapacities = 32;
 
-// The taint an unhealthy device carries when taint_unhealthy is set.
+// The taint keys of unhealthy devices when taint_unhealthy is set: NVIDIA's
+// DRA driver's for an Xid (its value the Xid) and for a GPU it cannot reach
+// (a lost one), gpulet's for the other faults (a double-bit ECC error, a
+// GPU that could not be queried or watched).
+inline constexpr char kXidTaintKey[] = "gpu.nvidia.com/xid";
+inline constexpr char kLostTaintKey[] = "gpu.nvidia.com/unreachable";
 inline constexpr char kUnhealthyTaintKey[] = "gpu.nvidia.com/unhealthy";
 
 struct SliceOptions {
@@ -48,7 +56,11 @@ struct SliceOptions {
   // deletes its slices.
   std::string node_uid;
   bool partitionable_mig = true;
+  // Unhealthy devices published with a taint instead of left out: effect
+  // lost_effect when their GPU is lost, unhealthy_effect otherwise.
   bool taint_unhealthy = false;
+  config::TaintEffect unhealthy_effect = config::TaintEffect::kNoSchedule;
+  config::TaintEffect lost_effect = config::TaintEffect::kNoExecute;
   // Set: each whole GPU is published shareable by memory
   // (DRAConsumableCapacity): allowMultipleAllocations, and its `memory`
   // capacity takes requests in multiples of this many bytes
@@ -68,7 +80,31 @@ struct NodeDevices {
   // DRA names of unhealthy devices ("gpu-3", "gpu-0-mig-19-6-1"), as
   // dra::DeviceHealthBoard::Unhealthy() gives them.
   std::set<std::string> unhealthy;
+  // What made them unhealthy, by DRA name (DeviceHealthBoard::Faults());
+  // a device of `unhealthy` without an entry here, or whose GPU has none,
+  // is tainted as an unknown fault.
+  std::map<std::string, dra::DeviceFault> faults;
 };
+
+// Sets taint_unhealthy and the effects as the config file's dra: section
+// (or its flags) says.
+void ApplyUnhealthyDevices(const config::Dra& dra, SliceOptions& options);
+
+// The taint an unhealthy device with `fault` carries.
+nlohmann::json UnhealthyTaint(const dra::DeviceFault& fault,
+                              const SliceOptions& options);
+
+// How many devices of the pool BuildSlices publishes untainted, publishes
+// tainted, and leaves out as unhealthy (gpulet_dra_devices).
+struct DeviceCounts {
+  size_t healthy = 0;
+  size_t tainted = 0;
+  size_t withheld = 0;
+
+  bool operator==(const DeviceCounts&) const = default;
+};
+DeviceCounts CountDevices(const NodeDevices& devices,
+                          const SliceOptions& options);
 
 // "<node>-<driver>-<k>", shortened (with a hash of the node name) to stay a
 // DNS subdomain of at most 253 characters.

@@ -132,6 +132,132 @@ TEST(BuildSlicesTest, UnhealthyDevicesAreTaintedWhenAsked) {
                              "effect":"NoSchedule"}])"));
 }
 
+// Each device's taints by name ("" for none): what the slices say about
+// every device, published or not (an absent device maps to "absent").
+std::map<std::string, std::string> TaintsByName(
+    const std::vector<Json>& slices, const std::vector<std::string>& names) {
+  std::map<std::string, std::string> out;
+  for (const std::string& name : names) out[name] = "absent";
+  for (const Json& slice : slices) {
+    for (const Json& d : slice["spec"].value("devices", Json::array())) {
+      std::string taints;
+      for (const Json& t : d.value("taints", Json::array())) {
+        absl::StrAppend(
+            &taints, taints.empty() ? "" : ",", t["key"].get<std::string>(),
+            t.contains("value") ? "=" + t["value"].get<std::string>()
+                                : std::string(),
+            ":", t["effect"].get<std::string>());
+      }
+      out[d["name"].get<std::string>()] = taints;
+    }
+  }
+  return out;
+}
+
+// A node with one fault of each kind: an Xid on gpu-1, gpu-2 lost, a
+// double-bit ECC error on gpu-3 (no Xid), an Xid on one MIG device of
+// gpu-4, and gpu-5 (in MIG mode) lost as a whole.
+NodeDevices SickNode() {
+  NodeDevices in =
+      Node({Gpu(0), Gpu(1), Gpu(2), Gpu(3), MigGpu(4, 2), MigGpu(5, 2)});
+  in.unhealthy = {"gpu-1",           "gpu-2",
+                  "gpu-3",           "gpu-4-mig-19-1-1",
+                  "gpu-5",           "gpu-5-mig-19-0-1",
+                  "gpu-5-mig-19-1-1"};
+  in.faults = {{"gpu-1", {.xid = 48, .lost = false}},
+               {"gpu-2", {.xid = 79, .lost = true}},
+               {"gpu-3", {}},
+               {"gpu-4-mig-19-1-1", {.xid = 94, .lost = false}},
+               {"gpu-5", {.xid = 0, .lost = true}},
+               {"gpu-5-mig-19-0-1", {.xid = 0, .lost = true}},
+               {"gpu-5-mig-19-1-1", {.xid = 0, .lost = true}}};
+  return in;
+}
+
+const std::vector<std::string> kSickNodeNames = {"gpu-0",
+                                                 "gpu-1",
+                                                 "gpu-2",
+                                                 "gpu-3",
+                                                 "gpu-4-mig-19-0-1",
+                                                 "gpu-4-mig-19-1-1",
+                                                 "gpu-5-mig-19-0-1",
+                                                 "gpu-5-mig-19-1-1"};
+
+TEST(BuildSlicesTest, DropModeLeavesEveryUnhealthyDeviceOut) {
+  EXPECT_EQ(
+      TaintsByName(Build(SickNode()), kSickNodeNames),
+      (std::map<std::string, std::string>{{"gpu-0", ""},
+                                          {"gpu-1", "absent"},
+                                          {"gpu-2", "absent"},
+                                          {"gpu-3", "absent"},
+                                          {"gpu-4-mig-19-0-1", ""},
+                                          {"gpu-4-mig-19-1-1", "absent"},
+                                          {"gpu-5-mig-19-0-1", "absent"},
+                                          {"gpu-5-mig-19-1-1", "absent"}}));
+}
+
+TEST(BuildSlicesTest, TaintModeTaintsEachDeviceByItsFault) {
+  SliceOptions options = Options();
+  options.taint_unhealthy = true;
+  EXPECT_EQ(TaintsByName(Build(SickNode(), options), kSickNodeNames),
+            (std::map<std::string, std::string>{
+                {"gpu-0", ""},
+                {"gpu-1", "gpu.nvidia.com/xid=48:NoSchedule"},
+                {"gpu-2", "gpu.nvidia.com/unreachable:NoExecute"},
+                {"gpu-3", "gpu.nvidia.com/unhealthy:NoSchedule"},
+                {"gpu-4-mig-19-0-1", ""},
+                {"gpu-4-mig-19-1-1", "gpu.nvidia.com/xid=94:NoSchedule"},
+                {"gpu-5-mig-19-0-1", "gpu.nvidia.com/unreachable:NoExecute"},
+                {"gpu-5-mig-19-1-1", "gpu.nvidia.com/unreachable:NoExecute"}}));
+}
+
+TEST(BuildSlicesTest, DevicesAreCountedByState) {
+  SliceOptions options = Options();
+  EXPECT_EQ(CountDevices(SickNode(), options),
+            (DeviceCounts{.healthy = 2, .tainted = 0, .withheld = 6}));
+  options.taint_unhealthy = true;
+  EXPECT_EQ(CountDevices(SickNode(), options),
+            (DeviceCounts{.healthy = 2, .tainted = 6, .withheld = 0}));
+}
+
+TEST(BuildSlicesTest, TaintEffectsAreConfigurable) {
+  SliceOptions options = Options();
+  options.taint_unhealthy = true;
+  options.unhealthy_effect = config::TaintEffect::kNone;
+  options.lost_effect = config::TaintEffect::kNoSchedule;
+  const std::map<std::string, std::string> taints =
+      TaintsByName(Build(SickNode(), options), kSickNodeNames);
+  EXPECT_EQ(taints.at("gpu-1"), "gpu.nvidia.com/xid=48:None");
+  EXPECT_EQ(taints.at("gpu-2"), "gpu.nvidia.com/unreachable:NoSchedule");
+  EXPECT_EQ(taints.at("gpu-3"), "gpu.nvidia.com/unhealthy:None");
+  EXPECT_EQ(taints.at("gpu-0"), "");
+}
+
+TEST(BuildSlicesTest, ARecoveredDeviceLosesItsTaint) {
+  SliceOptions options = Options();
+  options.taint_unhealthy = true;
+  NodeDevices in = SickNode();
+  in.unhealthy.erase("gpu-2");
+  in.faults.erase("gpu-2");
+  const std::map<std::string, std::string> taints =
+      TaintsByName(Build(in, options), kSickNodeNames);
+  EXPECT_EQ(taints.at("gpu-2"), "");
+  EXPECT_EQ(taints.at("gpu-1"), "gpu.nvidia.com/xid=48:NoSchedule");
+}
+
+TEST(BuildSlicesTest, AMigDeviceTakesItsGpusFaultWhenItHasNone) {
+  SliceOptions options = Options();
+  options.taint_unhealthy = true;
+  NodeDevices in = Node({MigGpu(0, 2)});
+  in.unhealthy = {"gpu-0"};
+  in.faults = {{"gpu-0", {.xid = 79, .lost = true}}};
+  EXPECT_EQ(TaintsByName(Build(in, options),
+                         {"gpu-0-mig-19-0-1", "gpu-0-mig-19-1-1"}),
+            (std::map<std::string, std::string>{
+                {"gpu-0-mig-19-0-1", "gpu.nvidia.com/unreachable:NoExecute"},
+                {"gpu-0-mig-19-1-1", "gpu.nvidia.com/unreachable:NoExecute"}}));
+}
+
 TEST(BuildSlicesTest, MigGpusGetCounterSetsInASliceOfTheirOwn) {
   std::vector<Json> slices = Build(Node({Gpu(0), MigGpu(1, 7)}));
   ASSERT_EQ(slices.size(), 2u);

@@ -41,7 +41,6 @@ constexpr uint32_t kIdleWaitMs = 30 * 60 * 1000;
 constexpr std::chrono::milliseconds kFirstInterruptEvery{1};
 constexpr std::chrono::milliseconds kMaxInterruptEvery{100};
 constexpr std::chrono::milliseconds kFirstBackoff{100};
-constexpr uint64_t kXidFallenOffTheBus = 79;
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
 // Unhealthy GPUs are probed at every idle wait timeout, and at least this
 // often while events keep the waits from timing out.

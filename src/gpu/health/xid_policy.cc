@@ -121,6 +121,12 @@ absl::StatusOr<absl::Duration> ParseQuietPeriod(const char* value,
   return period;
 }
 
+bool IsGpuLoss(const HealthEvent& event) {
+  if (event.healthy) return false;
+  return event.cause == HealthCause::kLost ||
+         (event.cause == HealthCause::kXid && event.xid == kXidFallenOffTheBus);
+}
+
 const char* CauseLabel(HealthCause cause) {
   switch (cause) {
     case HealthCause::kXid:

@@ -41,6 +41,9 @@ inline constexpr uint64_t kHealthEventMask = nvmlEventTypeXidCriticalError |
 // computeInstanceId.
 inline constexpr uint32_t kNoInstance = 0xFFFFFFFF;
 
+// Xid 79: the GPU has fallen off the bus (it is lost).
+inline constexpr uint64_t kXidFallenOffTheBus = 79;
+
 // Why a HealthEvent was sent; also the `reason` label of the
 // gpulet_health_transitions_total metric (CauseLabel).
 enum class HealthCause {
@@ -73,6 +76,10 @@ struct HealthEvent {
 
   bool operator==(const HealthEvent&) const = default;
 };
+
+// Whether an unhealthy `event` is its GPU's loss: Xid 79, or a probe that
+// found the GPU lost. False for a recovery.
+bool IsGpuLoss(const HealthEvent& event);
 
 // How a fatal Xid recovers (the config file's health.xids actions
 // "unhealthy" and "reset").

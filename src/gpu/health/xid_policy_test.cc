@@ -38,6 +38,23 @@ MonitorOptions Parse(const char* disable, const char* enable) {
 
 TEST(XidPolicyTest, MaskIsXidAndEcc) { EXPECT_EQ(kHealthEventMask, 0xBu); }
 
+HealthEvent Event(uint64_t xid, HealthCause cause, bool healthy = false) {
+  HealthEvent e;
+  e.gpu_index = 0;
+  e.xid = xid;
+  e.cause = cause;
+  e.healthy = healthy;
+  return e;
+}
+
+TEST(XidPolicyTest, LossIsXid79OrAProbeFindingTheGpuLost) {
+  EXPECT_TRUE(IsGpuLoss(Event(79, HealthCause::kXid)));
+  EXPECT_TRUE(IsGpuLoss(Event(0, HealthCause::kLost)));
+  EXPECT_FALSE(IsGpuLoss(Event(48, HealthCause::kXid)));
+  EXPECT_FALSE(IsGpuLoss(Event(0, HealthCause::kDoubleBitEcc)));
+  EXPECT_FALSE(IsGpuLoss(Event(0, HealthCause::kRecoveredReset, true)));
+}
+
 TEST(XidPolicyTest, DefaultsIgnoreNvidiasApplicationErrors) {
   const MonitorOptions options;
   EXPECT_EQ(DefaultIgnoredXids(),

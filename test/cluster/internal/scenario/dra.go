@@ -363,3 +363,31 @@ func waitUnschedulable(t *T, podName string) string {
 	}
 	return msg
 }
+
+// waitClaimDeviceStatus waits until gpulet dra wrote the claim's
+// status.devices entry of `device` (KEP-4817) and returns its data.
+func waitClaimDeviceStatus(t *T, a allocation, device string) map[string]any {
+	var data map[string]any
+	err := t.N.WaitFor(t.Ctx, "claim "+a.claim+"'s status.devices entry of "+device, 60*time.Second,
+		func(ctx context.Context) (bool, error) {
+			c, err := t.N.Client.ResourceV1().ResourceClaims(ns).Get(ctx, a.claim, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, d := range c.Status.Devices {
+				if d.Driver != "gpu.nvidia.com" || d.Device != device || d.Data == nil {
+					continue
+				}
+				data = map[string]any{}
+				if err := json.Unmarshal(d.Data.Raw, &data); err != nil {
+					return false, fmt.Errorf("status.devices data of %s: %v", device, err)
+				}
+				return true, nil
+			}
+			return false, nil
+		})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return data
+}

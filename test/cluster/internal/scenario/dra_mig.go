@@ -14,7 +14,8 @@ func init() {
 	register(Scenario{
 		Name: "dra-mig", Machine: migMachine, DRA: true,
 		Doc: "a claim of class mig.nvidia.com for a 1g.5gb device gets one; the container sees exactly that " +
-			"MIG device (its GPU's node, its GI and CI capability nodes) from the claim's CDI spec",
+			"MIG device (its GPU's node, its GI and CI capability nodes) from the claim's CDI spec; the claim's " +
+			"status.devices gets its UUID, parent UUID and profile",
 		Run: draMigScenario,
 	})
 	register(Scenario{
@@ -78,6 +79,17 @@ func draMigScenario(t *T) {
 	expectMigPod(t, "small-mig", map[string]bool{"1g.5gb": true})
 	a := podClaim(t, "small-mig")
 	expectPrepared(t, a)
+	// The claim's status.devices names the MIG device and its placement.
+	uuid := sliceUUIDs(t)[a.devices[0]]
+	parent, profile, _ := draMigDevice(t, uuid)
+	data := waitClaimDeviceStatus(t, a, a.devices[0])
+	if data["uuid"] != uuid || data["parentUUID"] != parent || data["profile"] != profile {
+		t.Errorf("claim %s's status.devices data of %s is %v, want uuid %s, parentUUID %s, profile %s",
+			a.claim, a.devices[0], data, uuid, parent, profile)
+	}
+	if _, ok := data["placement"].(map[string]any); !ok {
+		t.Errorf("claim %s's status.devices data of %s has no placement: %v", a.claim, a.devices[0], data)
+	}
 	deletePods(t, "small-mig")
 	expectUnprepared(t, a)
 }
