@@ -198,6 +198,44 @@ class NodePolicyApiServerTest : public ::testing::Test {
     FAIL() << "the policy was never enforced; last answer: " << last;
   }
 
+  // Creates namespace `ns` and in it every object of the chart rendered
+  // (`helm template`) with the values file `values` as release `release`.
+  void RenderAndCreate(const std::string& values, const std::string& release,
+                       const std::string& ns) {
+    ASSERT_TRUE(
+        admin_.client
+            ->Create("/api/v1/namespaces", {{"apiVersion", "v1"},
+                                            {"kind", "Namespace"},
+                                            {"metadata", {{"name", ns}}}})
+            .ok());
+    char tmpl[] = "/tmp/chart-values-XXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    const std::string file = tmpl;
+    ASSERT_TRUE(
+        common::WriteFileAtomic(file, values, {.mode = 0600, .durable = false})
+            .ok());
+    // (The paths hold no characters the shell would interpret.)
+    const std::string cmd =
+        absl::StrCat(GPULET_HELM_BINARY, " template -n ", ns, " -f ", file, " ",
+                     release, " ", GPULET_SOURCE_DIR, "/deploy/chart");
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string rendered;
+    char buf[4096];
+    for (size_t n; (n = ::fread(buf, 1, sizeof(buf), p)) > 0;) {
+      rendered.append(buf, n);
+    }
+    const int rc = ::pclose(p);
+    ::unlink(file.c_str());
+    ASSERT_EQ(rc, 0) << rendered;
+    ASSERT_THAT(rendered, HasSubstr(absl::StrCat("system:serviceaccount:", ns,
+                                                 ":", release, "-gpulet")));
+    // The manifest opens with "---"; the split wants it after a newline.
+    CreateAll("\n" + rendered, "helm template " + release, ns);
+  }
+
   static inline testing::ApiServerHost* host_ = nullptr;
   static inline std::string skip_;
   common::RealClock& clock_ = common::RealClock::Get();
@@ -318,43 +356,11 @@ TEST_F(NodePolicyApiServerTest, ExtenderWritesOnlyThePendingAnnotation) {
 // accepted by the API server as rendered, and
 // its policy confines that release's service account, not deploy/'s.
 TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
-  ASSERT_TRUE(admin_.client
-                  ->Create("/api/v1/namespaces",
-                           {{"apiVersion", "v1"},
-                            {"kind", "Namespace"},
-                            {"metadata", {{"name", "gpu-system"}}}})
-                  .ok());
-  char tmpl[] = "/tmp/chart-values-XXXXXX";
-  const int fd = ::mkstemp(tmpl);
-  ASSERT_GE(fd, 0);
-  ::close(fd);
-  const std::string values = tmpl;
-  ASSERT_TRUE(common::WriteFileAtomic(
-                  values,
-                  "memoryShares:\n  enabled: true\nextender:\n  enabled: "
-                  "true\n  networkPolicy:\n    from:\n    - ipBlock:\n"
-                  "        cidr: 10.0.0.0/24\n",
-                  {.mode = 0600, .durable = false})
-                  .ok());
-  // (The paths hold no characters the shell would interpret.)
-  const std::string cmd =
-      absl::StrCat(GPULET_HELM_BINARY, " template -n gpu-system -f ", values,
-                   " gpu ", GPULET_SOURCE_DIR, "/deploy/chart");
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string rendered;
-  char buf[4096];
-  for (size_t n; (n = ::fread(buf, 1, sizeof(buf), p)) > 0;) {
-    rendered.append(buf, n);
-  }
-  const int rc = ::pclose(p);
-  ::unlink(values.c_str());
-  ASSERT_EQ(rc, 0) << rendered;
-  ASSERT_THAT(rendered,
-              HasSubstr("system:serviceaccount:gpu-system:gpu-gpulet"));
-  // The manifest opens with "---"; the split wants it after a newline.
-  CreateAll("\n" + rendered, "helm template gpu", "gpu-system");
-
+  RenderAndCreate(
+      "memoryShares:\n  enabled: true\nextender:\n  enabled: "
+      "true\n  networkPolicy:\n    from:\n    - ipBlock:\n"
+      "        cidr: 10.0.0.0/24\n",
+      "gpu", "gpu-system");
   MakeNode("gpu-d");
   MakeNode("gpu-e");
   ApiClient agent = Connect(TokenOf("gpu-gpulet", "gpu-d", "gpu-system"));
@@ -378,6 +384,34 @@ TEST_F(NodePolicyApiServerTest, ChartPoliciesConfineTheReleasesAccount) {
   s = Patch(extender, "gpu-e",
             Annotation("gpulet.dev/gpu-memory-pending", "{}"));
   EXPECT_TRUE(s.ok()) << s;
+}
+
+// One configuration per node (several entries in config.map), without node
+// labels or memory shares: the chart's RBAC lets the release's node agent
+// list and watch Nodes and write its own Node's gpulet.dev/ annotations,
+// and the node agent's policy, rendered for this mode alone, keeps it from
+// other Nodes and from the label that picks its configuration.
+TEST_F(NodePolicyApiServerTest, ChartPerNodeConfigConfinesTheAgent) {
+  RenderAndCreate(
+      "config:\n  map:\n    default: \"version: v1\"\n    ts: \"version: "
+      "v1\"\nnodeLabels:\n  enabled: false\nextender:\n  enabled: false\n",
+      "pn", "pn-system");
+  MakeNode("gpu-f");
+  MakeNode("gpu-g");
+  ApiClient agent = Connect(TokenOf("pn-gpulet", "gpu-f", "pn-system"));
+  ASSERT_NE(agent.client, nullptr);
+  const Json in_force = Annotation("gpulet.dev/device-plugin-config", "ts");
+  AwaitEnforced(agent, "gpu-g", in_force, kAgentDenied);
+  absl::StatusOr<kube::ListResult> nodes =
+      agent.client->List(kNodes, {.field_selector = "metadata.name=gpu-f"});
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ(nodes->items.size(), 1u);
+  absl::Status s = Patch(agent, "gpu-f", in_force);
+  EXPECT_TRUE(s.ok()) << s;
+  s = Patch(agent, "gpu-f", Label("nvidia.com/device-plugin.config", "ts"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("may not change the administrator's labels"))
+      << s;
 }
 
 }  // namespace

@@ -338,6 +338,36 @@ func TestBrokenDaemonSetIsRejected(t *testing.T) {
 			want: "no volume is mounted above it",
 		},
 		{
+			name:   "directory of configurations",
+			mutate: func(t *testing.T, ds map[string]interface{}) { perNode(t, ds) },
+		},
+		{
+			name: "directory of configurations, some keys only",
+			mutate: func(t *testing.T, ds map[string]interface{}) {
+				perNode(t, ds)
+				volume(t, ds, "config")["configMap"].(map[string]interface{})["items"] = []interface{}{
+					map[string]interface{}{"key": "config.yaml", "path": "config.yaml"}}
+			},
+			want: "volume config projects only some keys (items)",
+		},
+		{
+			name: "directory of configurations, default not in it",
+			mutate: func(t *testing.T, ds map[string]interface{}) {
+				perNode(t, ds)
+				c := container(t, ds)
+				c["env"] = append(c["env"].([]interface{}), map[string]interface{}{"name": "DEFAULT_CONFIG", "value": "mig"})
+			},
+			want: `DEFAULT_CONFIG=mig: ConfigMap kube-system/gpulet-config has no key "mig"`,
+		},
+		{
+			name: "directory of configurations, not a mount point",
+			mutate: func(t *testing.T, ds map[string]interface{}) {
+				perNode(t, ds)
+				at(t, container(t, ds), "env", 0).(map[string]interface{})["value"] = "/etc/gpulet/configs"
+			},
+			want: "CONFIG_FILE_SRCDIR=/etc/gpulet/configs: no volume is mounted there",
+		},
+		{
 			name: "missing service account",
 			mutate: func(t *testing.T, ds map[string]interface{}) {
 				podSpec(t, ds)["serviceAccountName"] = "gpulet-sa"
@@ -383,6 +413,18 @@ func TestBrokenDaemonSetIsRejected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// perNode turns the DaemonSet into one reading a configuration per node:
+// CONFIG_FILE_SRCDIR=/etc/gpulet (the config volume's mount point) in place
+// of CONFIG_FILE, the whole ConfigMap in the volume.
+func perNode(t *testing.T, ds map[string]interface{}) {
+	env := at(t, container(t, ds), "env", 0).(map[string]interface{})
+	if env["name"] != "CONFIG_FILE" {
+		t.Fatalf("the first variable is %v, not CONFIG_FILE", env["name"])
+	}
+	env["name"], env["value"] = "CONFIG_FILE_SRCDIR", "/etc/gpulet"
+	delete(volume(t, ds, "config")["configMap"].(map[string]interface{}), "items")
 }
 
 func checkWith(dsDoc string, others []Object, docsDir string) error {

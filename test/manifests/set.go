@@ -384,13 +384,23 @@ type ConfigFile struct {
 }
 
 // ConfigFiles returns the config file of every container that sets
-// CONFIG_FILE. A CONFIG_FILE that no ConfigMap volume provides is an error.
+// CONFIG_FILE, and every file of the directory of one that sets
+// CONFIG_FILE_SRCDIR (configdir.go). A CONFIG_FILE that no ConfigMap volume
+// provides is an error.
 func (s *Set) ConfigFiles() ([]ConfigFile, error) {
 	var out []ConfigFile
 	for _, ds := range s.DaemonSets {
 		spec := &ds.Spec.Template.Spec
 		for _, c := range spec.Containers {
 			for _, e := range c.Env {
+				if e.Name == "CONFIG_FILE_SRCDIR" {
+					files, err := s.resolveDir(ds.Namespace, spec, &c, e.Value)
+					if err != nil {
+						return nil, fmt.Errorf("DaemonSet %s/%s container %s: CONFIG_FILE_SRCDIR=%s: %w", ds.Namespace, ds.Name, c.Name, e.Value, err)
+					}
+					out = append(out, files...)
+					continue
+				}
 				if e.Name != "CONFIG_FILE" {
 					continue
 				}

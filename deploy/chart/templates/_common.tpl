@@ -66,25 +66,41 @@ config.yaml: |
 {{- end -}}
 
 {{/*
-The ConfigMap key gpulet reads, mounted as /etc/gpulet/config.yaml:
-config.default; else, for config.name, "config.yaml"; else the only entry
-of config.map (config.yaml when the map is empty).
+"true" when each node picks its configuration by label (config.name, or
+several entries in config.map): the whole ConfigMap is then mounted as
+gpulet's directory of configurations (CONFIG_FILE_SRCDIR) and gpulet reads
+its Node. Empty otherwise: one file, CONFIG_FILE. config.default must be a
+key of config.map either way.
+*/}}
+{{- define "gpulet.perNode" -}}
+{{- $c := .Values.config -}}
+{{- if and $c.default (not $c.name) $c.map (not (hasKey $c.map $c.default)) -}}
+{{- fail (printf "config.default: %q is not a key of config.map (keys: %s)" $c.default (keys $c.map | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if or $c.name (gt (len ($c.map | default dict)) 1) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+The directory gpulet reads its configurations from, one per node.
+*/}}
+{{- define "gpulet.configDir" -}}
+/etc/gpulet/configs
+{{- end -}}
+
+{{/*
+The ConfigMap key gpulet reads with one file (config.map has at most one
+entry), mounted as /etc/gpulet/config.yaml: config.default, else the only
+entry of config.map (config.yaml when the map is empty).
 */}}
 {{- define "gpulet.configKey" -}}
 {{- $c := .Values.config -}}
 {{- $map := $c.map | default (dict "config.yaml" "") -}}
-{{- if $c.default -}}
-{{- if and (not $c.name) (not (hasKey $map $c.default)) -}}
+{{- if and $c.default (not (hasKey $map $c.default)) -}}
 {{- fail (printf "config.default: %q is not a key of config.map (keys: %s)" $c.default (keys $map | sortAlpha | join ", ")) -}}
 {{- end -}}
-{{- $c.default -}}
-{{- else if $c.name -}}
-config.yaml
-{{- else if eq (len $map) 1 -}}
-{{- keys $map | first -}}
-{{- else -}}
-{{- fail (printf "config.default: config.map has %d entries (%s); name the one gpulet reads" (len $map) (keys $map | sortAlpha | join ", ")) -}}
-{{- end -}}
+{{- $c.default | default (keys $map | first) -}}
 {{- end -}}
 
 {{/*

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -202,43 +203,6 @@ cdi:
 					return fmt.Errorf("driver-root volume %+v, want hostPath /run/nvidia/driver", v)
 				}
 				return expectEnv(r, map[string]string{"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"})
-			},
-		},
-		{
-			Name:   "existing ConfigMap",
-			Values: "config:\n  name: my-gpulet-config\n",
-			Extra:  configMapYAML("my-gpulet-config", "config.yaml"),
-			Expect: func(r *Rendered) error {
-				if r.ConfigMap != nil {
-					return fmt.Errorf("the chart made ConfigMap %s; config.name names an existing one", r.ConfigMap.Name)
-				}
-				return expectConfig(r, "my-gpulet-config", "config.yaml")
-			},
-		},
-		{
-			Name:   "existing ConfigMap, named key",
-			Values: "config:\n  name: my-gpulet-config\n  default: mig-mixed\n",
-			Extra:  configMapYAML("my-gpulet-config", "mig-mixed"),
-			Expect: func(r *Rendered) error { return expectConfig(r, "my-gpulet-config", "mig-mixed") },
-		},
-		{
-			Name: "several configs",
-			Values: `
-config:
-  map:
-    default: |-
-      version: v1
-    mig-mixed: |-
-      version: v1
-      flags:
-        migStrategy: mixed
-  default: mig-mixed
-`,
-			Expect: func(r *Rendered) error {
-				if r.ConfigMap == nil || len(r.ConfigMap.Data) != 2 || !strings.Contains(r.ConfigMap.Data["mig-mixed"], "mixed") {
-					return fmt.Errorf("ConfigMap %+v, want the two configs of config.map", r.ConfigMap)
-				}
-				return expectConfig(r, "gpulet-config", "mig-mixed")
 			},
 		},
 		{
@@ -460,7 +424,7 @@ env:
 				return expectEnv(r, map[string]string{"DP_DISABLE_HEALTHCHECKS": "109", "GPULET_HEALTH_QUIET_PERIOD": "30s"})
 			},
 		},
-	}, append(passthroughCases(), securityCases()...)...)
+	}, slices.Concat(perNodeCases(), passthroughCases(), securityCases())...)
 }
 
 // configMapYAML is a ConfigMap in kube-system holding a config file at key.

@@ -127,7 +127,9 @@ func TestHelmValuesAreTheFixtureSubstitutions(t *testing.T) {
 	if v.Image.Repository+":"+v.Image.Tag != GpuletImage || v.NvidiaDriverRoot != "/tmp/s/gpu-root" || !v.Metrics.Enabled {
 		t.Errorf("values %+v", v)
 	}
-	if len(v.Env) != 1 || v.Env[0].Name != "GPULET_SIM_MACHINE" || v.Env[0].Value != "a100-mig" {
+	if len(v.Env) != 3 || v.Env[0].Name != "GPULET_SIM_MACHINE" || v.Env[0].Value != "a100-mig" ||
+		v.Env[1].Name != "KUBERNETES_SERVICE_HOST" || v.Env[1].Value != NodeIP ||
+		v.Env[2].Name != "KUBERNETES_SERVICE_PORT" || v.Env[2].Value != "6443" {
 		t.Errorf("env %+v", v.Env)
 	}
 }

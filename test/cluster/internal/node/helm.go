@@ -17,19 +17,22 @@ import (
 // by gpulet-helm (Helm's own Go packages; test/manifests), in place of
 // deploy/'s objects. Its values make the substitutions the fixture makes
 // in deploy/ (see deploy.go): the image, the driver root, the simulator's
-// machine. The simulator's control socket is not mounted: nothing injects
-// faults into gpulet while the chart's DaemonSet runs it.
+// machine, the API server's address in place of the kubernetes Service's
+// (no kube-proxy here). The simulator's control socket is not mounted:
+// nothing injects faults into gpulet while the chart's DaemonSet runs it.
 
 // HelmRelease is the release name: the chart then names its objects as
 // deploy/ does.
 const HelmRelease = "gpulet"
 
 // HelmValues is the values file the fixture installs the chart with:
-// the fixture's image, driver root and simulator machine, then extra.
+// the fixture's image, driver root, simulator machine and API server
+// address, then extra.
 func (n *Node) HelmValues(extra string) string {
 	colon := strings.LastIndex(GpuletImage, ":")
-	return fmt.Sprintf("image:\n  repository: %s\n  tag: %q\nnvidiaDriverRoot: %s\nenv:\n- name: GPULET_SIM_MACHINE\n  value: %q\n",
-		GpuletImage[:colon], GpuletImage[colon+1:], n.Cfg.Paths.GPURoot(), n.Cfg.Machine) + extra
+	return fmt.Sprintf("image:\n  repository: %s\n  tag: %q\nnvidiaDriverRoot: %s\nenv:\n- name: GPULET_SIM_MACHINE\n  value: %q\n"+
+		"- name: KUBERNETES_SERVICE_HOST\n  value: %q\n- name: KUBERNETES_SERVICE_PORT\n  value: \"%d\"\n",
+		GpuletImage[:colon], GpuletImage[colon+1:], n.Cfg.Paths.GPURoot(), n.Cfg.Machine, NodeIP, apiServerPort) + extra
 }
 
 // helm runs `gpulet-helm <command> --kubeconfig ... -n kube-system <args>`
