@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -22,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/base/common/child_process.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/poll_timeout.h"
@@ -271,6 +273,73 @@ bool ControlProcess::Ready() const {
   const std::string control =
       absl::StrCat(spec_.pipe_dir, "/", sharing::kMpsControlSocket);
   return pid_ >= 0 && ::stat(control.c_str(), &st) == 0;
+}
+
+absl::Status ControlProcess::AwaitReady(absl::Duration timeout) {
+  common::UniqueFd watch(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (!watch.valid()) return common::ErrnoToStatus(errno, "inotify_init1");
+  if (::inotify_add_watch(watch.get(), spec_.pipe_dir.c_str(),
+                          IN_CREATE | IN_MOVED_TO) < 0) {
+    return common::ErrnoToStatus(errno, "watch " + spec_.pipe_dir);
+  }
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time deadline = clock.Now() + timeout;
+  while (!Ready()) {
+    std::string how;
+    if (Exited(&how)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the MPS control daemon of ", spec_.uuid,
+                       " ended before it listened (", how, ")"));
+    }
+    if (clock.Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the MPS control daemon of ", spec_.uuid,
+                       " made no control socket in ", spec_.pipe_dir,
+                       " within ", absl::FormatDuration(timeout)));
+    }
+    pollfd fds[2] = {{watch.get(), POLLIN, 0}, {pidfd_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, common::PollTimeoutUntil(deadline, clock)) > 0 &&
+        fds[0].revents != 0) {
+      char buf[4096];
+      while (::read(watch.get(), buf, sizeof(buf)) > 0) {
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ControlProcess::Send(const std::string& command,
+                                  absl::Duration timeout) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return common::ErrnoToStatus(errno, "pipe for " + spec_.binary);
+  }
+  common::UniqueFd in(fds[0]);
+  common::UniqueFd out(fds[1]);
+  // One short line: it fits in the pipe before anyone reads it.
+  const std::string line = command + "\n";
+  if (::write(out.get(), line.data(), line.size()) !=
+      static_cast<ssize_t>(line.size())) {
+    return common::ErrnoToStatus(errno, "write to " + spec_.binary);
+  }
+  out.Reset();
+  common::ChildSpec child;
+  child.argv = {spec_.binary};
+  child.env = DaemonEnvironment(ProcessEnvironment(), spec_);
+  child.stdin_fd = in.get();
+  absl::StatusOr<common::ChildResult> ran = common::RunChild(
+      child, 64 << 10, common::RealClock::Get().Now() + timeout);
+  if (!ran.ok()) {
+    return absl::Status(ran.status().code(),
+                        absl::StrCat("echo ", command, " | ", spec_.binary,
+                                     ": ", ran.status().message()));
+  }
+  if (!common::ExitedCleanly(ran->wait_status)) {
+    return absl::InternalError(
+        absl::StrCat("echo ", command, " | ", spec_.binary, ": ",
+                     common::DescribeWaitStatus(ran->wait_status)));
+  }
+  return absl::OkStatus();
 }
 
 bool ControlProcess::Exited(std::string* how) {
