@@ -167,10 +167,9 @@ absl::Status DraSharing::StartDaemon(const std::string& claim_uid,
   absl::Status configured;
   if (!commands.empty()) {
     configured = daemon.AwaitReady(options_.tool_timeout);
-  }
-  for (const std::string& command : commands) {
-    if (!configured.ok()) break;
-    configured = daemon.Send(command, options_.tool_timeout);
+    if (configured.ok()) {
+      configured = daemon.Send(commands, options_.tool_timeout);
+    }
   }
   if (!configured.ok()) {
     (void)daemon.Stop(options_.stop_grace);

@@ -23,7 +23,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "src/base/common/child_process.h"
 #include "src/base/common/clock.h"
 #include "src/base/common/errors.h"
 #include "src/base/common/poll_timeout.h"
@@ -304,40 +303,6 @@ absl::Status ControlProcess::AwaitReady(absl::Duration timeout) {
       while (::read(watch.get(), buf, sizeof(buf)) > 0) {
       }
     }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ControlProcess::Send(const std::string& command,
-                                  absl::Duration timeout) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return common::ErrnoToStatus(errno, "pipe for " + spec_.binary);
-  }
-  common::UniqueFd in(fds[0]);
-  common::UniqueFd out(fds[1]);
-  // One short line: it fits in the pipe before anyone reads it.
-  const std::string line = command + "\n";
-  if (::write(out.get(), line.data(), line.size()) !=
-      static_cast<ssize_t>(line.size())) {
-    return common::ErrnoToStatus(errno, "write to " + spec_.binary);
-  }
-  out.Reset();
-  common::ChildSpec child;
-  child.argv = {spec_.binary};
-  child.env = DaemonEnvironment(ProcessEnvironment(), spec_);
-  child.stdin_fd = in.get();
-  absl::StatusOr<common::ChildResult> ran = common::RunChild(
-      child, 64 << 10, common::RealClock::Get().Now() + timeout);
-  if (!ran.ok()) {
-    return absl::Status(ran.status().code(),
-                        absl::StrCat("echo ", command, " | ", spec_.binary,
-                                     ": ", ran.status().message()));
-  }
-  if (!common::ExitedCleanly(ran->wait_status)) {
-    return absl::InternalError(
-        absl::StrCat("echo ", command, " | ", spec_.binary, ": ",
-                     common::DescribeWaitStatus(ran->wait_status)));
   }
   return absl::OkStatus();
 }

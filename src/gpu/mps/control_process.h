@@ -65,12 +65,6 @@ class ControlProcess {
   // daemon ended when it exits first (it is then reaped), DeadlineExceeded
   // when the time runs out.
   absl::Status AwaitReady(absl::Duration timeout);
-  // Sends one command line to the daemon through the control program, as
-  // an operator would (`echo <command> | nvidia-cuda-mps-control`, with the
-  // daemon's environment), and waits up to `timeout` for the program to
-  // end. An error names the command and how the program ended. REQUIRES:
-  // Ready().
-  absl::Status Send(const std::string& command, absl::Duration timeout);
   // Reaps the daemon when it has exited: true, with how it ended ("exit
   // status 1", "killed by signal 9") in `how`. False while it runs.
   bool Exited(std::string* how);

@@ -85,12 +85,9 @@ std::vector<std::string> MpsReplicaLimitCommands(uint64_t memory_bytes,
                                                  int replicas) {
   std::vector<std::string> commands;
   const int64_t mib = MpsReplicaPinnedMemMib(memory_bytes, replicas);
-  if (mib > 0) {
-    commands.push_back(
-        absl::StrCat("set_default_device_pinned_mem_limit 0 ", mib, "M"));
-  }
-  commands.push_back(absl::StrCat("set_default_active_thread_percentage ",
-                                  MpsReplicaThreadPercentage(replicas)));
+  if (mib > 0) commands.push_back(MpsSetDefaultPinnedMemLimit("0", mib));
+  commands.push_back(MpsSetDefaultActiveThreadPercentage(
+      MpsReplicaThreadPercentage(replicas)));
   return commands;
 }
 
