@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "src/cli/cdi_command.h"
 #include "src/cli/dra_command.h"
+#include "src/cli/dra_webhook_command.h"
 #include "src/cli/extender_command.h"
 #include "src/cli/global_options.h"
 #include "src/cli/inventory_commands.h"
@@ -39,6 +40,7 @@ struct Commands {
   RuntimeConfigureOptions runtime_options;
   ExtenderCommandOptions extender_options;
   daemon::DraRunOptions dra_options;
+  DraWebhookCommandOptions dra_webhook_options;
   LabelsOptions labels_options;
   VfioOptions vfio_options;
   CLI::App* devices = nullptr;
@@ -49,6 +51,7 @@ struct Commands {
   CLI::App* runtime = nullptr;
   CLI::App* extender = nullptr;
   CLI::App* dra = nullptr;
+  CLI::App* dra_webhook = nullptr;
   CLI::App* labels = nullptr;
   CLI::App* vfio = nullptr;
   CLI::App* version = nullptr;
@@ -111,7 +114,10 @@ void Register(CLI::App& app, Commands& c, const Wanted& wanted) {
   if (wanted("extender")) {
     c.extender = AddExtenderCommand(app, c.extender_options);
   }
-  if (wanted("dra")) c.dra = AddDraCommand(app, c.dra_options);
+  if (wanted("dra")) {
+    c.dra = AddDraCommand(app, c.dra_options);
+    c.dra_webhook = AddDraWebhookCommand(*c.dra, c.dra_webhook_options);
+  }
   if (wanted("labels")) c.labels = AddLabelsCommand(app, c.labels_options);
   if (wanted("vfio")) c.vfio = AddVfioCommand(app, c.vfio_options);
   if (wanted("version")) {
@@ -207,6 +213,9 @@ int RunParsed(Commands& c, std::ostream& out, std::ostream& err) {
   if (Parsed(c.plugin)) return RunPlugin(c.global, c.plugin_options, err);
   if (Parsed(c.extender)) {
     return RunExtenderCommand(c.extender_options, err);
+  }
+  if (Parsed(c.dra_webhook)) {
+    return RunDraWebhookCommand(c.dra_webhook_options, err);
   }
   if (Parsed(c.dra)) return RunDraCommand(c.global, c.dra_options, err);
   if (Parsed(c.labels)) {

@@ -157,6 +157,22 @@ TEST_F(AppTest, UsageErrorsExitTwoWithOneLine) {
   }
 }
 
+// `gpulet dra webhook` runs without a node; `gpulet dra` needs one.
+TEST_F(AppTest, DraWebhookNeedsItsCertificateAndNoNodeName) {
+  unsetenv("NODE_NAME");
+  unsetenv("GPULET_WEBHOOK_TLS_CERT_FILE");
+  unsetenv("GPULET_WEBHOOK_TLS_KEY_FILE");
+  Result webhook = RunArgs({"dra", "webhook", "--address", "127.0.0.1:0"});
+  EXPECT_EQ(webhook.code, kExitUsage) << webhook.err;
+  EXPECT_THAT(webhook.err,
+              HasSubstr("--tls-cert-file and --tls-key-file are required"));
+  Result dra = RunArgs({"dra"});
+  EXPECT_EQ(dra.code, kExitUsage) << dra.err;
+  EXPECT_THAT(dra.err, HasSubstr("--node-name is required"));
+  Result help = RunArgs({"dra", "--help"});
+  EXPECT_THAT(help.out, HasSubstr("webhook"));
+}
+
 TEST_F(AppTest, VerbosityAndLogFormatAccepted) {
   EXPECT_EQ(RunArgs({"-v", "2", "version"}).code, kExitOk);
   EXPECT_EQ(RunArgs({"-v=4", "version"}).code, kExitOk);  // klog's spelling

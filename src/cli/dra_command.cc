@@ -12,10 +12,10 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
       "dra",
       "Serve the node's GPUs to the kubelet as a DRA driver (gpu.nvidia.com): "
       "registration, NodePrepareResources/NodeUnprepareResources, health");
+  // Required, checked by RunDraCommand: `gpulet dra webhook` runs without.
   cmd->add_option("--node-name", options.node_name,
-                  "this node's name: the pool of its devices")
-      ->envname("NODE_NAME")
-      ->required();
+                  "this node's name: the pool of its devices (required)")
+      ->envname("NODE_NAME");
   // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
   // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", options.kubeconfig,
@@ -101,6 +101,11 @@ CLI::App* AddDraCommand(CLI::App& app, daemon::DraRunOptions& options) {
 
 int RunDraCommand(const GlobalOptions& global, daemon::DraRunOptions options,
                   std::ostream& err) {
+  if (options.node_name.empty()) {
+    err << "gpulet: --node-name is required (or NODE_NAME) (run 'gpulet "
+           "--help' for usage)\n";
+    return kExitUsage;
+  }
   options.nvml.driver_root = global.driver_root;
   options.nvml.library_path = global.nvml_lib;
   options.sysfs_root = global.sysfs_root;

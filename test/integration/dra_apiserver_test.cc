@@ -564,6 +564,15 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
       {"ValidatingAdmissionPolicyBinding",
        "/apis/admissionregistration.k8s.io/v1/"
        "validatingadmissionpolicybindings"},
+      {"Deployment", "/apis/apps/v1/namespaces/kube-system/deployments"},
+      {"Service", "/api/v1/namespaces/kube-system/services"},
+      // Checked without being stored (dryRun): stored, it would have the
+      // API server call a Service address, off the loopback, for the
+      // suite's later claims (WebhookRefusesABadClaimAtCreation points
+      // it at 127.0.0.1 instead).
+      {"ValidatingWebhookConfiguration",
+       "/apis/admissionregistration.k8s.io/v1/"
+       "validatingwebhookconfigurations?dryRun=All"},
   };
   std::set<std::string> created;
   for (const auto& entry : std::filesystem::directory_iterator(
@@ -591,6 +600,9 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
   EXPECT_TRUE(created.contains("gpulet-own-resourceslices"));
   EXPECT_TRUE(created.contains("gpulet-own-claim-device-status"));
   EXPECT_TRUE(created.contains("DaemonSet/gpulet-dra"));
+  EXPECT_TRUE(created.contains("Deployment/gpulet-dra-webhook"));
+  EXPECT_TRUE(created.contains(
+      "ValidatingWebhookConfiguration/gpulet-dra-claim-configs"));
 }
 
 // The claims docs/dra.md shows: the server compiles their CEL against the

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -59,6 +60,13 @@ json ClaimsToJson(const PreparedClaims& claims) {
         sharing["activeThreadPercentage"] =
             *claim.sharing.active_thread_percentage;
       }
+      if (claim.sharing.pinned_memory_limit) {
+        sharing["pinnedMemoryLimit"] = *claim.sharing.pinned_memory_limit;
+      }
+      if (!claim.sharing.per_device_pinned_memory_limit.empty()) {
+        sharing["perDevicePinnedMemoryLimit"] =
+            claim.sharing.per_device_pinned_memory_limit;
+      }
       out[uid]["sharing"] = std::move(sharing);
     }
   }
@@ -106,6 +114,16 @@ PreparedClaim ClaimFromJson(const std::string& uid, const json& value) {
     if (sharing->contains("activeThreadPercentage")) {
       claim.sharing.active_thread_percentage =
           sharing->at("activeThreadPercentage").get<int>();
+    }
+    // Absent in files of earlier releases, which did not apply them.
+    if (sharing->contains("pinnedMemoryLimit")) {
+      claim.sharing.pinned_memory_limit =
+          sharing->at("pinnedMemoryLimit").get<int64_t>();
+    }
+    if (sharing->contains("perDevicePinnedMemoryLimit")) {
+      claim.sharing.per_device_pinned_memory_limit =
+          sharing->at("perDevicePinnedMemoryLimit")
+              .get<std::map<std::string, int64_t>>();
     }
     claim.uuids = Strings(sharing->at("uuids"));
   }

@@ -31,14 +31,17 @@ PreparedClaims Sample() {
   PreparedClaim b = a;
   b.ref = {.namespace_name = "other", .name = "b", .uid = "uid-b"};
   b.devices.resize(1);
-  b.sharing = {
-      .strategy = "MPS", .interval = "", .active_thread_percentage = 30};
+  b.sharing = {.strategy = "MPS",
+               .interval = "",
+               .active_thread_percentage = 30,
+               .pinned_memory_limit = int64_t{10} << 30,
+               .per_device_pinned_memory_limit = {{"0", int64_t{5} << 30}}};
   b.uuids = {"GPU-0000"};
   PreparedClaim c = b;
   c.ref.uid = "uid-c";
-  c.sharing = {.strategy = "TimeSlicing",
-               .interval = "Long",
-               .active_thread_percentage = std::nullopt};
+  c.sharing = ClaimSharing();
+  c.sharing.strategy = "TimeSlicing";
+  c.sharing.interval = "Long";
   c.uuids = {"GPU-0000", "MIG-aaaa"};
   return {{"uid-a", a}, {"uid-b", b}, {"uid-c", c}};
 }

@@ -6,11 +6,14 @@
 // ReadAllocation and decoded with ParseClaimConfig. No input may crash, hang
 // or throw; an error must be InvalidArgument naming the claim; an accepted
 // configuration must be one the node side can apply (checked here; a
-// violation aborts the run).
+// violation aborts the run). The webhook's decoder
+// (DecodeOpaqueParameters) is the same code.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "nlohmann/json.hpp"
@@ -62,10 +65,29 @@ void CheckAccepted(const ClaimSharing& s) {
   if (s.active_thread_percentage.has_value()) {
     Check(*s.active_thread_percentage >= 1 &&
           *s.active_thread_percentage <= 100);
-  }
-  for (const std::string& e : s.Env()) {
-    Check(absl::StartsWith(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="));
     Check(s.strategy == "MPS");
+  }
+  // MPS takes its limits in whole MiB.
+  if (s.pinned_memory_limit.has_value()) {
+    Check(*s.pinned_memory_limit >= (int64_t{1} << 20));
+    Check(s.strategy == "MPS");
+  }
+  for (const auto& [key, bytes] : s.per_device_pinned_memory_limit) {
+    Check(!key.empty() && bytes >= (int64_t{1} << 20));
+    Check(s.strategy == "MPS");
+  }
+  // Every limit lands on one of the daemon's devices, or is refused by name.
+  const std::vector<std::string> uuids = {"GPU-a", "GPU-b"};
+  absl::StatusOr<std::map<std::string, int64_t>> limits =
+      s.PinnedMemoryLimitsMiB(uuids);
+  if (!limits.ok()) {
+    Check(absl::StartsWith(
+        limits.status().message(),
+        "sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit["));
+    return;
+  }
+  for (const auto& [uuid, mib] : *limits) {
+    Check((uuid == "GPU-a" || uuid == "GPU-b") && mib >= 1);
   }
 }
 

@@ -210,7 +210,6 @@ absl::StatusOr<SharingEdits> ClaimPreparer::ApplySharing(
     const std::vector<AllocatedDevice>& allocated,
     std::vector<ClaimDevice>& devices, PreparedClaim& claim) {
   SharingEdits edits;
-  edits.env = sharing.Env();
   if (sharing.strategy.empty()) return edits;
   if (options_.sharing == nullptr) {
     return absl::FailedPreconditionError(

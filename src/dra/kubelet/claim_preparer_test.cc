@@ -209,7 +209,9 @@ TEST_F(ClaimPreparerTest, OpaqueConfigIsAppliedOrFailsTheClaim) {
   api_.claims["ns/mps"]["status"]["allocation"]["devices"]["config"] =
       testing_claims::SharingConfig(
           {{"strategy", "MPS"},
-           {"mpsConfig", {{"defaultActiveThreadPercentage", 50}}}});
+           {"mpsConfig",
+            {{"defaultActiveThreadPercentage", 50},
+             {"defaultPinnedDeviceMemoryLimit", "10Gi"}}}});
   api_.claims["ns/bad"]["status"]["allocation"]["devices"]["config"] =
       testing_claims::SharingConfig({{"strategy", "Spatial"}});
   auto p = Start();
@@ -220,12 +222,15 @@ TEST_F(ClaimPreparerTest, OpaqueConfigIsAppliedOrFailsTheClaim) {
   absl::StatusOr<cdi::Spec> spec =
       cdi::ReadSpecFile(ClaimSpecPath(dir_ + "/cdi", "uid-mps"));
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_THAT(spec->devices[0].edits.env,
-              ElementsAre("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50",
-                          "FAKE_SHARING=uid-mps"));
+  // The limits are the claim's MPS daemon's (the applier's), not the
+  // container's environment.
+  EXPECT_THAT(spec->devices[0].edits.env, ElementsAre("FAKE_SHARING=uid-mps"));
   ASSERT_EQ(spec->devices[0].edits.mounts.size(), 1u);
   EXPECT_EQ(spec->devices[0].edits.mounts[0].container_path, "/mps/uid-mps");
   EXPECT_THAT(sharing_.calls, ElementsAre("apply uid-mps MPS  GPU-0000"));
+  ASSERT_EQ(sharing_.applied.size(), 1u);
+  EXPECT_EQ(sharing_.applied[0].active_thread_percentage, 50);
+  EXPECT_EQ(sharing_.applied[0].pinned_memory_limit, int64_t{10} << 30);
 }
 
 TEST_F(ClaimPreparerTest, UnprepareIsIdempotentAndRemovesTheSpec) {

@@ -61,7 +61,6 @@ void ClaimPreparer::RewriteSpecs() {
 
 absl::Status ClaimPreparer::RewriteSpec(const PreparedClaim& claim) {
   SharingEdits edits;
-  edits.env = claim.sharing.Env();
   if (!claim.sharing.strategy.empty()) {
     auto it = reapplied_.find(claim.ref.uid);
     if (it == reapplied_.end()) {

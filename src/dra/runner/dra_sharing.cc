@@ -21,6 +21,26 @@ std::string MpsKey(const std::string& claim_uid) {
   return absl::StrCat("claim-", claim_uid);
 }
 
+// What the claim's mpsConfig asks of its daemon, as control commands:
+// the limits of each device in the claim's order.
+absl::StatusOr<std::vector<std::string>> DaemonCommands(
+    const dra::ClaimSharing& sharing, const std::vector<std::string>& uuids) {
+  std::vector<std::string> commands;
+  if (sharing.active_thread_percentage.has_value()) {
+    commands.push_back(sharing::MpsSetDefaultActiveThreadPercentage(
+        *sharing.active_thread_percentage));
+  }
+  absl::StatusOr<std::map<std::string, int64_t>> limits =
+      sharing.PinnedMemoryLimitsMiB(uuids);
+  if (!limits.ok()) return limits.status();
+  for (const std::string& uuid : uuids) {
+    auto it = limits->find(uuid);
+    if (it == limits->end()) continue;
+    commands.push_back(sharing::MpsSetDefaultPinnedMemLimit(uuid, it->second));
+  }
+  return commands;
+}
+
 }  // namespace
 
 DraSharing::DraSharing(DraSharingOptions options)
@@ -46,7 +66,7 @@ absl::StatusOr<dra::SharingEdits> DraSharing::Apply(
     }
     return dra::SharingEdits{};
   }
-  if (sharing.strategy == "MPS") return ApplyMps(claim_uid, uuids);
+  if (sharing.strategy == "MPS") return ApplyMps(claim_uid, sharing, uuids);
   return absl::InvalidArgumentError(
       absl::StrCat("unknown sharing strategy \"", sharing.strategy, "\""));
 }
@@ -79,7 +99,8 @@ absl::Status DraSharing::ApplyTimeslice(const std::string& claim_uid,
 }
 
 absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
-    const std::string& claim_uid, const std::vector<std::string>& uuids) {
+    const std::string& claim_uid, const dra::ClaimSharing& sharing,
+    const std::vector<std::string>& uuids) {
   if (options_.mps_root.empty()) {
     return absl::FailedPreconditionError(
         "MPS sharing needs gpulet dra --mps-root");
@@ -98,6 +119,9 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
         absl::StrCat("claim uid \"", absl::CHexEscape(claim_uid),
                      "\" cannot name an MPS directory: ", valid.message()));
   }
+  absl::StatusOr<std::vector<std::string>> commands =
+      DaemonCommands(sharing, uuids);
+  if (!commands.ok()) return commands.status();
   auto it = daemons_.find(claim_uid);
   std::string how;
   if (it != daemons_.end() && it->second->Exited(&how)) {
@@ -107,19 +131,9 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
     it = daemons_.end();
   }
   if (it == daemons_.end()) {
-    mps::DaemonSpec spec{
-        .binary = options_.mps_control,
-        .uuid = absl::StrJoin(uuids, ","),
-        .pipe_dir = sharing::MpsHostPipeDir(options_.mps_root, key),
-        .log_dir = sharing::MpsHostLogDir(options_.mps_root, key),
-        .shm_dir = sharing::MpsHostShmDir(options_.mps_root, key)};
-    absl::StatusOr<std::unique_ptr<mps::ControlProcess>> started =
-        mps::ControlProcess::Start(spec);
-    if (!started.ok()) return started.status();
-    GPULET_LOG(INFO) << "dra: MPS control daemon of claim " << claim_uid
-                     << " started (pid " << (*started)->pid() << ") for "
-                     << spec.uuid;
-    daemons_[claim_uid] = *std::move(started);
+    if (absl::Status s = StartDaemon(claim_uid, *commands, uuids); !s.ok()) {
+      return s;
+    }
   }
   dra::SharingEdits edits;
   const std::string pipe = sharing::MpsContainerPipeDir(key);
@@ -134,6 +148,41 @@ absl::StatusOr<dra::SharingEdits> DraSharing::ApplyMps(
   shm_mount.options = {"rbind", "rw"};
   edits.mounts = {pipe_mount, shm_mount};
   return edits;
+}
+
+absl::Status DraSharing::StartDaemon(const std::string& claim_uid,
+                                     const std::vector<std::string>& commands,
+                                     const std::vector<std::string>& uuids) {
+  const std::string key = MpsKey(claim_uid);
+  mps::DaemonSpec spec{
+      .binary = options_.mps_control,
+      .uuid = absl::StrJoin(uuids, ","),
+      .pipe_dir = sharing::MpsHostPipeDir(options_.mps_root, key),
+      .log_dir = sharing::MpsHostLogDir(options_.mps_root, key),
+      .shm_dir = sharing::MpsHostShmDir(options_.mps_root, key)};
+  absl::StatusOr<std::unique_ptr<mps::ControlProcess>> started =
+      mps::ControlProcess::Start(spec);
+  if (!started.ok()) return started.status();
+  mps::ControlProcess& daemon = **started;
+  absl::Status configured;
+  if (!commands.empty()) {
+    configured = daemon.AwaitReady(options_.tool_timeout);
+    if (configured.ok()) {
+      configured = daemon.Send(commands, options_.tool_timeout);
+    }
+  }
+  if (!configured.ok()) {
+    (void)daemon.Stop(options_.stop_grace);
+    return configured;
+  }
+  GPULET_LOG(INFO) << "dra: MPS control daemon of claim " << claim_uid
+                   << " started (pid " << daemon.pid() << ") for " << spec.uuid
+                   << (commands.empty()
+                           ? ""
+                           : absl::StrCat(" with ",
+                                          absl::StrJoin(commands, "; ")));
+  daemons_[claim_uid] = *std::move(started);
+  return absl::OkStatus();
 }
 
 absl::Status DraSharing::Release(const std::string& claim_uid) {

@@ -9,8 +9,13 @@
 //   claim that set a GPU's time-slice is released, the GPU is set back to
 //   DEFAULT.
 // - MPS: one MPS control daemon per claim (mps::ControlProcess) serving
-//   the claim's devices (CUDA_VISIBLE_DEVICES = their UUIDs), with its
-//   pipe, log and shm directories at <mps_root>/claim-<uid>/ (the uid
+//   the claim's devices (CUDA_VISIBLE_DEVICES = their UUIDs). When the
+//   claim's mpsConfig sets defaults (active-thread percentage, pinned
+//   device memory limits), Apply waits for the daemon's control socket and
+//   sends them as control commands, as NVIDIA's driver does, before any
+//   client can start a server; a daemon that cannot take them is stopped
+//   and the claim fails. Its
+//   pipe, log and shm directories are at <mps_root>/claim-<uid>/ (the uid
 //   checked to be one path component) and the shm directory over its
 //   /dev/shm; the claim's devices get
 //   CUDA_MPS_PIPE_DIRECTORY=/mps/claim-<uid>/pipe, that directory mounted,
@@ -74,7 +79,11 @@ class DraSharing : public dra::SharingApplier {
                               const std::vector<std::string>& uuids)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<dra::SharingEdits> ApplyMps(
-      const std::string& claim_uid, const std::vector<std::string>& uuids)
+      const std::string& claim_uid, const dra::ClaimSharing& sharing,
+      const std::vector<std::string>& uuids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StartDaemon(const std::string& claim_uid,
+                           const std::vector<std::string>& commands,
+                           const std::vector<std::string>& uuids)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RemoveMpsDir(const std::string& claim_uid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

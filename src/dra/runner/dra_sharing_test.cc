@@ -214,6 +214,56 @@ TEST_F(DraSharingTest, TwoMpsClaimsNeverShareShm) {
   EXPECT_FALSE(std::filesystem::exists(options_.mps_root + "/claim-uid-b"));
 }
 
+// Issue: NVIDIA's MPS example claim (50% of the threads, 10Gi pinned)
+// ran with no limit. The claim's daemon is told its defaults, per device
+// in the claim's order, before any client can reach it.
+TEST_F(DraSharingTest, MpsLimitsAreTheClaimDaemonsDefaults) {
+  DraSharing sharing(options_);
+  dra::ClaimSharing mps{
+      .strategy = "MPS",
+      .interval = "",
+      .active_thread_percentage = 50,
+      .pinned_memory_limit = int64_t{10} << 30,
+      .per_device_pinned_memory_limit = {{"1", int64_t{5} << 30}}};
+  ASSERT_TRUE(sharing.Apply("uid-l", mps, {"GPU-1", "GPU-2"}).ok());
+  // Apply waited for the control socket: the daemon is listening.
+  const std::string host = options_.mps_root + "/claim-uid-l";
+  EXPECT_TRUE(std::filesystem::exists(host + "/pipe/control"));
+  const std::string log = host + "/log/control.log";
+  const std::vector<std::string> want = {
+      "command set_default_active_thread_percentage 50",
+      "command set_default_device_pinned_mem_limit GPU-1 10240M",
+      "command set_default_device_pinned_mem_limit GPU-2 5120M"};
+  ASSERT_TRUE(Eventually([&] { return Lines(log).size() >= 4; }))
+      << ReadAll(log);
+  const std::vector<std::string> lines = Lines(log);
+  EXPECT_THAT(lines[0], HasSubstr("start -f pid="));
+  EXPECT_EQ(std::vector<std::string>(lines.begin() + 1, lines.end()), want);
+  EXPECT_TRUE(sharing.Release("uid-l").ok());
+
+  // An entry for a device the claim does not have fails before any daemon.
+  mps.per_device_pinned_memory_limit = {{"2", int64_t{1} << 30}};
+  absl::StatusOr<dra::SharingEdits> got =
+      sharing.Apply("uid-x", mps, {"GPU-1", "GPU-2"});
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("defaultPerDevicePinnedMemoryLimit[\"2\"]"));
+  EXPECT_EQ(sharing.DaemonPid("uid-x"), -1);
+}
+
+TEST_F(DraSharingTest, ADaemonThatCannotTakeTheLimitsFailsTheClaim) {
+  const std::string log = options_.mps_root + "/claim-uid-r/log";
+  std::filesystem::create_directories(log);
+  std::ofstream(log + "/refuse-start") << "";
+  DraSharing sharing(options_);
+  absl::StatusOr<dra::SharingEdits> got = sharing.Apply(
+      "uid-r",
+      {.strategy = "MPS", .interval = "", .active_thread_percentage = 10},
+      {"GPU-1"});
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(got.status().message(), HasSubstr("exit status 1"));
+  EXPECT_EQ(sharing.DaemonPid("uid-r"), -1);
+}
+
 TEST_F(DraSharingTest, AClaimUidThatIsNoPathComponentIsRefused) {
   DraSharing sharing(options_);
   for (const char* uid : {"../x", "a/b", ""}) {

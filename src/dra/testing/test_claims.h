@@ -160,6 +160,7 @@ struct FakeApi {
 // mount named after the claim; `fail` makes Apply fail.
 struct FakeSharing : SharingApplier {
   std::vector<std::string> calls;
+  std::vector<ClaimSharing> applied;  // each Apply's, in order
   bool fail = false;
 
   absl::StatusOr<SharingEdits> Apply(
@@ -170,6 +171,7 @@ struct FakeSharing : SharingApplier {
                                     sharing.interval);
     for (const std::string& u : uuids) absl::StrAppend(&call, " ", u);
     calls.push_back(call);
+    applied.push_back(sharing);
     cdi::Mount mount;
     mount.host_path = "/run/mps/" + uid;
     mount.container_path = "/mps/" + uid;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -271,6 +272,39 @@ bool ControlProcess::Ready() const {
   const std::string control =
       absl::StrCat(spec_.pipe_dir, "/", sharing::kMpsControlSocket);
   return pid_ >= 0 && ::stat(control.c_str(), &st) == 0;
+}
+
+absl::Status ControlProcess::AwaitReady(absl::Duration timeout) {
+  common::UniqueFd watch(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (!watch.valid()) return common::ErrnoToStatus(errno, "inotify_init1");
+  if (::inotify_add_watch(watch.get(), spec_.pipe_dir.c_str(),
+                          IN_CREATE | IN_MOVED_TO) < 0) {
+    return common::ErrnoToStatus(errno, "watch " + spec_.pipe_dir);
+  }
+  const common::Clock& clock = common::RealClock::Get();
+  const absl::Time deadline = clock.Now() + timeout;
+  while (!Ready()) {
+    std::string how;
+    if (Exited(&how)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the MPS control daemon of ", spec_.uuid,
+                       " ended before it listened (", how, ")"));
+    }
+    if (clock.Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the MPS control daemon of ", spec_.uuid,
+                       " made no control socket in ", spec_.pipe_dir,
+                       " within ", absl::FormatDuration(timeout)));
+    }
+    pollfd fds[2] = {{watch.get(), POLLIN, 0}, {pidfd_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, common::PollTimeoutUntil(deadline, clock)) > 0 &&
+        fds[0].revents != 0) {
+      char buf[4096];
+      while (::read(watch.get(), buf, sizeof(buf)) > 0) {
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool ControlProcess::Exited(std::string* how) {

@@ -60,6 +60,11 @@ class ControlProcess {
   int pidfd() const { return pidfd_.get(); }
   // Whether the daemon's control socket is in its pipe directory.
   bool Ready() const;
+  // Waits up to `timeout` for the control socket (inotify on the pipe
+  // directory, and the daemon's pidfd). FailedPrecondition saying how the
+  // daemon ended when it exits first (it is then reaped), DeadlineExceeded
+  // when the time runs out.
+  absl::Status AwaitReady(absl::Duration timeout);
   // Reaps the daemon when it has exited: true, with how it ended ("exit
   // status 1", "killed by signal 9") in `how`. False while it runs.
   bool Exited(std::string* how);

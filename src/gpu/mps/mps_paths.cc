@@ -51,8 +51,19 @@ std::string MpsContainerPipeDir(std::string_view key) {
   return "/mps/" + std::string(key) + "/pipe";
 }
 
+std::string MpsMemLimitValue(int64_t mib) { return absl::StrCat(mib, "M"); }
+
 std::string MpsPinnedMemLimit(int64_t mib) {
-  return absl::StrCat("0=", mib, "M");
+  return absl::StrCat("0=", MpsMemLimitValue(mib));
+}
+
+std::string MpsSetDefaultActiveThreadPercentage(int percentage) {
+  return absl::StrCat("set_default_active_thread_percentage ", percentage);
+}
+
+std::string MpsSetDefaultPinnedMemLimit(std::string_view device, int64_t mib) {
+  return absl::StrCat("set_default_device_pinned_mem_limit ",
+                      std::string(device), " ", MpsMemLimitValue(mib));
 }
 
 int MpsActiveThreadPercentage(int64_t units, int64_t gpu_units) {
@@ -74,12 +85,9 @@ std::vector<std::string> MpsReplicaLimitCommands(uint64_t memory_bytes,
                                                  int replicas) {
   std::vector<std::string> commands;
   const int64_t mib = MpsReplicaPinnedMemMib(memory_bytes, replicas);
-  if (mib > 0) {
-    commands.push_back(
-        absl::StrCat("set_default_device_pinned_mem_limit 0 ", mib, "M"));
-  }
-  commands.push_back(absl::StrCat("set_default_active_thread_percentage ",
-                                  MpsReplicaThreadPercentage(replicas)));
+  if (mib > 0) commands.push_back(MpsSetDefaultPinnedMemLimit("0", mib));
+  commands.push_back(MpsSetDefaultActiveThreadPercentage(
+      MpsReplicaThreadPercentage(replicas)));
   return commands;
 }
 

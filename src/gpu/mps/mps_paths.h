@@ -48,8 +48,17 @@ std::string MpsHostLogDir(std::string_view mps_root, std::string_view key);
 std::string MpsHostShmDir(std::string_view mps_root, std::string_view key);
 // /mps/<key>/pipe inside a container.
 std::string MpsContainerPipeDir(std::string_view key);
+// "<mib>M": a pinned device memory limit as MPS reads one.
+std::string MpsMemLimitValue(int64_t mib);
 // "0=<mib>M": the container sees its one GPU as device 0.
 std::string MpsPinnedMemLimit(int64_t mib);
+// Control daemon commands (nvidia-cuda-mps-control's interactive shell)
+// setting the defaults of the MPS servers it starts afterwards:
+// "set_default_active_thread_percentage <percentage>" and
+// "set_default_device_pinned_mem_limit <device> <mib>M", the device a UUID
+// or an index among the daemon's CUDA_VISIBLE_DEVICES.
+std::string MpsSetDefaultActiveThreadPercentage(int percentage);
+std::string MpsSetDefaultPinnedMemLimit(std::string_view device, int64_t mib);
 // A container's share of the GPU's threads in percent: `units` of
 // `gpu_units`, rounded up, 1 to 100.
 int MpsActiveThreadPercentage(int64_t units, int64_t gpu_units);

@@ -40,6 +40,13 @@ TEST(MpsPaths, PinnedLimitNamesDeviceZero) {
   EXPECT_EQ(MpsPinnedMemLimit(4096), "0=4096M");
 }
 
+TEST(MpsPaths, DaemonDefaultsAreControlCommands) {
+  EXPECT_EQ(MpsSetDefaultActiveThreadPercentage(50),
+            "set_default_active_thread_percentage 50");
+  EXPECT_EQ(MpsSetDefaultPinnedMemLimit("GPU-1", 10240),
+            "set_default_device_pinned_mem_limit GPU-1 10240M");
+}
+
 TEST(MpsPaths, ThreadShareRoundsUp) {
   EXPECT_EQ(MpsActiveThreadPercentage(1, 7), 15);
   EXPECT_EQ(MpsActiveThreadPercentage(2, 4), 50);
