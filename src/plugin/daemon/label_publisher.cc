@@ -11,6 +11,7 @@
 #include "src/base/common/logging.h"
 #include "src/base/common/status_macros.h"
 #include "src/gpu/device/discovery.h"
+#include "src/model/labels/node_feature.h"
 #include "src/model/labels/node_patch.h"
 #include "src/net/kube/api_path.h"
 
@@ -19,36 +20,126 @@ namespace {
 
 constexpr char kTimestampLabel[] = "nvidia.com/gfd.timestamp";
 
+// The names the NodeFeature object needs, when it may be written; auto
+// without a node name is off.
+absl::Status CheckNodeFeatureOptions(LabelOptions& options) {
+  if (options.node_feature_api == NodeFeatureApi::kOff) return absl::OkStatus();
+  const bool on = options.node_feature_api == NodeFeatureApi::kOn;
+  if (options.feature_node.empty()) {
+    if (on) {
+      return absl::InvalidArgumentError(
+          "the NodeFeature API needs the node's name (NODE_NAME)");
+    }
+    GPULET_VLOG(1) << "node labels: no node name, no NodeFeature object";
+    options.node_feature_api = NodeFeatureApi::kOff;
+    return absl::OkStatus();
+  }
+  if (on && !options.node_name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the labels of node ", options.node_name,
+        " can be merge-patched onto the Node or written to a NodeFeature "
+        "object, not both: leave out the Node patch or turn the NodeFeature "
+        "API off"));
+  }
+  absl::StatusOr<std::string> name =
+      labels::NodeFeatureName(options.feature_node);
+  absl::Status s = name.status();
+  if (s.ok()) s = labels::NodeFeaturePath(options.feature_namespace).status();
+  if (!s.ok()) {
+    return common::Annotate(s,
+                            "cannot write the node labels to a NodeFeature "
+                            "object");
+  }
+  return absl::OkStatus();
+}
+
+bool NeedsApi(const LabelOptions& options) {
+  return !options.node_name.empty() ||
+         options.node_feature_api != NodeFeatureApi::kOff;
+}
+
+// Auto becomes on or off by what the API server serves; on turns the file
+// and the Node patch off. The choice is logged.
+absl::Status ChooseNodeFeatureApi(LabelOptions& options, kube::Client& client) {
+  if (options.node_feature_api == NodeFeatureApi::kAuto) {
+    absl::StatusOr<bool> served = NodeFeaturesServed(client);
+    if (!served.ok()) return served.status();
+    options.node_feature_api =
+        *served ? NodeFeatureApi::kOn : NodeFeatureApi::kOff;
+    if (!*served) {
+      GPULET_LOG(INFO) << "node labels: the API server does not serve "
+                          "nfd.k8s-sigs.io/v1alpha1 nodefeatures; "
+                       << (options.node_name.empty()
+                               ? "the feature file"
+                               : absl::StrCat("patching node ",
+                                              options.node_name));
+      return absl::OkStatus();
+    }
+  }
+  if (options.node_feature_api != NodeFeatureApi::kOn) return absl::OkStatus();
+  GPULET_LOG(INFO) << "node labels: NodeFeature " << options.feature_namespace
+                   << "/" << labels::kNodeFeatureNamePrefix
+                   << options.feature_node
+                   << " (nfd.k8s-sigs.io/v1alpha1), not the feature file"
+                   << (options.node_name.empty() ? "" : " nor a Node patch");
+  options.output_file.clear();
+  options.node_name.clear();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
     LabelOptions options, kube::Client* shared) {
-  if (options.node_name.empty()) {
+  if (!options.node_name.empty()) {
+    if (absl::Status s = kube::ValidateName("node name", options.node_name);
+        !s.ok()) {
+      return common::Annotate(
+          s,
+          absl::StrCat("cannot patch the labels of node ", options.node_name));
+    }
+  }
+  GPULET_RETURN_IF_ERROR(CheckNodeFeatureOptions(options));
+  if (!NeedsApi(options)) {
     return std::make_unique<LabelPublisher>(std::move(options), nullptr);
   }
-  const std::string context =
-      absl::StrCat("cannot patch the labels of node ", options.node_name);
-  if (absl::Status s = kube::ValidateName("node name", options.node_name);
-      !s.ok()) {
-    return common::Annotate(s, context);
+  std::unique_ptr<kube::ApiClient> owned;
+  kube::Client* client = shared;
+  if (client == nullptr) {
+    kube::ApiClientOptions api_options;
+    api_options.kubeconfig = options.kubeconfig;
+    absl::StatusOr<std::unique_ptr<kube::ApiClient>> api =
+        kube::MakeApiClient(api_options);
+    if (!api.ok() && options.node_feature_api == NodeFeatureApi::kAuto &&
+        options.node_name.empty()) {
+      GPULET_LOG(INFO) << "node labels: the feature file, not a NodeFeature "
+                          "object (no API server: "
+                       << api.status().message() << ")";
+      options.node_feature_api = NodeFeatureApi::kOff;
+      return std::make_unique<LabelPublisher>(std::move(options), nullptr);
+    }
+    if (!api.ok()) {
+      return common::Annotate(
+          api.status(), "cannot reach the API server for the node labels");
+    }
+    owned = *std::move(api);
+    client = &owned->client();
   }
-  if (shared != nullptr) {
-    return std::make_unique<LabelPublisher>(std::move(options), shared);
-  }
-  kube::ApiClientOptions api_options;
-  api_options.kubeconfig = options.kubeconfig;
-  absl::StatusOr<std::unique_ptr<kube::ApiClient>> api =
-      kube::MakeApiClient(api_options);
-  if (!api.ok()) return common::Annotate(api.status(), context);
-  auto publisher =
-      std::make_unique<LabelPublisher>(std::move(options), &(*api)->client());
-  publisher->owned_api_ = *std::move(api);
+  GPULET_RETURN_IF_ERROR(ChooseNodeFeatureApi(options, *client));
+  auto publisher = std::make_unique<LabelPublisher>(std::move(options), client);
+  publisher->owned_api_ = std::move(owned);
   return publisher;
 }
 
 LabelPublisher::LabelPublisher(LabelOptions options, kube::Client* client)
     : options_(std::move(options)), client_(client) {
-  if (client_ != nullptr && !options_.node_name.empty() &&
+  if (client_ != nullptr && options_.node_feature_api == NodeFeatureApi::kOn) {
+    absl::StatusOr<NodeFeatureWriter> writer = NodeFeatureWriter::Create(
+        *client_, options_.feature_namespace, options_.feature_node);
+    if (writer.ok()) node_feature_.emplace(*std::move(writer));
+  }
+  if (client_ != nullptr &&
+      (!options_.node_name.empty() || node_feature_.has_value()) &&
       options_.background_patch) {
     patcher_ = std::jthread([this](std::stop_token stop) { PatchLoop(stop); });
   }
@@ -134,6 +225,17 @@ absl::Status LabelPublisher::PatchNode(const labels::Labels& labels,
   return absl::OkStatus();
 }
 
+absl::Status LabelPublisher::WriteApi(const labels::Labels& labels,
+                                      std::stop_token stop) {
+  if (node_feature_.has_value()) {
+    GPULET_RETURN_IF_ERROR(node_feature_->Write(labels, stop));
+  }
+  if (!options_.node_name.empty()) {
+    GPULET_RETURN_IF_ERROR(PatchNode(labels, stop));
+  }
+  return absl::OkStatus();
+}
+
 void LabelPublisher::PatchLoop(std::stop_token stop) {
   std::stop_callback wake(stop, [this] {
     absl::MutexLock lock(&mu_);
@@ -155,7 +257,7 @@ void LabelPublisher::PatchLoop(std::stop_token stop) {
       if (!current.has_value()) continue;
       labels = *current;
     }
-    absl::Status s = PatchNode(labels, stop);
+    absl::Status s = WriteApi(labels, stop);
     if (s.ok()) {
       wait = options_.resync;
       continue;
