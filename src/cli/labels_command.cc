@@ -72,8 +72,7 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
                         "the feature file (true or false) [env: "
                         "GFD_USE_NODE_FEATURE_API, USE_NODE_FEATURE_API] "
                         "[default: true when the API server serves "
-                        "nfd.k8s-sigs.io/v1alpha1 nodefeatures and "
-                        "--node-name is given]"),
+                        "nodefeatures and a node name is given]"),
           "GFD_USE_NODE_FEATURE_API"),
       "USE_NODE_FEATURE_API");
   options.env.Add(cmd->add_option("--node-name", options.node_name,

@@ -110,10 +110,10 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
       cmd->add_flag("--labels-use-node-feature-api",
                     options.labels_use_node_feature_api,
                     "Write the node labels to the NodeFeature object of "
-                    "$NODE_NAME instead of the feature file and the Node "
-                    "patch (true or false; true also turns labels on) "
-                    "[default: true when the API server serves "
-                    "nfd.k8s-sigs.io/v1alpha1 nodefeatures]")
+                    "this node (named by NODE_NAME) instead of the feature "
+                    "file and the Node patch (true or false; true also "
+                    "turns labels on) [default: true when the API server "
+                    "serves nodefeatures]")
           ->envname("GPULET_LABELS_USE_NODE_FEATURE_API");
   cmd->add_option("--labels-namespace", options.labels_namespace,
                   "Namespace of the NodeFeature object")
