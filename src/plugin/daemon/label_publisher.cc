@@ -58,30 +58,42 @@ bool NeedsApi(const LabelOptions& options) {
          options.node_feature_api != NodeFeatureApi::kOff;
 }
 
-// Auto becomes on or off by what the API server serves; on turns the file
-// and the Node patch off. The choice is logged.
-absl::Status ChooseNodeFeatureApi(LabelOptions& options, kube::Client& client) {
-  if (options.node_feature_api == NodeFeatureApi::kAuto) {
-    absl::StatusOr<bool> served = NodeFeaturesServed(client);
-    if (!served.ok()) return served.status();
-    options.node_feature_api =
-        *served ? NodeFeatureApi::kOn : NodeFeatureApi::kOff;
-    if (!*served) {
-      GPULET_LOG(INFO) << "node labels: the API server does not serve "
-                          "nfd.k8s-sigs.io/v1alpha1 nodefeatures; "
-                       << (options.node_name.empty()
-                               ? "the feature file"
-                               : absl::StrCat("patching node ",
-                                              options.node_name));
-      return absl::OkStatus();
-    }
+// Auto's question: does the API server serve nodefeatures? The answer is
+// logged as the choice it makes.
+absl::StatusOr<bool> AskNodeFeatureApi(const LabelOptions& options,
+                                       kube::Client& client,
+                                       std::stop_token stop) {
+  absl::StatusOr<bool> served = NodeFeaturesServed(client, stop);
+  if (served.ok() && !*served) {
+    GPULET_LOG(INFO) << "node labels: the API server does not serve "
+                        "nfd.k8s-sigs.io/v1alpha1 nodefeatures; "
+                     << (options.node_name.empty()
+                             ? "the feature file"
+                             : absl::StrCat("patching node ",
+                                            options.node_name));
   }
-  if (options.node_feature_api != NodeFeatureApi::kOn) return absl::OkStatus();
+  return served;
+}
+
+void LogNodeFeatureChoice(const LabelOptions& options) {
   GPULET_LOG(INFO) << "node labels: NodeFeature " << options.feature_namespace
                    << "/" << labels::kNodeFeatureNamePrefix
                    << options.feature_node
                    << " (nfd.k8s-sigs.io/v1alpha1), not the feature file"
                    << (options.node_name.empty() ? "" : " nor a Node patch");
+}
+
+// On the caller's thread (no background thread): auto becomes on or off by
+// what the API server serves; on turns the file and the Node patch off.
+absl::Status ChooseNodeFeatureApi(LabelOptions& options, kube::Client& client) {
+  if (options.node_feature_api == NodeFeatureApi::kAuto) {
+    GPULET_ASSIGN_OR_RETURN(bool served,
+                            AskNodeFeatureApi(options, client, {}));
+    options.node_feature_api =
+        served ? NodeFeatureApi::kOn : NodeFeatureApi::kOff;
+  }
+  if (options.node_feature_api != NodeFeatureApi::kOn) return absl::OkStatus();
+  LogNodeFeatureChoice(options);
   options.output_file.clear();
   options.node_name.clear();
   return absl::OkStatus();
@@ -125,21 +137,29 @@ absl::StatusOr<std::unique_ptr<LabelPublisher>> LabelPublisher::Create(
     owned = *std::move(api);
     client = &owned->client();
   }
-  GPULET_RETURN_IF_ERROR(ChooseNodeFeatureApi(options, *client));
+  // With a thread, the thread asks (the caller, a device plugin starting,
+  // must not wait for the API server).
+  if (!options.background_patch) {
+    GPULET_RETURN_IF_ERROR(ChooseNodeFeatureApi(options, *client));
+  }
   auto publisher = std::make_unique<LabelPublisher>(std::move(options), client);
   publisher->owned_api_ = std::move(owned);
   return publisher;
 }
 
 LabelPublisher::LabelPublisher(LabelOptions options, kube::Client* client)
-    : options_(std::move(options)), client_(client) {
+    : options_(std::move(options)),
+      client_(client),
+      write_file_(!options_.output_file.empty()),
+      patch_node_(!options_.node_name.empty()) {
   if (client_ != nullptr && options_.node_feature_api == NodeFeatureApi::kOn) {
-    absl::StatusOr<NodeFeatureWriter> writer = NodeFeatureWriter::Create(
-        *client_, options_.feature_namespace, options_.feature_node);
-    if (writer.ok()) node_feature_.emplace(*std::move(writer));
+    UseNodeFeature();
   }
+  choice_pending_ = client_ != nullptr && options_.background_patch &&
+                    options_.node_feature_api == NodeFeatureApi::kAuto &&
+                    !options_.feature_node.empty();
   if (client_ != nullptr &&
-      (!options_.node_name.empty() || node_feature_.has_value()) &&
+      (patch_node_ || node_feature_.has_value() || choice_pending_) &&
       options_.background_patch) {
     patcher_ = std::jthread([this](std::stop_token stop) { PatchLoop(stop); });
   }
@@ -175,12 +195,30 @@ labels::Labels LabelPublisher::Compute(const device::Node& node,
   return labels::ComputeLabels(node, config, facts);
 }
 
+void LabelPublisher::UseNodeFeature() {
+  absl::StatusOr<NodeFeatureWriter> writer = NodeFeatureWriter::Create(
+      *client_, options_.feature_namespace, options_.feature_node);
+  if (!writer.ok()) return;
+  node_feature_.emplace(*std::move(writer));
+  absl::MutexLock lock(&mu_);
+  write_file_ = false;
+  patch_node_ = false;
+}
+
 absl::StatusOr<labels::Labels> LabelPublisher::Publish(
     const device::Node& node, const config::Config& config) {
   labels::Labels labels = Compute(node, config);
-  if (!options_.output_file.empty()) {
-    GPULET_RETURN_IF_ERROR(WriteFeatureFile(labels));
+  bool write_file = false;
+  {
+    absl::MutexLock lock(&mu_);
+    // Until the thread has asked the API server, it writes the file too.
+    if (choice_pending_) {
+      pending_ = labels;
+      return labels;
+    }
+    write_file = write_file_;
   }
+  if (write_file) GPULET_RETURN_IF_ERROR(WriteFeatureFile(labels));
   if (patcher_.joinable()) {
     absl::MutexLock lock(&mu_);
     pending_ = labels;
@@ -230,8 +268,38 @@ absl::Status LabelPublisher::WriteApi(const labels::Labels& labels,
   if (node_feature_.has_value()) {
     GPULET_RETURN_IF_ERROR(node_feature_->Write(labels, stop));
   }
-  if (!options_.node_name.empty()) {
-    GPULET_RETURN_IF_ERROR(PatchNode(labels, stop));
+  bool patch = false;
+  {
+    absl::MutexLock lock(&mu_);
+    patch = patch_node_;
+  }
+  if (patch) GPULET_RETURN_IF_ERROR(PatchNode(labels, stop));
+  return absl::OkStatus();
+}
+
+absl::Status LabelPublisher::ChooseInBackground(const labels::Labels& labels,
+                                                std::stop_token stop) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!choice_pending_) return absl::OkStatus();
+  }
+  GPULET_ASSIGN_OR_RETURN(bool served,
+                          AskNodeFeatureApi(options_, *client_, stop));
+  if (served) {
+    LogNodeFeatureChoice(options_);
+    UseNodeFeature();
+  }
+  bool write_file = false;
+  {
+    absl::MutexLock lock(&mu_);
+    choice_pending_ = false;
+    write_file = write_file_;
+  }
+  // The file Publish left to the choice.
+  if (write_file) {
+    if (absl::Status s = WriteFeatureFile(labels); !s.ok()) {
+      GPULET_LOG(ERROR) << s.message();
+    }
   }
   return absl::OkStatus();
 }
@@ -257,7 +325,8 @@ void LabelPublisher::PatchLoop(std::stop_token stop) {
       if (!current.has_value()) continue;
       labels = *current;
     }
-    absl::Status s = WriteApi(labels, stop);
+    absl::Status s = ChooseInBackground(labels, stop);
+    if (s.ok()) s = WriteApi(labels, stop);
     if (s.ok()) {
       wait = options_.resync;
       continue;

@@ -4,10 +4,14 @@
 //
 // Which: `node_feature_api` on writes the NodeFeature object and neither the
 // file nor the Node; off writes the file and patches the Node as
-// configured; auto (the flag not given) asks the API server once, in
-// Create(), whether it serves nodefeatures (node-feature-discovery's CRD)
-// and is then on or off, and logs the choice. Auto is off without a node
-// name for the object or without an API server to ask.
+// configured; auto (the flag not given) asks the API server once whether
+// it serves nodefeatures (node-feature-discovery's CRD) and is then on or
+// off, and logs the choice. Auto is off without a node name for the object
+// or without an API server to ask. Without a thread (`gpulet labels`)
+// Create() asks, and a failure is its error; with one (the daemon) the
+// thread asks before its first write, so that a device plugin's start-up
+// never waits for the API server: until the answer, nothing is written,
+// and a failure is logged and asked again after `retry`.
 //
 //   - The feature file (GFD's path and format, "key=value" lines) is
 //     written atomically on the calling thread: NFD sees the old file or
@@ -102,8 +106,9 @@ class LabelPublisher {
   static absl::StatusOr<std::unique_ptr<LabelPublisher>> Create(
       LabelOptions options, kube::Client* shared = nullptr);
   // Over a client the caller owns (tests); null: no Node patch and no
-  // NodeFeature. node_feature_api auto is taken as off here; on with a bad
-  // node name or namespace writes no object.
+  // NodeFeature. node_feature_api auto is asked on the thread (with a
+  // client, a node name and background_patch), else taken as off; on with
+  // a bad node name or namespace writes no object.
   LabelPublisher(LabelOptions options, kube::Client* client);
   ~LabelPublisher();
   LabelPublisher(const LabelPublisher&) = delete;
@@ -131,7 +136,8 @@ class LabelPublisher {
   absl::Status WriteApi(const labels::Labels& labels,
                         std::stop_token stop = {});
 
-  // Whether the NodeFeature object is written (the choice made).
+  // Whether the NodeFeature object is written (the choice made; without a
+  // thread, or on the thread).
   bool writes_node_feature() const { return node_feature_.has_value(); }
   // The options in force after the choice (file and patch off when the
   // NodeFeature object is written).
@@ -139,6 +145,12 @@ class LabelPublisher {
 
  private:
   void PatchLoop(std::stop_token stop);
+  // The NodeFeature object from now on, instead of the file and the patch.
+  void UseNodeFeature();
+  // Auto's question asked on the thread, once; then the file `labels` was
+  // not written for, when the answer is off.
+  absl::Status ChooseInBackground(const labels::Labels& labels,
+                                  std::stop_token stop);
   bool Woken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || pending_.has_value();
   }
@@ -147,9 +159,15 @@ class LabelPublisher {
   // Set by Create; a test's client otherwise.
   std::unique_ptr<kube::ApiClient> owned_api_;
   kube::Client* client_ = nullptr;
+  // Set before the thread starts, or by the thread (then used by it only).
   std::optional<NodeFeatureWriter> node_feature_;
   absl::Mutex mu_;
   std::optional<labels::Labels> pending_ ABSL_GUARDED_BY(mu_);
+  // What is written, after the choice; while the thread has not asked
+  // (auto), Publish leaves everything to it.
+  bool write_file_ ABSL_GUARDED_BY(mu_) = false;
+  bool patch_node_ ABSL_GUARDED_BY(mu_) = false;
+  bool choice_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Last: started after everything it uses, stopped first.
   std::jthread patcher_;

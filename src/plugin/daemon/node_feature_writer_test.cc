@@ -1,7 +1,10 @@
 #include "src/plugin/daemon/node_feature_writer.h"
 
+#include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -208,6 +211,70 @@ TEST_F(NodeFeatureWriterTest, OnAsksNoDiscoveryAndRefusesANodePatchBeside) {
   p = LabelPublisher::Create(options, &client_);
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(), HasSubstr("Bad_NS"));
+}
+
+// With a thread (the daemon), Create asks nothing: the thread asks before
+// its first write, retrying, and the caller never waits for the API server.
+TEST_F(NodeFeatureWriterTest, TheThreadAsksAndRetriesAndPublishNeverWaits) {
+  char dir[] = "/tmp/gpulet-nf-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  LabelOptions options = Auto();
+  options.output_file = std::string(dir) + "/gfd";
+  options.node_name = "n1";
+  options.background_patch = true;
+  options.retry = absl::Milliseconds(1);
+  options.machine_type_file = "";
+  options.sysfs_root = dir;
+  transport_.AddResponse(403, kForbidden);  // asked again after `retry`
+  transport_.AddResponse(200, Served().dump());
+  transport_.AddResponse(404, kNotFound);
+  transport_.AddResponse(201, "{}");
+  {
+    absl::StatusOr<std::unique_ptr<LabelPublisher>> p =
+        LabelPublisher::Create(options, &client_);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_TRUE(transport_.requests().empty());
+    device::Node node;
+    ASSERT_TRUE((*p)->Publish(node, config::Config{}).ok());
+    // Polls the condition; no timing is asserted.
+    while (transport_.requests().size() < 4) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  EXPECT_EQ(transport_.requests()[0].path, "/apis/nfd.k8s-sigs.io/v1alpha1");
+  EXPECT_EQ(transport_.requests()[1].path, "/apis/nfd.k8s-sigs.io/v1alpha1");
+  EXPECT_EQ(transport_.requests()[3].method, "POST");
+  EXPECT_EQ(transport_.requests()[3].path, kPath);
+  // Neither the file nor the Node patch.
+  EXPECT_FALSE(std::filesystem::exists(options.output_file));
+  EXPECT_EQ(transport_.requests().size(), 4u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(NodeFeatureWriterTest, TheThreadWritesTheFileWhenNotServed) {
+  char dir[] = "/tmp/gpulet-nf-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  LabelOptions options = Auto();
+  options.output_file = std::string(dir) + "/gfd";
+  options.background_patch = true;
+  options.machine_type_file = "";
+  options.sysfs_root = dir;
+  transport_.AddResponse(404, kNotFound);
+  absl::StatusOr<std::unique_ptr<LabelPublisher>> p =
+      LabelPublisher::Create(options, &client_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  device::Node node;
+  ASSERT_TRUE((*p)->Publish(node, config::Config{}).ok());
+  while (!std::filesystem::exists(options.output_file)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Chosen: the next Publish writes the file itself.
+  std::filesystem::remove(options.output_file);
+  ASSERT_TRUE((*p)->Publish(node, config::Config{}).ok());
+  EXPECT_TRUE(std::filesystem::exists(options.output_file));
+  EXPECT_EQ(transport_.requests().size(), 1u);
+  p->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
