@@ -390,6 +390,15 @@ TEST_F(LabelsApiServerTest, TheAgentWritesOnlyItsOwnNodesObject) {
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("not node-role.kubernetes.io/control-plane"))
       << s;
+  s = agent.client
+          ->Create(kNodeFeatures,
+                   labels::NewNodeFeature(
+                       "kube-system", "gpu-a",
+                       {{"nvidia.com/device-plugin.config", "mig"}}))
+          .status();
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("nvidia.com/device-plugin.config"))
+      << s;
   Json raw = labels::NewNodeFeature("kube-system", "gpu-a", {});
   raw["spec"]["features"]["flags"]["cpu.cpuid"] = {
       {"elements", {{"AVX512F", Json::object()}}}};
