@@ -16,11 +16,12 @@
 namespace gpulet::cli {
 namespace {
 
-// One round: discover, compute, write or print, patch.
+// One round: discover, compute, write or print (unless the NodeFeature
+// object takes the file's place), write the object, patch.
 absl::Status LabelOnce(const GlobalOptions& global,
                        const config::Config& config,
                        daemon::LabelPublisher& publisher, bool to_stdout,
-                       bool patch, std::ostream& out) {
+                       std::ostream& out) {
   GPULET_ASSIGN_OR_RETURN(NvmlSession nvml, OpenNvml(global));
   device::Node node;  // stays empty on a node without GPUs
   if (nvml.lib != nullptr) {
@@ -30,14 +31,15 @@ absl::Status LabelOnce(const GlobalOptions& global,
     GPULET_RETURN_IF_ERROR(nvml.lib->Shutdown());
   }
   labels::Labels labels = publisher.Compute(node, config);
-  if (to_stdout) {
+  if (publisher.writes_node_feature()) {
+    // GFD's NodeFeature mode writes no file.
+  } else if (to_stdout) {
     out << labels::FeatureFileText(labels);
     out.flush();
   } else {
     GPULET_RETURN_IF_ERROR(publisher.WriteFeatureFile(labels));
   }
-  if (patch) GPULET_RETURN_IF_ERROR(publisher.PatchNode(labels));
-  return absl::OkStatus();
+  return publisher.WriteApi(labels);
 }
 
 int Fail(std::ostream& err, int code, absl::string_view message) {
@@ -52,8 +54,9 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
   options.machine_type_file = daemon::kMachineTypeFile;
   CLI::App* cmd = app.add_subcommand(
       "labels",
-      "Compute gpu-feature-discovery's node labels; write them as "
-      "node-feature-discovery's feature file and/or patch them onto the Node");
+      "Compute gpu-feature-discovery's node labels; write them to "
+      "node-feature-discovery's NodeFeature object or feature file and/or "
+      "patch them onto the Node");
   cmd->fallthrough();
   options.env.Add(
       cmd->add_option("-o,--output-file,--output", options.output_file,
@@ -61,6 +64,25 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
                       "standard output)")
           ->capture_default_str(),
       "GFD_OUTPUT_FILE");
+  // GFD's two variables, the first winning.
+  options.use_node_feature_api_option = options.env.Add(
+      options.env.Add(
+          cmd->add_flag("--use-node-feature-api", options.use_node_feature_api,
+                        "Write the labels to a NodeFeature object instead of "
+                        "the feature file (true or false) [env: "
+                        "GFD_USE_NODE_FEATURE_API, USE_NODE_FEATURE_API] "
+                        "[default: true when the API server serves "
+                        "nodefeatures and a node name is given]"),
+          "GFD_USE_NODE_FEATURE_API"),
+      "USE_NODE_FEATURE_API");
+  options.env.Add(cmd->add_option("--node-name", options.node_name,
+                                  "This node's name, for the NodeFeature "
+                                  "object"),
+                  "NODE_NAME");
+  options.env.Add(cmd->add_option("--namespace", options.ns,
+                                  "Namespace of the NodeFeature object")
+                      ->capture_default_str(),
+                  "NAMESPACE");
   cmd->add_option("--patch-node", options.patch_node,
                   "Also merge-patch the labels onto this Node through the API "
                   "server (its own node: see docs/labels.md)")
@@ -68,7 +90,8 @@ CLI::App* AddLabelsCommand(CLI::App& app, LabelsOptions& options) {
   // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
   // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", options.kubeconfig,
-                  "kubeconfig file for --patch-node (default: the files of "
+                  "kubeconfig file for the NodeFeature object and "
+                  "--patch-node (default: the files of "
                   "$KUBECONFIG merged, else the pod's service account)");
   options.env.Add(
       cmd->add_option("--machine-type-file", options.machine_type_file,
@@ -128,11 +151,19 @@ int RunLabels(const GlobalOptions& global, LabelsOptions& options,
       config::LoadAndResolve(given, config::ProcessEnvironment());
   if (!config.ok()) return Fail(err, kExitUsage, config.status().message());
 
+  daemon::NodeFeatureApi node_feature = daemon::NodeFeatureApi::kAuto;
+  if (options.use_node_feature_api_option->count() > 0) {
+    node_feature = options.use_node_feature_api ? daemon::NodeFeatureApi::kOn
+                                                : daemon::NodeFeatureApi::kOff;
+  }
   const bool to_stdout =
       options.output_file.empty() || options.output_file == "-";
   daemon::LabelOptions label_options;
   label_options.output_file = to_stdout ? "" : options.output_file;
   label_options.node_name = options.patch_node;
+  label_options.node_feature_api = node_feature;
+  label_options.feature_node = options.node_name;
+  label_options.feature_namespace = options.ns;
   label_options.kubeconfig = options.kubeconfig;
   label_options.machine_type_file = options.machine_type_file;
   label_options.sysfs_root = global.sysfs_root;
@@ -148,8 +179,7 @@ int RunLabels(const GlobalOptions& global, LabelsOptions& options,
                 publisher.status().message());
   }
   while (true) {
-    absl::Status s = LabelOnce(global, *config, **publisher, to_stdout,
-                               !options.patch_node.empty(), out);
+    absl::Status s = LabelOnce(global, *config, **publisher, to_stdout, out);
     if (!s.ok()) return Fail(err, kExitRuntimeError, s.message());
     if (options.oneshot) return kExitOk;
     common::RealClock::Get().Sleep(interval);

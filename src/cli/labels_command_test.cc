@@ -39,7 +39,9 @@ class LabelsCommandTest : public ::testing::Test {
          {"CONFIG_FILE", "MIG_STRATEGY", "GFD_MIG_STRATEGY", "GFD_OUTPUT_FILE",
           "GFD_ONESHOT", "GFD_SLEEP_INTERVAL", "GFD_NO_TIMESTAMP",
           "GFD_MACHINE_TYPE_FILE", "GPULET_LABELS_PATCH_NODE", "KUBECONFIG",
-          "NVIDIA_DRIVER_ROOT"}) {
+          "NVIDIA_DRIVER_ROOT", "GFD_USE_NODE_FEATURE_API",
+          "USE_NODE_FEATURE_API", "NODE_NAME", "NAMESPACE",
+          "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}) {
       ::unsetenv(name);
     }
     char dir[] = "/tmp/gpulet-lbl-XXXXXX";
@@ -498,6 +500,55 @@ TEST_F(LabelsCommandTest, ABadVariableIsNamedAsAVariable) {
   EXPECT_EQ(Run({}, &out, &err), kExitOk) << err;
   EXPECT_THAT(out, HasSubstr("nvidia.com/gpu.product=Tesla-T4\n"));
   ::unsetenv("GFD_OUTPUT_FILE");
+}
+
+// The NodeFeature API asked for without what it needs, or with a Node patch
+// beside it, is a usage error; not given, and without a node name or an API
+// server, the feature file is written as before.
+TEST_F(LabelsCommandTest, NodeFeatureApiFlagsAreChecked) {
+  Machine("pcie-t4");
+  std::string out, err;
+  EXPECT_EQ(Run({"--use-node-feature-api"}, &out, &err), kExitUsage);
+  EXPECT_THAT(err, HasSubstr("NODE_NAME"));
+  EXPECT_EQ(
+      Run({"--use-node-feature-api", "--node-name", "Bad_Name"}, &out, &err),
+      kExitUsage);
+  EXPECT_THAT(err, HasSubstr("Bad_Name"));
+  EXPECT_EQ(Run({"--use-node-feature-api=true", "--node-name", "n1",
+                 "--namespace", "Bad_NS"},
+                &out, &err),
+            kExitUsage);
+  EXPECT_THAT(err, HasSubstr("Bad_NS"));
+  EXPECT_EQ(
+      Run({"--use-node-feature-api", "--node-name", "n1", "--patch-node", "n1"},
+          &out, &err),
+      kExitUsage);
+  EXPECT_THAT(err, HasSubstr("not both"));
+  ::setenv("USE_NODE_FEATURE_API", "maybe", 1);
+  EXPECT_EQ(Run({}, &out, &err), kExitUsage);
+  EXPECT_EQ(err,
+            "gpulet: environment variable USE_NODE_FEATURE_API: \"maybe\" is "
+            "not true or false\n");
+  // GFD's first variable wins over its second.
+  ::setenv("GFD_USE_NODE_FEATURE_API", "true", 1);
+  EXPECT_EQ(Run({}, &out, &err), kExitUsage);
+  EXPECT_THAT(err, HasSubstr("NODE_NAME"));
+  ::unsetenv("GFD_USE_NODE_FEATURE_API");
+  ::unsetenv("USE_NODE_FEATURE_API");
+
+  // Not given: a node name but no API server to ask (no in-cluster
+  // environment, no kubeconfig) means the file.
+  const std::string file = root_ + "/gfd";
+  EXPECT_EQ(Run({"--node-name", "n1", "-o", file}, &out, &err), kExitOk) << err;
+  EXPECT_TRUE(std::filesystem::exists(file));
+  // Off: the file, and no API server asked (the kubeconfig is never read).
+  std::filesystem::remove(file);
+  EXPECT_EQ(Run({"--use-node-feature-api=false", "--node-name", "n1",
+                 "--kubeconfig", root_ + "/nope", "-o", file},
+                &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_TRUE(std::filesystem::exists(file));
 }
 
 }  // namespace

@@ -106,11 +106,24 @@ CLI::App* AddPluginCommand(CLI::App& app, PluginCommandOptions& options) {
                   "Merge-patch the node labels onto this Node (the node "
                   "gpulet runs on) through the API server")
       ->envname("GPULET_LABELS_PATCH_NODE");
+  options.labels_use_node_feature_api_option =
+      cmd->add_flag("--labels-use-node-feature-api",
+                    options.labels_use_node_feature_api,
+                    "Write the node labels to the NodeFeature object of "
+                    "this node (named by NODE_NAME) instead of the feature "
+                    "file and the Node patch (true or false; true also "
+                    "turns labels on) [default: true when the API server "
+                    "serves nodefeatures]")
+          ->envname("GPULET_LABELS_USE_NODE_FEATURE_API");
+  cmd->add_option("--labels-namespace", options.labels_namespace,
+                  "Namespace of the NodeFeature object")
+      ->envname("GPULET_LABELS_NAMESPACE")
+      ->capture_default_str();
   // Not ->envname("KUBECONFIG"): $KUBECONFIG may list several files, which
   // the API client merges; --kubeconfig is exactly one.
   cmd->add_option("--kubeconfig", options.kubeconfig,
                   "kubeconfig file for the API server, for "
-                  "--labels-patch-node and memory shares (default: the files "
+                  "the node labels and memory shares (default: the files "
                   "of $KUBECONFIG merged, else the pod's service account)");
   AddNodeConfigOptions(*cmd, options.node_config);
   return cmd;
@@ -176,6 +189,16 @@ absl::StatusOr<daemon::DaemonOptions> MakeDaemonOptions(
   d->cdi_spec_dir = options.cdi_spec_dir;
   d->labels.output_file = options.labels_output_file;
   d->labels.node_name = options.labels_patch_node;
+  if (options.labels_use_node_feature_api_option != nullptr &&
+      options.labels_use_node_feature_api_option->count() > 0) {
+    d->labels.node_feature_api = options.labels_use_node_feature_api
+                                     ? daemon::NodeFeatureApi::kOn
+                                     : daemon::NodeFeatureApi::kOff;
+  } else {
+    d->labels.node_feature_api = daemon::NodeFeatureApi::kAuto;
+  }
+  d->labels.feature_node = d->node_name;
+  d->labels.feature_namespace = options.labels_namespace;
   d->labels.kubeconfig = options.kubeconfig;
   if (!options.kubeconfig.empty()) d->kubeconfig = options.kubeconfig;
   d->labels.sysfs_root = global.sysfs_root;

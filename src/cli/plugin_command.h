@@ -36,13 +36,21 @@ struct PluginCommandOptions {
   // --cdi-spec-dir (GPULET_CDI_SPEC_DIR): where the CDI spec is written when
   // a CDI strategy is configured.
   std::string cdi_spec_dir = "/var/run/cdi";
-  // Node labels (docs/labels.md), off unless one of the first two is set:
+  // Node labels (docs/labels.md), off unless one of the first two is set
+  // or the third is true:
   // --labels-output-file (GPULET_LABELS_OUTPUT_FILE), the feature file;
   // --labels-patch-node (GPULET_LABELS_PATCH_NODE), the Node to patch;
+  // --labels-use-node-feature-api (GPULET_LABELS_USE_NODE_FEATURE_API):
+  // true, false or not given (auto: when the API server serves
+  // nodefeatures, the NodeFeature object of NODE_NAME in --labels-namespace
+  // (GPULET_LABELS_NAMESPACE) instead of the other two);
   // --kubeconfig, how to reach the API server (default: the files of
   // $KUBECONFIG merged, else the pod's service account).
   std::string labels_output_file;
   std::string labels_patch_node;
+  bool labels_use_node_feature_api = false;
+  CLI::Option* labels_use_node_feature_api_option = nullptr;
+  std::string labels_namespace = "default";
   std::string kubeconfig;
   // Per-node configuration (docs/configuration.md), NVIDIA config-manager's
   // options: --config-dir (CONFIG_FILE_SRCDIR), --config-label

@@ -40,7 +40,9 @@ class PluginCommandTest : public ::testing::Test {
          {"KUBELET_SOCKET", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS",
           "DP_ENABLE_HEALTHCHECKS", "GPULET_HEALTH_QUIET_PERIOD", "CONFIG_FILE",
           "MIG_STRATEGY", "NVIDIA_DRIVER_ROOT", "GPULET_LABELS_OUTPUT_FILE",
-          "GPULET_LABELS_PATCH_NODE", "KUBECONFIG"}) {
+          "GPULET_LABELS_PATCH_NODE", "KUBECONFIG",
+          "GPULET_LABELS_USE_NODE_FEATURE_API", "GPULET_LABELS_NAMESPACE",
+          "NODE_NAME"}) {
       unsetenv(name);
     }
   }
@@ -220,6 +222,38 @@ TEST_F(PluginCommandTest, NodeLabelOptionsReachTheDaemon) {
                                config::Config{}, Env({}));
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->labels.enabled());
+  EXPECT_EQ(off->labels.node_feature_api, daemon::NodeFeatureApi::kAuto);
+}
+
+TEST_F(PluginCommandTest, NodeFeatureOptionsReachTheDaemon) {
+  CLI::App app;
+  GlobalOptions global;
+  AddGlobalOptions(app, global);
+  PluginCommandOptions options;
+  AddPluginCommand(app, options);
+  const char* args[] = {"gpulet", "plugin", "--labels-use-node-feature-api",
+                        "--labels-namespace=gpu"};
+  app.parse(static_cast<int>(std::size(args)), args);
+  auto d = MakeDaemonOptions(global, options, config::Config{},
+                             Env({{"NODE_NAME", "node-1"}}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->labels.node_feature_api, daemon::NodeFeatureApi::kOn);
+  EXPECT_EQ(d->labels.feature_node, "node-1");
+  EXPECT_EQ(d->labels.feature_namespace, "gpu");
+  EXPECT_TRUE(d->labels.enabled());
+
+  CLI::App app2;
+  AddGlobalOptions(app2, global);
+  PluginCommandOptions off;
+  AddPluginCommand(app2, off);
+  const char* off_args[] = {"gpulet", "plugin",
+                            "--labels-use-node-feature-api=false"};
+  app2.parse(static_cast<int>(std::size(off_args)), off_args);
+  d = MakeDaemonOptions(global, off, config::Config{}, Env({}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->labels.node_feature_api, daemon::NodeFeatureApi::kOff);
+  EXPECT_EQ(d->labels.feature_namespace, "default");
+  EXPECT_FALSE(d->labels.enabled());
 }
 
 TEST_F(PluginCommandTest, HelpListsNvidiaFlagsAndEnv) {

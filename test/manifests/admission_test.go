@@ -39,6 +39,7 @@ func TestNodePoliciesNameTheirAccounts(t *testing.T) {
 	}
 	want := map[string]string{
 		"gpulet-node-agent":     "kube-system/gpulet",
+		"gpulet-node-features":  "kube-system/gpulet",
 		"gpulet-extender-nodes": "kube-system/gpulet-extender",
 	}
 	for _, o := range objs {

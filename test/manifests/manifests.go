@@ -166,6 +166,20 @@ var kinds = map[schema.GroupVersionKind]kind{
 			return rbacvalidation.ValidateClusterRoleBinding(obj.(*rbac.ClusterRoleBinding))
 		},
 	},
+	// pkg/registry/rbac/role: nothing to prepare, no warnings.
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}: {
+		namespaced: true,
+		validate: func(obj runtime.Object) field.ErrorList {
+			return rbacvalidation.ValidateRole(obj.(*rbac.Role))
+		},
+	},
+	// pkg/registry/rbac/rolebinding: nothing to prepare, no warnings.
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}: {
+		namespaced: true,
+		validate: func(obj runtime.Object) field.ErrorList {
+			return rbacvalidation.ValidateRoleBinding(obj.(*rbac.RoleBinding))
+		},
+	},
 	// pkg/registry/core/namespace: status Active, the kubernetes finalizer.
 	{Group: "", Version: "v1", Kind: "Namespace"}: {
 		prepare: func(obj runtime.Object) error {

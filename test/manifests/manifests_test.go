@@ -126,6 +126,57 @@ subjects:
 	}
 }
 
+// A RoleBinding must bind a Role of the manifests in its own namespace (the
+// NodeFeature grant of daemonset.yaml), to service accounts of the manifests.
+func TestRoleBindingsMustNameObjectsOfTheManifests(t *testing.T) {
+	_, others := daemonSetDoc(t)
+	binding := func(ns, role, account string) Object {
+		doc := []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: stray
+  namespace: ` + ns + `
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: ` + role + `
+subjects:
+- kind: ServiceAccount
+  name: ` + account + `
+  namespace: kube-system
+`)
+		obj, err := Decode(doc, "stray.yaml#1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	var objs []Object
+	for _, o := range others {
+		if o.GVK.Kind != "RoleBinding" {
+			objs = append(objs, o)
+		}
+	}
+	for _, c := range []struct{ ns, role, account, want string }{
+		{"kube-system", "gpulet-node-features", "gpulet", ""},
+		{"kube-system", "admin", "gpulet", "Role admin is not in the manifests in namespace kube-system"},
+		{"default", "gpulet-node-features", "gpulet", "Role gpulet-node-features is not in the manifests in namespace default"},
+		{"kube-system", "gpulet-node-features", "someone", "ServiceAccount kube-system/someone is not in the manifests"},
+	} {
+		set, err := NewSet(append(append([]Object{}, objs...), binding(c.ns, c.role, c.account)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(set.RoleBindings) != 1 {
+			t.Fatalf("role bindings: %+v", set.RoleBindings)
+		}
+		err = set.checkRoleBinding(set.RoleBindings[0])
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s/%s for %s: got %v, want %q", c.ns, c.role, c.account, err, c.want)
+		}
+	}
+}
+
 // daemonSetDoc returns the DaemonSet document of deploy/daemonset.yaml and
 // every other document of the deploy directory, so a test can mutate the
 // DaemonSet and check the whole set again.

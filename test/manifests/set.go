@@ -74,6 +74,8 @@ type Set struct {
 	ServiceMonitors []*ServiceMonitor
 	ClusterRoles    map[string]*rbac.ClusterRole
 	Bindings        []*rbac.ClusterRoleBinding
+	Roles           map[string]*rbac.Role // "<namespace>/<name>"
+	RoleBindings    []*rbac.RoleBinding
 	Deployments     []*apps.Deployment
 	Policies        map[string]*admissionregistration.ValidatingAdmissionPolicy
 	PolicyBindings  []*admissionregistration.ValidatingAdmissionPolicyBinding
@@ -89,6 +91,7 @@ func NewSet(objs []Object) (*Set, error) {
 		ServiceAccounts: map[string]*core.ServiceAccount{},
 		Namespaces:      map[string]*core.Namespace{},
 		ClusterRoles:    map[string]*rbac.ClusterRole{},
+		Roles:           map[string]*rbac.Role{},
 		Policies:        map[string]*admissionregistration.ValidatingAdmissionPolicy{},
 		Secrets:         map[string]*core.Secret{},
 	}
@@ -115,6 +118,10 @@ func NewSet(objs []Object) (*Set, error) {
 			s.ClusterRoles[v.Name] = v
 		case *rbac.ClusterRoleBinding:
 			s.Bindings = append(s.Bindings, v)
+		case *rbac.Role:
+			s.Roles[v.Namespace+"/"+v.Name] = v
+		case *rbac.RoleBinding:
+			s.RoleBindings = append(s.RoleBindings, v)
 		case *apps.Deployment:
 			s.Deployments = append(s.Deployments, v)
 		case *admissionregistration.ValidatingAdmissionPolicy:
@@ -181,6 +188,11 @@ func (s *Set) Check(documented map[string]bool) error {
 			return fmt.Errorf("ClusterRoleBinding %s: %w", b.Name, err)
 		}
 	}
+	for _, b := range s.RoleBindings {
+		if err := s.checkRoleBinding(b); err != nil {
+			return fmt.Errorf("RoleBinding %s/%s: %w", b.Namespace, b.Name, err)
+		}
+	}
 	for _, d := range s.Deployments {
 		if err := s.checkDeployment(d); err != nil {
 			return fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, err)
@@ -199,6 +211,26 @@ func (s *Set) Check(documented map[string]bool) error {
 func (s *Set) checkBinding(b *rbac.ClusterRoleBinding) error {
 	if b.RoleRef.Kind != "ClusterRole" || s.ClusterRoles[b.RoleRef.Name] == nil {
 		return fmt.Errorf("roleRef: %s %s is not in the manifests", b.RoleRef.Kind, b.RoleRef.Name)
+	}
+	for i, sub := range b.Subjects {
+		if sub.Kind != rbac.ServiceAccountKind {
+			return fmt.Errorf("subjects[%d]: only service accounts of the manifests may be bound, not %s %s", i, sub.Kind, sub.Name)
+		}
+		if s.ServiceAccounts[sub.Namespace+"/"+sub.Name] == nil {
+			return fmt.Errorf("subjects[%d]: ServiceAccount %s/%s is not in the manifests", i, sub.Namespace, sub.Name)
+		}
+	}
+	return nil
+}
+
+// checkRoleBinding: its namespace exists, the Role it binds is in the set
+// in that namespace, and it binds it only to service accounts of the set.
+func (s *Set) checkRoleBinding(b *rbac.RoleBinding) error {
+	if err := s.checkNamespace(b.Namespace); err != nil {
+		return err
+	}
+	if b.RoleRef.Kind != "Role" || s.Roles[b.Namespace+"/"+b.RoleRef.Name] == nil {
+		return fmt.Errorf("roleRef: %s %s is not in the manifests in namespace %s", b.RoleRef.Kind, b.RoleRef.Name, b.Namespace)
 	}
 	for i, sub := range b.Subjects {
 		if sub.Kind != rbac.ServiceAccountKind {

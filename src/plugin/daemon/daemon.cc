@@ -96,16 +96,15 @@ int Daemon::Impl::Run() {
 
 bool Daemon::Impl::CreateLabelPublisher() {
   if (!options_.labels.enabled()) return true;
+  // The process's one client when labels need one; when it cannot be made,
+  // the publisher says what that means (an error, or the file under auto).
   kube::Client* api = nullptr;
-  if (!options_.labels.node_name.empty()) {
+  const bool node_feature =
+      options_.labels.node_feature_api != NodeFeatureApi::kOff &&
+      !options_.labels.feature_node.empty();
+  if (!options_.labels.node_name.empty() || node_feature) {
     absl::StatusOr<kube::Client*> client = api_.Get();
-    if (!client.ok()) {
-      GPULET_LOG(ERROR) << "cannot patch the labels of node "
-                        << options_.labels.node_name << ": "
-                        << client.status().message();
-      return false;
-    }
-    api = *client;
+    if (client.ok()) api = *client;
   }
   absl::StatusOr<std::unique_ptr<LabelPublisher>> labels =
       LabelPublisher::Create(options_.labels, api);

@@ -90,6 +90,7 @@ func Cases() []Case {
 					expectEnv(r, map[string]string{"MIG_STRATEGY": "", "METRICS_ADDRESS": "", "PASS_DEVICE_SPECS": ""}),
 					expectPolicies(r, map[string]string{
 						"gpulet-node-agent":     "kube-system:gpulet",
+						"gpulet-node-features":  "kube-system:gpulet",
 						"gpulet-extender-nodes": "kube-system:gpulet-extender",
 					}),
 					expectSecureExtender(r, "gpulet", "kube-system"))

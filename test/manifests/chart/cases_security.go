@@ -62,6 +62,7 @@ func securityCases() []Case {
 			Expect: func(r *Rendered) error {
 				return all(expectPolicies(r, map[string]string{
 					"gpu-gpulet-node-agent":     "gpu-system:gpu-gpulet",
+					"gpu-gpulet-node-features":  "gpu-system:gpu-gpulet",
 					"gpu-gpulet-extender-nodes": "gpu-system:gpu-gpulet-extender",
 				}), expectSecureExtender(r, "gpu-gpulet", "gpu-system"))
 			},
@@ -172,7 +173,7 @@ extender:
 				if r.Extender != nil || r.ExtenderService != nil || r.ExtenderNetworkPolicy != nil || len(r.Secrets) != 0 {
 					return fmt.Errorf("extender objects rendered with extender.enabled=false")
 				}
-				return expectPolicies(r, map[string]string{"gpulet-node-agent": "kube-system:gpulet"})
+				return expectPolicies(r, map[string]string{"gpulet-node-agent": "kube-system:gpulet", "gpulet-node-features": "kube-system:gpulet"})
 			},
 		},
 		{

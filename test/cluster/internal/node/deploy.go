@@ -194,6 +194,10 @@ func (n *Node) DeployGpulet(ctx context.Context, config string) error {
 			_, err = n.Client.RbacV1().ClusterRoles().Create(ctx, x, metav1.CreateOptions{})
 		case *rbacv1.ClusterRoleBinding:
 			_, err = n.Client.RbacV1().ClusterRoleBindings().Create(ctx, x, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = n.Client.RbacV1().Roles(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = n.Client.RbacV1().RoleBindings(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 		case *appsv1.DaemonSet:
 			_, err = n.Client.AppsV1().DaemonSets(x.Namespace).Create(ctx, x, metav1.CreateOptions{})
 		default:

@@ -85,10 +85,14 @@ func (n *Node) HelmReleases(ctx context.Context) (int, error) {
 
 // nodeLabelsRBAC names the ClusterRole and ClusterRoleBinding for node
 // labels, in deploy/ and in the chart's defaults alike.
-const nodeLabelsRBAC = "gpulet-node-labels"
+const (
+	nodeLabelsRBAC   = "gpulet-node-labels"
+	nodeFeaturesRBAC = "gpulet-node-features"
+)
 
 // DeleteGpulet deletes deploy/'s objects (DaemonSet, ServiceAccount,
-// ConfigMap, the node-label ClusterRole and ClusterRoleBinding), as
+// ConfigMap, the node-label ClusterRole and ClusterRoleBinding, the
+// NodeFeature Role and RoleBinding), as
 // `kubectl delete -f deploy/...` does, and waits until they and gpulet's
 // pods are gone.
 func (n *Node) DeleteGpulet(ctx context.Context) error {
@@ -100,6 +104,10 @@ func (n *Node) DeleteGpulet(ctx context.Context) error {
 		func() error { return n.Client.CoreV1().ConfigMaps(gpuletNamespace).Delete(ctx, "gpulet-config", opts) },
 		func() error { return n.Client.RbacV1().ClusterRoleBindings().Delete(ctx, nodeLabelsRBAC, opts) },
 		func() error { return n.Client.RbacV1().ClusterRoles().Delete(ctx, nodeLabelsRBAC, opts) },
+		func() error {
+			return n.Client.RbacV1().RoleBindings(gpuletNamespace).Delete(ctx, nodeFeaturesRBAC, opts)
+		},
+		func() error { return n.Client.RbacV1().Roles(gpuletNamespace).Delete(ctx, nodeFeaturesRBAC, opts) },
 	} {
 		if err := del(); err != nil && !apierrors.IsNotFound(err) {
 			return err
@@ -132,6 +140,14 @@ func (n *Node) WaitGpuletGone(ctx context.Context) error {
 				},
 				func() error {
 					_, err := n.Client.RbacV1().ClusterRoles().Get(ctx, nodeLabelsRBAC, metav1.GetOptions{})
+					return err
+				},
+				func() error {
+					_, err := n.Client.RbacV1().RoleBindings(gpuletNamespace).Get(ctx, nodeFeaturesRBAC, metav1.GetOptions{})
+					return err
+				},
+				func() error {
+					_, err := n.Client.RbacV1().Roles(gpuletNamespace).Get(ctx, nodeFeaturesRBAC, metav1.GetOptions{})
 					return err
 				},
 			}

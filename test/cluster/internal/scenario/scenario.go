@@ -73,7 +73,7 @@ func register(s Scenario) { all = append(all, s) }
 // ones that restart or reconfigure gpulet; the API-outage ones last on
 // their clusters.
 var order = []string{"gpu-pod", "exploit-ldpreload", "deployment", "strategies", "kubelet-restart", "gpulet-recreate", "xid", "time-slicing",
-	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "mps-replicas", "mig-pod", "mig-reload",
+	"reload-unchanged", "reload-lost-gpu", "reload-rejected", "reload-replicas", "reload-xid", "node-labels", "node-feature", "mps-replicas", "mig-pod", "mig-reload",
 	"memory-shares", "tenant-attacks", "memory-latency", "vfio-mixed", "helm", "helm-node-config",
 	"dra-nvlink", "dra-shared", "dra-extended-resource", "dra-memory", "dra-mig", "dra-unsatisfiable", "dra-xid",
 	"dra-claim-latency", "api-outage-memory", "api-outage-dra"}
