@@ -25,7 +25,10 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "src/base/common/clock.h"
 #include "src/base/common/file_util.h"
+#include "src/net/kube/client.h"
 #include "src/net/kube/kubeconfig.h"
 #include "src/net/kube/tls_transport.h"
 #include "src/net/testing/test_tls.h"
@@ -231,6 +234,55 @@ class ApiServerHost {
   int etcd_port_ = 0;
   std::unique_ptr<ChildProcess> etcd_;
   std::unique_ptr<ChildProcess> apiserver_;
+};
+
+// A client of the host's API server on a transport of its own.
+struct ApiServerClient {
+  std::unique_ptr<kube::TlsTransport> transport;
+  std::unique_ptr<kube::Client> client;
+};
+
+// A client that authenticates with `token` (the admin's when empty); one
+// without a client, and a test failure, when the transport cannot be made.
+inline ApiServerClient ConnectTo(const ApiServerHost& host,
+                                 const std::string& token = "",
+                                 const kube::ClientOptions& options = {
+                                     .qps = 0, .max_attempts = 1}) {
+  config::ApiServerConfig config = host.AdminConfig();
+  if (!token.empty()) config.token = token;
+  absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
+      kube::TlsTransport::Create(config);
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return {};
+  ApiServerClient c{.transport = *std::move(t)};
+  c.client = std::make_unique<kube::Client>(*c.transport,
+                                            common::RealClock::Get(), options);
+  return c;
+}
+
+// A test suite whose tests share one API server: started once for the
+// suite (its tests are skipped, which fails in strict mode, when it cannot
+// start), with an admin client ready in SetUp.
+class ApiServerSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    host_ = new ApiServerHost();
+    skip_ = host_->Start();
+  }
+  static void TearDownTestSuite() {
+    delete host_;
+    host_ = nullptr;
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    admin_ = ConnectTo(*host_, "", {.qps = 0});
+    ASSERT_NE(admin_.client, nullptr);
+    ASSERT_EQ(host_->WaitReady(*admin_.transport), "");
+  }
+
+  static inline ApiServerHost* host_ = nullptr;
+  static inline std::string skip_;
+  ApiServerClient admin_;
 };
 
 }  // namespace gpulet::testing

@@ -63,32 +63,16 @@ HealthById Devices(int replicas) {
   return ExpectedHealth(ids);
 }
 
-class DaemonNodeConfigTest : public ::testing::Test {
+class DaemonNodeConfigTest : public ApiServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    host_ = new ApiServerHost();
-    skip_ = host_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete host_;
-    host_ = nullptr;
-  }
-
   void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
-        kube::TlsTransport::Create(host_->AdminConfig());
-    ASSERT_TRUE(t.ok()) << t.status();
-    transport_ = *std::move(t);
-    admin_ = std::make_unique<kube::Client>(
-        *transport_, common::RealClock::Get(),
-        kube::ClientOptions{.qps = 0, .max_attempts = 1});
-    ASSERT_EQ(host_->WaitReady(*transport_), "");
-    admin_->Delete(kNode).IgnoreError();  // the previous test's
-    absl::StatusOr<Json> made =
-        admin_->Create("/api/v1/nodes", {{"apiVersion", "v1"},
-                                         {"kind", "Node"},
-                                         {"metadata", {{"name", "n1"}}}});
+    ApiServerSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    admin_.client->Delete(kNode).IgnoreError();  // the previous test's
+    absl::StatusOr<Json> made = admin_.client->Create(
+        "/api/v1/nodes", {{"apiVersion", "v1"},
+                          {"kind", "Node"},
+                          {"metadata", {{"name", "n1"}}}});
     ASSERT_TRUE(made.ok()) << made.status();
     std::filesystem::create_directories(plugins_);
     std::filesystem::create_directories(configs_);
@@ -118,7 +102,7 @@ class DaemonNodeConfigTest : public ::testing::Test {
     Json labels;
     labels[kLabel] = value.empty() ? Json(nullptr) : Json(value);
     absl::StatusOr<Json> patched =
-        admin_->MergePatch(kNode, {{"metadata", {{"labels", labels}}}});
+        admin_.client->MergePatch(kNode, {{"metadata", {{"labels", labels}}}});
     ASSERT_TRUE(patched.ok()) << patched.status();
   }
 
@@ -127,7 +111,7 @@ class DaemonNodeConfigTest : public ::testing::Test {
                       const std::function<bool(const std::string&)>& pred) {
     const absl::Time deadline = absl::Now() + kTimeout;
     while (absl::Now() < deadline) {
-      absl::StatusOr<Json> node = admin_->Get(kNode);
+      absl::StatusOr<Json> node = admin_.client->Get(kNode);
       if (node.ok()) {
         const Json& a = (*node)["metadata"].value("annotations", Json{});
         const std::string value =
@@ -141,20 +125,13 @@ class DaemonNodeConfigTest : public ::testing::Test {
 
   std::string Socket() const { return plugins_ + "/gpulet-gpu.sock"; }
 
-  static ApiServerHost* host_;
-  static std::string skip_;
   cdi::testing::TempRoot tmp_;
   std::string plugins_ = tmp_.path() + "/plugins";
   std::string configs_ = tmp_.path() + "/configs";
   std::string kubeconfig_ = tmp_.path() + "/kubeconfig";
   std::string log_ = tmp_.path() + "/gpulet.log";
-  std::unique_ptr<kube::TlsTransport> transport_;
-  std::unique_ptr<kube::Client> admin_;
   FakeKubelet kubelet_{plugins_};
 };
-
-ApiServerHost* DaemonNodeConfigTest::host_ = nullptr;
-std::string DaemonNodeConfigTest::skip_;
 
 auto Is(const std::string& want) {
   return [want](const std::string& v) { return v == want; };

@@ -35,31 +35,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-class DraApiServerTest : public ::testing::Test {
+class DraApiServerTest : public gpulet::testing::ApiServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    host_ = new gpulet::testing::ApiServerHost();
-    skip_ = host_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete host_;
-    host_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
-        kube::TlsTransport::Create(host_->AdminConfig());
-    ASSERT_TRUE(t.ok()) << t.status();
-    transport_ = *std::move(t);
-    client_ = std::make_unique<kube::Client>(*transport_, clock_,
-                                             kube::ClientOptions{.qps = 0});
-    const std::string died = host_->WaitReady(*transport_);
-    ASSERT_EQ(died, "");
-  }
-
   std::vector<Json> SlicesOf(const std::string& node) {
-    absl::StatusOr<kube::ListResult> listed = client_->List(
+    absl::StatusOr<kube::ListResult> listed = admin_.client->List(
         kResourceSlicesPath,
         {.field_selector = NodeSlicesSelector(node, "gpu.nvidia.com")});
     EXPECT_TRUE(listed.ok()) << listed.status();
@@ -73,7 +52,7 @@ class DraApiServerTest : public ::testing::Test {
     absl::StatusOr<NodeDevices> devices = testing::SimNodeDevices(machine);
     ASSERT_TRUE(devices.ok()) << devices.status();
     options.node_name = node;
-    Publisher publisher(*client_, options);
+    Publisher publisher(*admin_.client, options);
     const absl::Status published = publisher.Publish(*devices);
     ASSERT_TRUE(published.ok()) << machine << ": " << published;
     absl::StatusOr<std::vector<Json>> wanted =
@@ -89,12 +68,6 @@ class DraApiServerTest : public ::testing::Test {
           << machine << " slice " << i;
     }
   }
-
-  static inline gpulet::testing::ApiServerHost* host_ = nullptr;
-  static inline std::string skip_;
-  common::RealClock& clock_ = common::RealClock::Get();
-  std::unique_ptr<kube::TlsTransport> transport_;
-  std::unique_ptr<kube::Client> client_;
 };
 
 TEST_F(DraApiServerTest, SimulatedNodesArePublishedAsBuilt) {
@@ -111,7 +84,7 @@ TEST_F(DraApiServerTest, SimulatedNodesArePublishedAsBuilt) {
 TEST_F(DraApiServerTest, GenerationMovesOnlyWhenTheDevicesChange) {
   absl::StatusOr<NodeDevices> devices = testing::SimNodeDevices("dgx-h100");
   ASSERT_TRUE(devices.ok()) << devices.status();
-  Publisher publisher(*client_, {.node_name = "gen-node"});
+  Publisher publisher(*admin_.client, {.node_name = "gen-node"});
   ASSERT_TRUE(publisher.Publish(*devices).ok());
   const std::vector<Json> first = SlicesOf("gen-node");
   ASSERT_EQ(first.size(), 1u);
@@ -119,7 +92,7 @@ TEST_F(DraApiServerTest, GenerationMovesOnlyWhenTheDevicesChange) {
 
   // Unchanged: nothing written, not even by a restarted publisher.
   ASSERT_TRUE(publisher.Publish(*devices).ok());
-  Publisher restarted(*client_, {.node_name = "gen-node"});
+  Publisher restarted(*admin_.client, {.node_name = "gen-node"});
   ASSERT_TRUE(restarted.Publish(*devices).ok());
   EXPECT_EQ(SlicesOf("gen-node")[0]["metadata"]["resourceVersion"],
             first[0]["metadata"]["resourceVersion"]);
@@ -134,7 +107,7 @@ TEST_F(DraApiServerTest, GenerationMovesOnlyWhenTheDevicesChange) {
   EXPECT_EQ(after[0]["spec"]["devices"].size(), 7u);
 
   // Tainted instead (DRADeviceTaints, on by default in 1.36).
-  Publisher tainting(*client_,
+  Publisher tainting(*admin_.client,
                      {.node_name = "gen-node", .taint_unhealthy = true});
   ASSERT_TRUE(tainting.Publish(sick).ok());
   after = SlicesOf("gen-node");
@@ -162,7 +135,7 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
     big.node.gpus.push_back(gpu);
   }
   big.unhealthy = {"gpu-5"};
-  Publisher publisher(*client_,
+  Publisher publisher(*admin_.client,
                       {.node_name = "big-node", .taint_unhealthy = true});
   const absl::Status published = publisher.Publish(big);
   ASSERT_TRUE(published.ok()) << published;
@@ -229,10 +202,10 @@ class GpuletDraTest : public DraApiServerTest {
   // not empty.
   void Start(DraProcess& p, const std::string& node,
              std::vector<std::string> args, const std::string& config = "") {
-    absl::StatusOr<Json> made =
-        client_->Create("/api/v1/nodes", {{"apiVersion", "v1"},
-                                          {"kind", "Node"},
-                                          {"metadata", {{"name", node}}}});
+    absl::StatusOr<Json> made = admin_.client->Create(
+        "/api/v1/nodes", {{"apiVersion", "v1"},
+                          {"kind", "Node"},
+                          {"metadata", {{"name", node}}}});
     ASSERT_TRUE(made.ok()) << made.status();
     p.node_uid = (*made)["metadata"]["uid"];
     char tmpl[] = "/tmp/dra-pub-XXXXXX";
@@ -402,7 +375,7 @@ TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
 
   const std::string claims =
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
-  absl::StatusOr<Json> made = client_->Create(claims, Json::parse(R"json({
+  absl::StatusOr<Json> made = admin_.client->Create(claims, Json::parse(R"json({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
     "metadata": {"name": "gpu-memory-4gi"},
     "spec": {"devices": {"requests": [{"name": "share", "exactly": {
@@ -431,7 +404,7 @@ TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
                                         {"operator", "In"},
                                         {"values", {"share-node"}}}})}}})}}}}}};
   absl::StatusOr<Json> allocated =
-      client_->Replace(claims + "/gpu-memory-4gi/status", claim);
+      admin_.client->Replace(claims + "/gpu-memory-4gi/status", claim);
   ASSERT_TRUE(allocated.ok()) << allocated.status();
   const dra::ClaimRef ref{.namespace_name = "default",
                           .name = "gpu-memory-4gi",
@@ -447,7 +420,8 @@ TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
   // A share ID that is not a UUID is refused by the server.
   claim = *allocated;
   claim["status"]["allocation"]["devices"]["results"][0]["shareID"] = "s1";
-  EXPECT_FALSE(client_->Replace(claims + "/gpu-memory-4gi/status", claim).ok());
+  EXPECT_FALSE(
+      admin_.client->Replace(claims + "/gpu-memory-4gi/status", claim).ok());
 }
 
 // status.devices (KEP-4817) as gpulet dra writes it: the server takes the
@@ -457,7 +431,7 @@ TEST_F(DraApiServerTest, MemorySharesAreAcceptedAndReadBack) {
 TEST_F(DraApiServerTest, ClaimStatusDevicesAreWrittenAndRemoved) {
   const std::string claims =
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
-  absl::StatusOr<Json> made = client_->Create(claims, Json::parse(R"json({
+  absl::StatusOr<Json> made = admin_.client->Create(claims, Json::parse(R"json({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
     "metadata": {"name": "status-claim"},
     "spec": {"devices": {"requests": [
@@ -490,7 +464,7 @@ TEST_F(DraApiServerTest, ClaimStatusDevicesAreWrittenAndRemoved) {
                                 {"device", "nic-0"},
                                 {"data", {{"mac", "02:00:00:00:00:01"}}}}})}};
   absl::StatusOr<Json> allocated =
-      client_->Replace(claims + "/status-claim/status", claim);
+      admin_.client->Replace(claims + "/status-claim/status", claim);
   ASSERT_TRUE(allocated.ok()) << allocated.status();
   const dra::ClaimRef ref{.namespace_name = "default",
                           .name = "status-claim",
@@ -505,12 +479,12 @@ TEST_F(DraApiServerTest, ClaimStatusDevicesAreWrittenAndRemoved) {
   dra::PreparedDevice mig = gpu;
   mig.device = "gpu-1-mig-19-6-1";
   mig.uuid = "MIG-aaaa";
-  daemon::ClaimStatusWriter writer(*client_, "gpu.nvidia.com", "status-node",
-                                   node, nullptr);
+  daemon::ClaimStatusWriter writer(*admin_.client, "gpu.nvidia.com",
+                                   "status-node", node, nullptr);
   // Polls the claim until `done` holds; a guard against a hang.
   auto await = [&](auto done) -> Json {
     for (int i = 0; i < 1200; ++i) {
-      absl::StatusOr<Json> got = client_->Get(claims + "/status-claim");
+      absl::StatusOr<Json> got = admin_.client->Get(claims + "/status-claim");
       if (got.ok() && done(*got) && writer.Pending() == 0) return *got;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -542,7 +516,7 @@ TEST_F(DraApiServerTest, ClaimStatusDevicesAreWrittenAndRemoved) {
   EXPECT_EQ(removed["status"]["devices"][0]["device"], "nic-0");
 
   // A claim deleted before its write is forgotten.
-  ASSERT_TRUE(client_->Delete(claims + "/status-claim").ok());
+  ASSERT_TRUE(admin_.client->Delete(claims + "/status-claim").ok());
   writer.Set(ref, {gpu});
   for (int i = 0; i < 1200 && writer.Pending() != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -588,7 +562,7 @@ TEST_F(DraApiServerTest, DeployManifestsAreAccepted) {
       const std::string kind = (*object)["kind"];
       ASSERT_TRUE(paths.contains(kind)) << entry.path() << ": " << kind;
       absl::StatusOr<Json> made =
-          client_->Create(paths.at(kind), Json::parse(object->dump()));
+          admin_.client->Create(paths.at(kind), Json::parse(object->dump()));
       EXPECT_TRUE(made.ok()) << entry.path() << ": " << made.status();
       const std::string name = (*object)["metadata"]["name"];
       created.insert(name);
@@ -618,7 +592,7 @@ TEST_F(DraApiServerTest, DocumentedClaimsAreAccepted) {
           "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0 && device.attributes['gpu.nvidia.com'].cudaComputeCapability.compareTo(semver('9.0.0')) >= 0"}}]}}],
       "constraints": [{"requests": ["gpus"],
                        "matchAttribute": "gpu.nvidia.com/nvlinkDomain"}]}}}})json");
-  absl::StatusOr<Json> made = client_->Create(
+  absl::StatusOr<Json> made = admin_.client->Create(
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
       claim);
   EXPECT_TRUE(made.ok()) << made.status();
@@ -636,7 +610,7 @@ TEST_F(DraApiServerTest, DocumentedClaimsAreAccepted) {
                        "kind": "GpuConfig",
                        "sharing": {"strategy": "MPS", "mpsConfig": {
                          "defaultActiveThreadPercentage": 25}}}}}]}}}})json");
-  made = client_->Create(
+  made = admin_.client->Create(
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
       share);
   EXPECT_TRUE(made.ok()) << made.status();

@@ -72,28 +72,8 @@ Json Template(const std::string& name, Json claim) {
           {"spec", {{"spec", claim["spec"]}}}};
 }
 
-class DraWebhookApiServerTest : public ::testing::Test {
+class DraWebhookApiServerTest : public gpulet::testing::ApiServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    host_ = new gpulet::testing::ApiServerHost();
-    skip_ = host_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete host_;
-    host_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
-        kube::TlsTransport::Create(host_->AdminConfig());
-    ASSERT_TRUE(t.ok()) << t.status();
-    transport_ = *std::move(t);
-    client_ = std::make_unique<kube::Client>(*transport_, clock_,
-                                             kube::ClientOptions{.qps = 0});
-    ASSERT_EQ(host_->WaitReady(*transport_), "");
-  }
-
   // The handler over HTTPS on 127.0.0.1, with a CA of its own.
   void ServeWebhook() {
     ca_ = kube::tls_test::MakeCa("webhook-ca");
@@ -144,11 +124,6 @@ class DraWebhookApiServerTest : public ::testing::Test {
     return Json();
   }
 
-  static inline gpulet::testing::ApiServerHost* host_ = nullptr;
-  static inline std::string skip_;
-  common::RealClock& clock_ = common::RealClock::Get();
-  std::unique_ptr<kube::TlsTransport> transport_;
-  std::unique_ptr<kube::Client> client_;
   kube::tls_test::KeyPair ca_;
   std::unique_ptr<http::Server> server_;
 };
@@ -156,13 +131,13 @@ class DraWebhookApiServerTest : public ::testing::Test {
 TEST_F(DraWebhookApiServerTest, ABadClaimConfigIsRefusedAtCreation) {
   ServeWebhook();
   ASSERT_TRUE(
-      client_
+      admin_.client
           ->Create("/api/v1/namespaces", {{"apiVersion", "v1"},
                                           {"kind", "Namespace"},
                                           {"metadata", {{"name", kNamespace}}}})
           .ok());
   const Json webhook = ShippedWebhookHere();
-  absl::StatusOr<Json> made = client_->Create(kWebhooks, webhook);
+  absl::StatusOr<Json> made = admin_.client->Create(kWebhooks, webhook);
   ASSERT_TRUE(made.ok()) << made.status();
 
   // The API server takes a new webhook up from its watch: until then a
@@ -172,12 +147,12 @@ TEST_F(DraWebhookApiServerTest, ABadClaimConfigIsRefusedAtCreation) {
       std::chrono::steady_clock::now() + std::chrono::minutes(1);
   while (std::chrono::steady_clock::now() < deadline) {
     absl::StatusOr<Json> bad =
-        client_->Create(Claims(), MpsClaim("bad", "ten gigs"));
+        admin_.client->Create(Claims(), MpsClaim("bad", "ten gigs"));
     if (!bad.ok()) {
       refused = bad.status();
       break;
     }
-    ASSERT_TRUE(client_->Delete(Claims() + "/bad").ok());
+    ASSERT_TRUE(admin_.client->Delete(Claims() + "/bad").ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_FALSE(refused.ok()) << "the webhook never refused the bad claim";
@@ -186,7 +161,7 @@ TEST_F(DraWebhookApiServerTest, ABadClaimConfigIsRefusedAtCreation) {
                         "mpsConfig.defaultPinnedDeviceMemoryLimit: "));
 
   // A template is checked at its own path.
-  absl::StatusOr<Json> bad_template = client_->Create(
+  absl::StatusOr<Json> bad_template = admin_.client->Create(
       Templates(), Template("bad-template", MpsClaim("", "1Ki")));
   ASSERT_FALSE(bad_template.ok());
   EXPECT_THAT(bad_template.status().message(),
@@ -195,20 +170,20 @@ TEST_F(DraWebhookApiServerTest, ABadClaimConfigIsRefusedAtCreation) {
                         "\"1Ki\" is below 1Mi"));
 
   // NVIDIA's example as published, and another driver's configuration.
-  made = client_->Create(Claims(), MpsClaim("nvidia-example", "10Gi"));
+  made = admin_.client->Create(Claims(), MpsClaim("nvidia-example", "10Gi"));
   EXPECT_TRUE(made.ok()) << made.status();
-  made = client_->Create(Templates(),
-                         Template("nvidia-example", MpsClaim("", "10Gi")));
+  made = admin_.client->Create(
+      Templates(), Template("nvidia-example", MpsClaim("", "10Gi")));
   EXPECT_TRUE(made.ok()) << made.status();
   Json other = MpsClaim("other-driver", "ten gigs");
   other["spec"]["devices"]["config"][0]["opaque"]["driver"] =
       "other.example.com";
-  made = client_->Create(Claims(), other);
+  made = admin_.client->Create(Claims(), other);
   EXPECT_TRUE(made.ok()) << made.status();
 
-  EXPECT_TRUE(
-      client_->Delete(absl::StrCat(kWebhooks, "/gpulet-dra-claim-configs"))
-          .ok());
+  EXPECT_TRUE(admin_.client
+                  ->Delete(absl::StrCat(kWebhooks, "/gpulet-dra-claim-configs"))
+                  .ok());
 }
 
 }  // namespace

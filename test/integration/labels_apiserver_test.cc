@@ -44,32 +44,18 @@ constexpr char kNodeFeatures[] =
     "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/kube-system/nodefeatures";
 constexpr char kDenied[] = "may write only the NodeFeature";
 
-struct ApiClient {
-  std::unique_ptr<kube::TlsTransport> transport;
-  std::unique_ptr<kube::Client> client;
-};
+using ApiClient = testing::ApiServerClient;
 
 struct Outcome {
   int code = -1;
   std::string err;
 };
 
-class LabelsApiServerTest : public ::testing::Test {
+class LabelsApiServerTest : public testing::ApiServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    host_ = new testing::ApiServerHost();
-    skip_ = host_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete host_;
-    host_ = nullptr;
-  }
-
   void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    admin_ = Connect(host_->AdminConfig().token);
-    ASSERT_NE(admin_.client, nullptr);
-    ASSERT_EQ(host_->WaitReady(*admin_.transport), "");
+    ApiServerSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     char tmpl[] = "/tmp/gpulet-nf-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
@@ -81,16 +67,7 @@ class LabelsApiServerTest : public ::testing::Test {
   }
 
   ApiClient Connect(const std::string& token) {
-    config::ApiServerConfig config = host_->AdminConfig();
-    config.token = token;
-    absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
-        kube::TlsTransport::Create(config);
-    EXPECT_TRUE(t.ok()) << t.status();
-    if (!t.ok()) return {};
-    ApiClient c{.transport = *std::move(t)};
-    c.client = std::make_unique<kube::Client>(
-        *c.transport, clock_, kube::ClientOptions{.qps = 0, .max_attempts = 1});
-    return c;
+    return testing::ConnectTo(*host_, token);
   }
 
   // Creates every object of deploy/<file> as written, the namespaced ones
@@ -273,10 +250,6 @@ class LabelsApiServerTest : public ::testing::Test {
     FAIL() << "the policy was never enforced; last answer: " << last;
   }
 
-  static inline testing::ApiServerHost* host_ = nullptr;
-  static inline std::string skip_;
-  common::RealClock& clock_ = common::RealClock::Get();
-  ApiClient admin_;
   std::string dir_;
 };
 

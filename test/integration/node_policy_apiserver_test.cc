@@ -40,41 +40,12 @@ constexpr char kAgentDenied[] = "may write only the Node its pod runs on";
 constexpr char kExtenderDenied[] =
     "may change only the gpulet.dev/gpu-memory-pending";
 
-// A client of the test's API server with its own transport.
-struct ApiClient {
-  std::unique_ptr<kube::TlsTransport> transport;
-  std::unique_ptr<kube::Client> client;
-};
+using ApiClient = testing::ApiServerClient;
 
-class NodePolicyApiServerTest : public ::testing::Test {
+class NodePolicyApiServerTest : public testing::ApiServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    host_ = new testing::ApiServerHost();
-    skip_ = host_->Start();
-  }
-  static void TearDownTestSuite() {
-    delete host_;
-    host_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    admin_ = Connect(host_->AdminConfig().token);
-    ASSERT_NE(admin_.client, nullptr);
-    ASSERT_EQ(host_->WaitReady(*admin_.transport), "");
-  }
-
   ApiClient Connect(const std::string& token) {
-    config::ApiServerConfig config = host_->AdminConfig();
-    config.token = token;
-    absl::StatusOr<std::unique_ptr<kube::TlsTransport>> t =
-        kube::TlsTransport::Create(config);
-    EXPECT_TRUE(t.ok()) << t.status();
-    if (!t.ok()) return {};
-    ApiClient c{.transport = *std::move(t)};
-    c.client = std::make_unique<kube::Client>(
-        *c.transport, clock_, kube::ClientOptions{.qps = 0, .max_attempts = 1});
-    return c;
+    return testing::ConnectTo(*host_, token);
   }
 
   // Creates every object of deploy/<file> as written (nothing is skipped:
@@ -238,11 +209,6 @@ class NodePolicyApiServerTest : public ::testing::Test {
     // The manifest opens with "---"; the split wants it after a newline.
     CreateAll("\n" + rendered, "helm template " + release, ns);
   }
-
-  static inline testing::ApiServerHost* host_ = nullptr;
-  static inline std::string skip_;
-  common::RealClock& clock_ = common::RealClock::Get();
-  ApiClient admin_;
 };
 
 TEST_F(NodePolicyApiServerTest, NodeAgentWritesOnlyItsOwnNodesGpuletKeys) {
