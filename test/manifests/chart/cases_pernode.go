@@ -98,6 +98,7 @@ func perNodeCases() []Case {
 				return all(expectPerNode(r, "gpulet", "gpulet-config", map[string]string{"DEFAULT_CONFIG": "", "FALLBACK_STRATEGIES": ""}),
 					expectPolicies(r, map[string]string{
 						"gpulet-node-agent":     "kube-system:gpulet",
+						"gpulet-node-features":  "kube-system:gpulet",
 						"gpulet-extender-nodes": "kube-system:gpulet-extender",
 					}))
 			},
