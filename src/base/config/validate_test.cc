@@ -77,12 +77,12 @@ const BadCase kBadCases[] = {
      "mean \"migStrategy\"?)"},
     {"UnknownTopLevelKey", "version: v1\nextras: {}\n",
      "t.yaml:2:1: extras: unknown key \"extras\" (known keys: version, "
-     "flags, resources, sharing, imex, health, metrics, passthrough)"},
+     "flags, resources, sharing, imex, health, metrics, passthrough, dra)"},
     {"DuplicateKey", "flags:\n  migStrategy: none\n  migStrategy: mixed\n",
      "t.yaml:3:3: flags.migStrategy: duplicate key"},
     {"TopLevelList", "- version: v1\n",
      "t.yaml:1:1: (top level): expected a map with version, flags, resources, "
-     "sharing, imex, health, metrics, passthrough; got a list"},
+     "sharing, imex, health, metrics, passthrough, dra; got a list"},
     {"InvalidYaml", "flags: [none\n",
      "t.yaml:2:1: invalid YAML: end of sequence flow not found"},
     {"ReplicasOne", OneShared("      replicas: 1\n"),
