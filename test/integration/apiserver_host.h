@@ -51,9 +51,9 @@ inline int FreeLoopbackPort() {
 
 // A child process with its output in a log file; killed by PID and reaped
 // when destroyed.
-class ChildProcess {
+class LoggedProcess {
  public:
-  ChildProcess(const std::vector<std::string>& argv, const std::string& log) {
+  LoggedProcess(const std::vector<std::string>& argv, const std::string& log) {
     pid_ = ::fork();
     if (pid_ == 0) {
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -68,14 +68,14 @@ class ChildProcess {
       ::_exit(127);
     }
   }
-  ~ChildProcess() {
+  ~LoggedProcess() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
   }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
+  LoggedProcess(const LoggedProcess&) = delete;
+  LoggedProcess& operator=(const LoggedProcess&) = delete;
 
   bool Running() const {
     return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0;
@@ -132,7 +132,7 @@ class ApiServerHost {
     const std::string peer_url =
         absl::StrCat("http://127.0.0.1:", FreeLoopbackPort());
     port_ = FreeLoopbackPort();
-    etcd_ = std::make_unique<ChildProcess>(
+    etcd_ = std::make_unique<LoggedProcess>(
         std::vector<std::string>{
             "/usr/bin/etcd", "--name", "t", "--data-dir", dir_ + "/etcd",
             "--listen-client-urls", etcd_url, "--advertise-client-urls",
@@ -173,8 +173,8 @@ class ApiServerHost {
         "--profiling=false"};
     apiserver_argv.insert(apiserver_argv.end(), extra_args.begin(),
                           extra_args.end());
-    apiserver_ =
-        std::make_unique<ChildProcess>(apiserver_argv, dir_ + "/apiserver.log");
+    apiserver_ = std::make_unique<LoggedProcess>(apiserver_argv,
+                                                 dir_ + "/apiserver.log");
     return "";
   }
 
@@ -232,8 +232,8 @@ class ApiServerHost {
   kube::tls_test::KeyPair ca_;
   int port_ = 0;
   int etcd_port_ = 0;
-  std::unique_ptr<ChildProcess> etcd_;
-  std::unique_ptr<ChildProcess> apiserver_;
+  std::unique_ptr<LoggedProcess> etcd_;
+  std::unique_ptr<LoggedProcess> apiserver_;
 };
 
 // A client of the host's API server on a transport of its own.

@@ -151,7 +151,7 @@ TEST_F(DraApiServerTest, LargePoolsAreSplitWithinTheServersLimits) {
 struct DraProcess {
   std::string dir;
   std::string node_uid;
-  std::unique_ptr<gpulet::testing::ChildProcess> gpulet;
+  std::unique_ptr<gpulet::testing::LoggedProcess> gpulet;
 
   ~DraProcess() {
     gpulet.reset();
@@ -255,7 +255,7 @@ class GpuletDraTest : public DraApiServerTest {
         "--cdi-dir",
         p.dir + "/cdi"};
     argv.insert(argv.end(), args.begin(), args.end());
-    p.gpulet = std::make_unique<gpulet::testing::ChildProcess>(
+    p.gpulet = std::make_unique<gpulet::testing::LoggedProcess>(
         argv, p.dir + "/gpulet.log");
   }
 
