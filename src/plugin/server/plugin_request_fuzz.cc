@@ -119,17 +119,21 @@ void FuzzAllocate(const v1beta1::AllocateRequest& request) {
     Check(r.annotations_size() == 1);
     const auto& ids = request.container_requests(i).devices_ids();
     std::set<std::string> visible;
+    bool replica = false;
     for (const std::string& id : ids) {
       const Device* device = Snapshot().Find(id);
       // Shared devices (the GPU-0 replicas) only ever come one at a time.
       Check(device->replica < 0 || ids.size() == 1);
+      replica = replica || device->replica >= 0;
       visible.insert(device->visible_id);
     }
     // One CDI name and one mount per distinct device, plus the two IMEX
-    // channels (and gdrcopy, gds, mofed for CDI; the MPS pipe and shm).
+    // channels (and gdrcopy, gds, mofed for CDI; for a replica, whose GPU
+    // has an MPS daemon, the MPS pipe and shm).
     // Device specs: 2 control nodes, the devices' own nodes, 2 channels.
     Check(r.cdi_devices_size() == static_cast<int>(visible.size()) + 5);
-    Check(r.mounts_size() == static_cast<int>(visible.size()) + 4);
+    Check(r.mounts_size() ==
+          static_cast<int>(visible.size()) + 2 + (replica ? 2 : 0));
     Check(r.devices_size() >= 4);
   }
 }
