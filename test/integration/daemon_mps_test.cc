@@ -30,6 +30,7 @@
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
 #include "test/integration/gpulet_runner.h"
+#include "test/integration/mps_daemon_fixture.h"
 
 namespace gpulet::testing {
 namespace {
@@ -46,35 +47,10 @@ std::string Unit(const std::string& gpu, int k) {
   return absl::StrCat(gpu, "::m", k);
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Polls a file-system condition (the fake daemon's log) until it holds.
-bool Eventually(const std::function<bool()>& pred) {
-  const absl::Time deadline = absl::Now() + kTimeout;
-  while (!pred()) {
-    if (absl::Now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-// unit ID -> healthy, for one ListAndWatch message.
-using Health = std::map<std::string, bool>;
-
-class DaemonMpsTest : public ::testing::Test {
+class DaemonMpsTest : public MpsDaemonTest {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    std::filesystem::create_directories(dir_);
-    std::filesystem::create_directories(driver_ + "/usr/bin");
-    const std::string control = driver_ + "/usr/bin/nvidia-cuda-mps-control";
-    std::ofstream(control) << sim::MpsControlScript("550.54.15");
-    ASSERT_EQ(::chmod(control.c_str(), 0755), 0);
+    InstallDriver("550.54.15", /*with_smi=*/false);
     std::ofstream(config_) << "version: v1\nflags:\n  nvidiaDriverRoot: "
                            << driver_ << "\n  mpsRoot: " << mps_
                            << "\nsharing:\n  memory:\n    unit: 2GiB\n"
@@ -83,36 +59,6 @@ class DaemonMpsTest : public ::testing::Test {
                               "      computeByShare: true\n";
   }
 
-  std::string Log(const std::string& gpu) const {
-    return ReadAll(absl::StrCat(mps_, "/", gpu, "/log/control.log"));
-  }
-  pid_t LastPid(const std::string& gpu) const {
-    const std::string log = Log(gpu);
-    const std::string marker = "start -f pid=";
-    const size_t at = log.rfind(marker);
-    if (at == std::string::npos) return -1;
-    const size_t begin = at + marker.size();
-    int pid = -1;
-    return absl::SimpleAtoi(log.substr(begin, log.find(' ', begin) - begin),
-                            &pid)
-               ? pid
-               : -1;
-  }
-
-  // Reads the memory resource's ListAndWatch stream until a message
-  // satisfies `pred`.
-  bool WaitForHealth(const std::function<bool(const Health&)>& pred) {
-    v1beta1::ListAndWatchResponse response;
-    while (stream_->Read(&response)) {
-      Health health;
-      for (const auto& d : response.devices()) {
-        health[d.id()] = d.health() == "Healthy";
-      }
-      last_ = health;
-      if (pred(health)) return true;
-    }
-    return false;
-  }
   static bool GpuHealth(const Health& h, const std::string& gpu, bool want) {
     int n = 0;
     for (const auto& [id, healthy] : h) {
@@ -122,25 +68,6 @@ class DaemonMpsTest : public ::testing::Test {
     }
     return n == 7;
   }
-  std::string Describe() const {
-    std::string s;
-    for (const auto& [id, healthy] : last_) {
-      absl::StrAppend(&s, id, healthy ? " Healthy\n" : " Unhealthy\n");
-    }
-    return s;
-  }
-
-  TempDir tmp_;
-  std::string dir_ = tmp_.path() + "/plugins";
-  std::string driver_ = tmp_.path() + "/driver";
-  std::string mps_ = tmp_.path() + "/mps";
-  std::string config_ = tmp_.path() + "/config.yaml";
-  std::string log_ = tmp_.path() + "/gpulet.log";
-  FakeKubelet kubelet_{dir_};
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> stream_;
-  Health last_;
 };
 
 TEST_F(DaemonMpsTest, DaemonPerGpuLimitInAllocateHealthFollowsTheDaemon) {

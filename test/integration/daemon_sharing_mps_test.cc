@@ -33,6 +33,7 @@
 #include "test/integration/daemon_fake_kubelet.h"
 #include "test/integration/daemon_process.h"
 #include "test/integration/gpulet_runner.h"
+#include "test/integration/mps_daemon_fixture.h"
 
 namespace gpulet::testing {
 namespace {
@@ -47,49 +48,10 @@ constexpr const char* kGpus[] = {"GPU-5fdf10a6-0287-5e63-be17-239c7682b518",
                                  "GPU-08283e8c-b997-5424-a43d-e0a45ae09f2c",
                                  "GPU-de2e8385-285c-52ab-8c5f-9b552bac2c59"};
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Polls a file-system condition (the fake daemon's log) until it holds.
-bool Eventually(const std::function<bool()>& pred) {
-  const absl::Time deadline = absl::Now() + kTimeout;
-  while (!pred()) {
-    if (absl::Now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-// The value of `key=` in the last line of `log` that starts with `start`.
-std::string LastStartField(const std::string& log, const std::string& key) {
-  const size_t at = log.rfind("start -f ");
-  if (at == std::string::npos) return "";
-  const std::string line = log.substr(at, log.find('\n', at) - at);
-  const size_t k = line.find(" " + key + "=");
-  if (k == std::string::npos) return "";
-  const size_t begin = k + key.size() + 2;
-  return line.substr(begin, line.find(' ', begin) - begin);
-}
-
-// replica ID -> healthy, for one ListAndWatch message.
-using Health = std::map<std::string, bool>;
-
-class DaemonSharingMpsTest : public ::testing::Test {
+class DaemonSharingMpsTest : public MpsDaemonTest {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    std::filesystem::create_directories(dir_);
-    std::filesystem::create_directories(driver_ + "/usr/bin");
-    const std::string control = driver_ + "/usr/bin/nvidia-cuda-mps-control";
-    std::ofstream(control) << sim::MpsControlScript("535.161.08");
-    ASSERT_EQ(::chmod(control.c_str(), 0755), 0);
-    const std::string smi = driver_ + "/usr/bin/nvidia-smi";
-    std::ofstream(smi) << sim::NvidiaSmiScript("535.161.08");
-    ASSERT_EQ(::chmod(smi.c_str(), 0755), 0);
+    InstallDriver("535.161.08", /*with_smi=*/true);
     WriteConfig(2);
   }
 
@@ -104,16 +66,10 @@ class DaemonSharingMpsTest : public ::testing::Test {
     }
   }
 
-  std::string Log(const std::string& gpu) const {
-    return ReadAll(absl::StrCat(mps_, "/", gpu, "/log/control.log"));
-  }
   std::string SmiLog() const {
-    return ReadAll(driver_ + "/usr/bin/nvidia-smi.log");
-  }
-  // The simulated daemon's own record of its PID, as a test can see it.
-  pid_t LastPid(const std::string& gpu) const {
-    int pid = -1;
-    return absl::SimpleAtoi(LastStartField(Log(gpu), "pid"), &pid) ? pid : -1;
+    absl::StatusOr<std::string> text =
+        common::ReadFile(driver_ + "/usr/bin/nvidia-smi.log");
+    return text.ok() ? *text : "";
   }
   // Whether the log's last daemon was told these limits after it started.
   bool LimitsAfterLastStart(const std::string& gpu, const std::string& mib,
@@ -130,18 +86,6 @@ class DaemonSharingMpsTest : public ::testing::Test {
                             percent, "\n"));
   }
 
-  bool WaitForHealth(const std::function<bool(const Health&)>& pred) {
-    v1beta1::ListAndWatchResponse response;
-    while (stream_->Read(&response)) {
-      Health health;
-      for (const auto& d : response.devices()) {
-        health[d.id()] = d.health() == "Healthy";
-      }
-      last_ = health;
-      if (pred(health)) return true;
-    }
-    return false;
-  }
   // Every replica of `gpu` (there are `replicas`) has health `want`.
   static bool GpuHealth(const Health& h, const std::string& gpu, bool want,
                         int replicas = 2) {
@@ -157,25 +101,6 @@ class DaemonSharingMpsTest : public ::testing::Test {
     }
     return true;
   }
-  std::string Describe() const {
-    std::string s;
-    for (const auto& [id, healthy] : last_) {
-      absl::StrAppend(&s, id, healthy ? " Healthy\n" : " Unhealthy\n");
-    }
-    return s;
-  }
-
-  TempDir tmp_;
-  std::string dir_ = tmp_.path() + "/plugins";
-  std::string driver_ = tmp_.path() + "/driver";
-  std::string mps_ = tmp_.path() + "/mps";
-  std::string config_ = tmp_.path() + "/config.yaml";
-  std::string log_ = tmp_.path() + "/gpulet.log";
-  FakeKubelet kubelet_{dir_};
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> stream_;
-  Health last_;
 };
 
 TEST_F(DaemonSharingMpsTest, DaemonPerGpuWithLimitsAllocatePointsAtIt) {
