@@ -68,11 +68,6 @@ std::optional<std::string> NodeConfigWatch::Label() const {
   return label_;
 }
 
-bool NodeConfigWatch::Listed() const {
-  absl::MutexLock lock(&mu_);
-  return listed_;
-}
-
 void NodeConfigWatch::Report(const std::string& applied,
                              const std::string& error) {
   absl::MutexLock lock(&mu_);

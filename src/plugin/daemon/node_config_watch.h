@@ -65,8 +65,6 @@ class NodeConfigWatch {
   bool WaitListed(absl::Duration timeout);
   // The label's value as last seen (nullopt: absent, or not listed yet).
   std::optional<std::string> Label() const;
-  // Whether the Node has been listed at least once.
-  bool Listed() const;
   // The state to write to the Node's annotations (see above).
   void Report(const std::string& applied, const std::string& error);
 
