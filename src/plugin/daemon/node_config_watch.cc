@@ -79,7 +79,7 @@ void NodeConfigWatch::See(const Json& node) {
   bool changed = false;
   {
     absl::MutexLock lock(&mu_);
-    changed = listed_ && value != label_;
+    changed = !listed_ || value != label_;
     listed_ = true;
     label_ = std::move(value);
   }

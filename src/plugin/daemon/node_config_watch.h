@@ -5,7 +5,9 @@
 //
 // The watch runs on a thread of its own (kube::ListWatcher: re-lists after
 // a 410, resumes after a dropped connection) and calls `on_change` when the
-// label's value changes (an empty value counts as no label). The reporter
+// Node is first listed and whenever the label's value changes (an empty
+// value counts as no label): a daemon that started without the Node, the API
+// server not answering, follows its label once it is read. The reporter
 // is a second thread: Report() hands it the state to write and returns at
 // once, so the daemon's loop never waits on the API server; it merge-
 // patches the Node's annotations
